@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The README's test command: every test of the lab, stage by stage, each with its elapsed time.
+# It installs what the tests need (a Python venv in .venv, the Maven wrapper's Maven, Debian packages).
+#
+#   ./test.sh              all stages
+#   ./test.sh mock lab     only these stages
+#
+# Stages: mock (mock-service pytest), app (Maven verify of both stacks), lab (host plumbing unit tests
+# and Vagrantfile validation), e2e (real machines: up, checks, down). Outside CI, e2e skips loudly where
+# no machine can be brought up; under CI=true it always runs.
+set -uo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here"
+
+ALL_STAGES=(mock app lab e2e)
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=("${ALL_STAGES[@]}")
+for s in "${stages[@]}"; do
+  case " ${ALL_STAGES[*]} " in
+    *" $s "*) ;;
+    *) echo "test.sh: unknown stage '$s' (stages: ${ALL_STAGES[*]})" >&2; exit 2 ;;
+  esac
+done
+
+# One venv for every Python part of the project; re-created only when the requirements change.
+venv() {
+  local stamp=.venv/.requirements.sha
+  local want
+  want="$(cat requirements-dev.txt mock-service/pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)"
+  if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "== preparing .venv (Python test tools)"
+    python3 -m venv --clear .venv || return 1
+    .venv/bin/pip install -q --upgrade pip || return 1
+    .venv/bin/pip install -q -r requirements-dev.txt || return 1
+    if [ -f mock-service/pyproject.toml ]; then
+      .venv/bin/pip install -q -e "./mock-service[test]" || return 1
+    fi
+    echo "$want" > "$stamp"
+  fi
+}
+
+stage_mock() { .venv/bin/python -m pytest -q mock-service/tests; }
+stage_app()  { (cd app && ./mvnw -B -ntp verify); }
+stage_lab()  { .venv/bin/python -m pytest -q lab/tests; }
+stage_e2e()  { .venv/bin/python -m pytest -q -rs tests; }
+
+passed=0; failed=0; failed_names=()
+t_all=$SECONDS
+venv || { echo "test.sh: could not prepare .venv (see pip's message above)" >&2; exit 1; }
+for s in "${stages[@]}"; do
+  echo
+  echo "======== stage $s"
+  t0=$SECONDS
+  if "stage_$s"; then
+    passed=$((passed + 1)); verdict=ok
+  else
+    failed=$((failed + 1)); failed_names+=("$s"); verdict=FAILED
+  fi
+  echo "======== stage $s: $verdict in $((SECONDS - t0)) s"
+done
+echo
+echo "test.sh: ${#stages[@]} stages in $((SECONDS - t_all)) s${failed_names:+; failed: ${failed_names[*]}}"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
