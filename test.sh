@@ -23,22 +23,7 @@ for s in "${stages[@]}"; do
   esac
 done
 
-# One venv for every Python part of the project; re-created only when the requirements change.
-venv() {
-  local stamp=.venv/.requirements.sha
-  local want
-  want="$(cat requirements-dev.txt mock-service/pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)"
-  if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "== preparing .venv (Python test tools)"
-    python3 -m venv --clear .venv || return 1
-    .venv/bin/pip install -q --upgrade pip || return 1
-    .venv/bin/pip install -q -r requirements-dev.txt || return 1
-    if [ -f mock-service/pyproject.toml ]; then
-      .venv/bin/pip install -q -e "./mock-service[test]" || return 1
-    fi
-    echo "$want" > "$stamp"
-  fi
-}
+. "$here/lab/sh/venv.sh"
 
 stage_mock() { .venv/bin/python -m pytest -q mock-service/tests; }
 stage_app()  { (cd app && ./mvnw -B -ntp verify); }
@@ -47,7 +32,7 @@ stage_e2e()  { .venv/bin/python -m pytest -q -rs tests; }
 
 passed=0; failed=0; failed_names=()
 t_all=$SECONDS
-venv || { echo "test.sh: could not prepare .venv (see pip's message above)" >&2; exit 1; }
+lab_venv "$here" || { echo "test.sh: could not prepare .venv (see pip's message above)" >&2; exit 1; }
 for s in "${stages[@]}"; do
   echo
   echo "======== stage $s"

@@ -1,0 +1,188 @@
+"""The base box: Debian built with debootstrap from the mirror, packaged for vagrant-libvirt.
+
+The box is cached under .lab/box/ and named after its recipe hash (everything in lab/box/ plus the
+suite and this module's image layout version), so a changed recipe makes a new box and a new libvirt
+volume, never a stale one. Building needs root (loop devices, mounts, chroot).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from lab import paths, steps
+
+RECIPE_DIR = paths.ROOT / "lab" / "box"
+# Bump when the image layout below changes (partitioning, bootloader, file system options).
+IMAGE_LAYOUT_VERSION = 1
+DISK_GB = 8
+VAGRANT_PUBLIC_KEYS = (
+    Path("/usr/share/rubygems-integration/all/gems"),
+    Path("/usr/share/vagrant/keys"),
+    Path("/opt/vagrant/embedded/gems"),
+)
+
+
+class BoxError(RuntimeError):
+    """The box could not be built; the message says which step failed."""
+
+
+def recipe_hash(suite: str, recipe_dir: Path = RECIPE_DIR) -> str:
+    """Hash of every file of the recipe (name and content), the suite and the layout version."""
+    digest = hashlib.sha256(f"suite={suite}\nlayout={IMAGE_LAYOUT_VERSION}\n".encode())
+    for file in sorted(p for p in recipe_dir.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(recipe_dir)).encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def box_name(suite: str) -> str:
+    return f"lab/{suite}-{recipe_hash(suite)[:12]}"
+
+
+def box_file(suite: str) -> Path:
+    return paths.BOX_DIR / f"{suite}-{recipe_hash(suite)[:12]}.box"
+
+
+def packages(recipe_dir: Path = RECIPE_DIR) -> list[str]:
+    lines = (recipe_dir / "packages.txt").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def vagrant_public_key() -> Path:
+    for base in VAGRANT_PUBLIC_KEYS:
+        if base.is_dir():
+            found = sorted(base.glob("**/keys/vagrant.pub"))
+            if found:
+                return found[-1]
+    raise BoxError("the public key that ships with Vagrant (keys/vagrant.pub) was not found: is vagrant installed?")
+
+
+def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    except FileNotFoundError:
+        raise BoxError(f"box build failed while {what}: the command '{cmd[0]}' is not installed") from None
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-15:]
+        raise BoxError(f"box build failed while {what}: {' '.join(cmd[:3])}… exited {result.returncode}\n  "
+                       + "\n  ".join(tail))
+    return result
+
+
+def ensure(settings) -> tuple[Path, bool]:
+    """The box file for this recipe, built if missing. Returns (path, built_now)."""
+    target = box_file(settings.debian_suite)
+    if target.exists():
+        return target, False
+    build(settings, target)
+    _remove_stale_boxes(keep=target)
+    return target, True
+
+
+def _remove_stale_boxes(keep: Path) -> None:
+    for old in paths.BOX_DIR.glob("*.box"):
+        if old != keep:
+            old.unlink()
+
+
+def build(settings, target: Path) -> None:
+    if os.geteuid() != 0:
+        raise BoxError("building the base box needs root (loop devices, mounts, chroot)")
+    paths.BOX_DIR.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=paths.BOX_DIR))
+    raw = work / "disk.raw"
+    mnt = work / "root"
+    mnt.mkdir()
+    loop = None
+    mounted = []
+    try:
+        with open(raw, "wb") as f:
+            f.truncate(DISK_GB * 1024**3)
+        _run(["sfdisk", "-q", str(raw)], "partitioning", input="label: dos\n,,L,*\n")
+        loop = _run(["losetup", "--find", "--show", str(raw)], "attaching the loop device").stdout.strip()
+        # losetup -P makes no partition node on these hosts; partx does.
+        _run(["partx", "-a", loop], "reading the partition table")
+        part = f"{loop}p1"
+        # Features extlinux cannot read stay off.
+        _run(["mkfs.ext4", "-q", "-L", "root", "-O", "^64bit,^metadata_csum_seed", part], "formatting")
+        uuid = _run(["blkid", "-s", "UUID", "-o", "value", part], "reading the file system UUID").stdout.strip()
+        _run(["mount", part, str(mnt)], "mounting")
+        mounted.append(mnt)
+
+        steps.note(f"debootstrap {settings.debian_suite} from {settings.debian_mirror} (a few minutes)")
+        _run(["debootstrap", "--variant=minbase", f"--include={','.join(packages())}",
+              settings.debian_suite, str(mnt), settings.debian_mirror], "running debootstrap")
+
+        shutil.copytree(RECIPE_DIR / "files", mnt, dirs_exist_ok=True)
+        shutil.copy(vagrant_public_key(), mnt / "tmp" / "vagrant.pub")
+        (mnt / "etc" / "fstab").write_text(f"UUID={uuid} / ext4 errors=remount-ro 0 1\n")
+        shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
+        for fs, where in (("proc", "proc"), ("sysfs", "sys"), ("devtmpfs", "dev")):
+            _run(["mount", "-t", fs, fs, str(mnt / where)], f"mounting {where} for the chroot")
+            mounted.append(mnt / where)
+        _run(["chroot", str(mnt), "/bin/sh", "/tmp/customize.sh", settings.debian_mirror, settings.debian_suite],
+             "customizing the root file system", env={**os.environ, "DEBIAN_FRONTEND": "noninteractive",
+                                                      "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        (mnt / "tmp" / "customize.sh").unlink()
+        for m in reversed(mounted[1:]):
+            _run(["umount", str(m)], f"unmounting {m.name}")
+        mounted = mounted[:1]
+
+        _install_bootloader(mnt, loop, uuid)
+        _run(["umount", str(mnt)], "unmounting the root file system")
+        mounted = []
+        _run(["partx", "-d", loop], "releasing the partitions")
+        _run(["losetup", "-d", loop], "detaching the loop device")
+        loop = None
+
+        steps.note("compressing the disk (qcow2)")
+        _run(["qemu-img", "convert", "-c", "-O", "qcow2", str(raw), str(work / "box.img")], "converting to qcow2")
+        raw.unlink()
+        _package(work, target, settings.debian_suite)
+    finally:
+        for m in reversed(mounted):
+            subprocess.run(["umount", "-l", str(m)], capture_output=True)
+        if loop:
+            subprocess.run(["partx", "-d", loop], capture_output=True)
+            subprocess.run(["losetup", "-d", loop], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _install_bootloader(mnt: Path, loop: str, uuid: str) -> None:
+    kernels = sorted((mnt / "boot").glob("vmlinuz-*"))
+    initrds = sorted((mnt / "boot").glob("initrd.img-*"))
+    if not kernels or not initrds:
+        raise BoxError("box build failed: no kernel or initrd in /boot after debootstrap")
+    conf_dir = mnt / "boot" / "extlinux"
+    conf_dir.mkdir(exist_ok=True)
+    (conf_dir / "extlinux.conf").write_text(
+        "DEFAULT debian\nTIMEOUT 1\nPROMPT 0\n"
+        "LABEL debian\n"
+        f"  LINUX /boot/{kernels[-1].name}\n"
+        f"  INITRD /boot/{initrds[-1].name}\n"
+        # Serial console for boot logs; classic eth0/eth1 names whatever the hypervisor's NIC slots.
+        f"  APPEND root=UUID={uuid} ro console=tty0 console=ttyS0,115200n8 net.ifnames=0 biosdevname=0\n")
+    _run(["extlinux", "--install", str(conf_dir)], "installing extlinux")
+    mbr = next((p for p in (Path("/usr/lib/EXTLINUX/mbr.bin"), Path("/usr/lib/syslinux/mbr/mbr.bin")) if p.exists()),
+               None)
+    if mbr is None:
+        raise BoxError("box build failed: extlinux's mbr.bin not found (install extlinux and syslinux-common)")
+    with open(loop, "r+b") as dev:
+        dev.write(mbr.read_bytes()[:440])
+
+
+def _package(work: Path, target: Path, suite: str) -> None:
+    metadata = {"provider": "libvirt", "format": "qcow2", "virtual_size": DISK_GB,
+                "lab_recipe": recipe_hash(suite), "suite": suite}
+    (work / "metadata.json").write_text(json.dumps(metadata))
+    partial = target.with_suffix(".partial")
+    with tarfile.open(partial, "w") as tar:   # qcow2 is compressed already
+        for name in ("metadata.json", "box.img"):
+            tar.add(work / name, arcname=name)
+    partial.rename(target)   # only a complete box ever carries the final name

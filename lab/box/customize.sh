@@ -1,0 +1,34 @@
+#!/bin/sh
+# Runs inside the box's root filesystem (chroot) after debootstrap: users, services, first-boot state.
+# Arguments: the Debian mirror URL and suite.
+set -eu
+mirror="$1"; suite="$2"
+
+cat > /etc/apt/sources.list <<LIST
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb ${mirror%/debian}/debian-security $suite-security main
+LIST
+
+echo lab-box > /etc/hostname
+printf '127.0.0.1\tlocalhost\n127.0.1.1\tlab-box\n' > /etc/hosts
+
+useradd --create-home --shell /bin/bash vagrant
+install -d -m 700 -o vagrant -g vagrant /home/vagrant/.ssh
+install -m 600 -o vagrant -g vagrant /tmp/vagrant.pub /home/vagrant/.ssh/authorized_keys
+chmod 440 /etc/sudoers.d/vagrant
+# Vagrant logs in as vagrant; no passwords anywhere.
+passwd --lock root
+
+systemctl enable systemd-networkd.service lab-ssh-hostkeys.service ssh.service
+# UseDNS and GSSAPI lookups would stall logins inside the lab namespace.
+printf 'UseDNS no\nGSSAPIAuthentication no\n' > /etc/ssh/sshd_config.d/lab.conf
+
+# First-boot state: every machine makes its own host keys and machine-id (which also seeds its
+# DHCP client id: twins sharing one would be given the same address).
+rm -f /etc/ssh/ssh_host_*
+: > /etc/machine-id
+rm -f /var/lib/dbus/machine-id
+
+apt-get clean
+rm -rf /var/lib/apt/lists/* /tmp/vagrant.pub

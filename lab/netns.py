@@ -1,0 +1,220 @@
+"""The lab's own network namespace, where libvirt, the guests, Vagrant, Ansible and JMeter live.
+
+Inside it: a user-space uplink (slirp4netns) for the guests' package downloads, an nftables egress
+guard that lets out only DNS (to slirp's resolver) and TCP 80/443 to public addresses, and libvirtd +
+virtlogd started by the lab (there is no service manager to run them). Every process it starts is
+recorded by PID (lab.procs) and stopped by that PID; teardown also works on the remains of a lab that
+was killed.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from lab import paths, procs
+
+NAME = "camel-lab"
+NETNS_FILE = Path("/var/run/netns") / NAME
+NETNS_ETC = Path("/etc/netns") / NAME
+UPLINK = "tap0"
+# slirp4netns' fixed addresses inside the namespace.
+SLIRP_NET = ipaddress.IPv4Network("10.0.2.0/24")
+SLIRP_DNS = "10.0.2.3"
+# Special-purpose and private ranges no guest may reach through the uplink (plus the host's own
+# networks, added at setup). The mirror is reached on whatever public address it resolves to.
+BLOCKED_RANGES = (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+)
+CGROUP_V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids")
+LIBVIRT_URI = "qemu:///system"
+DAEMONS = ("virtlogd", "libvirtd")
+
+
+class NetnsError(RuntimeError):
+    """The namespace or a daemon in it could not be set up; the message says which."""
+
+
+def wrap(cmd: list[str]) -> list[str]:
+    """The command as run inside the lab namespace."""
+    return ["ip", "netns", "exec", NAME, *cmd]
+
+
+def exists() -> bool:
+    return NETNS_FILE.exists()
+
+
+def _sh(cmd: list[str], what: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    except FileNotFoundError:
+        raise NetnsError(f"{what}: the command '{cmd[0]}' is not installed") from None
+    if check and result.returncode != 0:
+        raise NetnsError(f"{what}: {' '.join(cmd)} exited {result.returncode}: "
+                         f"{(result.stderr or result.stdout).strip()[-800:]}")
+    return result
+
+
+def healthy() -> bool:
+    """The namespace exists, its uplink and daemons run, and libvirtd answers."""
+    if not exists() or not all(procs.alive(n) for n in ("slirp4netns", *DAEMONS)):
+        return False
+    return _sh(wrap(["virsh", "-c", LIBVIRT_URI, "version"]), "asking libvirtd", check=False).returncode == 0
+
+
+def host_networks() -> list[str]:
+    """IPv4 networks of the host's own interfaces (guests must not reach them through the uplink)."""
+    out = _sh(["ip", "-j", "-4", "addr", "show"], "listing the host's addresses").stdout
+    nets = []
+    for link in json.loads(out or "[]"):
+        for addr in link.get("addr_info", []):
+            net = ipaddress.IPv4Interface(f"{addr['local']}/{addr['prefixlen']}").network
+            if not net.is_loopback:
+                nets.append(str(net))
+    return nets
+
+
+def guard_ruleset(blocked_extra: list[str]) -> str:
+    """nftables egress guard: what may leave the namespace through the uplink."""
+    blocked = ", ".join(dict.fromkeys([*BLOCKED_RANGES, *blocked_extra]))
+    return f"""
+table inet lab_guard
+delete table inet lab_guard
+table inet lab_guard {{
+  set blocked {{ type ipv4_addr; flags interval; auto-merge; elements = {{ {blocked} }} }}
+  chain egress {{
+    ip daddr {SLIRP_DNS} udp dport 53 accept
+    ip daddr {SLIRP_DNS} tcp dport 53 accept
+    ip daddr @blocked counter drop
+    meta l4proto tcp tcp dport {{ 80, 443 }} accept
+    counter drop
+  }}
+  chain forward {{ type filter hook forward priority 0; policy accept; oifname "{UPLINK}" jump egress; }}
+  chain output {{ type filter hook output priority 0; policy accept; oifname "{UPLINK}" jump egress; }}
+}}
+"""
+
+
+def _start_uplink() -> None:
+    log = paths.LOG_DIR / "slirp4netns.log"
+    with open(log, "ab") as out:
+        # --disable-host-loopback: the namespace must not reach the host's 127.0.0.1 services.
+        proc = subprocess.Popen(
+            ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
+             "--netns-type=path", str(NETNS_FILE), UPLINK],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    procs.record("slirp4netns", proc.pid)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if _sh(wrap(["ip", "-4", "addr", "show", UPLINK]), "checking the uplink", check=False).stdout.strip():
+            return
+        if proc.poll() is not None:
+            raise NetnsError(f"slirp4netns exited {proc.returncode}: {log.read_text()[-500:]}")
+        time.sleep(0.3)
+    raise NetnsError(f"slirp4netns did not configure {UPLINK} within 15 s (log: {log})")
+
+
+def _cgroup_mounts() -> str:
+    # `ip netns exec` mounts a fresh /sys, which hides /sys/fs/cgroup; libvirtd needs the v1 controllers.
+    lines = ["mount -t tmpfs cgroup_root /sys/fs/cgroup"]
+    for c in CGROUP_V1_CONTROLLERS:
+        if Path(f"/sys/fs/cgroup/{c}").is_dir():
+            lines.append(f"mkdir -p /sys/fs/cgroup/{c} && mount -t cgroup -o {c} cgroup /sys/fs/cgroup/{c}")
+    return "; ".join(lines)
+
+
+def _start_daemon(name: str) -> None:
+    pidfile = paths.RUN_DIR / f"{name}.daemon-pid"
+    pidfile.unlink(missing_ok=True)
+    script = f"{_cgroup_mounts()}; exec {name} --daemon --pid-file={pidfile}"
+    _sh(wrap(["sh", "-c", script]), f"starting {name}")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            procs.record(name, int(pidfile.read_text().strip()))
+            return
+        except (OSError, ValueError):
+            time.sleep(0.2)
+    raise NetnsError(f"{name} started but wrote no PID file within 20 s")
+
+
+def _wait_libvirtd(timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _sh(wrap(["virsh", "-c", LIBVIRT_URI, "version"]), "asking libvirtd", check=False).returncode == 0:
+            return
+        time.sleep(0.5)
+    raise NetnsError(f"libvirtd does not answer on {LIBVIRT_URI} after {timeout:.0f} s "
+                     f"(see {paths.LOG_DIR}/libvirtd.log)")
+
+
+def create() -> None:
+    """Namespace, uplink, guard, daemons. Undoes what it made if any step fails."""
+    paths.RUN_DIR.mkdir(parents=True, exist_ok=True)
+    paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        _sh(["ip", "netns", "add", NAME], "creating the lab namespace")
+        _sh(wrap(["ip", "link", "set", "lo", "up"]), "bringing up loopback in the namespace")
+        NETNS_ETC.mkdir(parents=True, exist_ok=True)
+        (NETNS_ETC / "resolv.conf").write_text(f"nameserver {SLIRP_DNS}\n")
+        _start_uplink()
+        _sh(wrap(["nft", "-f", "-"]), "loading the egress guard", input=guard_ruleset(host_networks()))
+        _sh(wrap(["sysctl", "-qw", "net.ipv4.ip_forward=1"]), "enabling forwarding in the namespace")
+        for daemon in DAEMONS:
+            _start_daemon(daemon)
+        _wait_libvirtd()
+    except BaseException:
+        destroy()
+        raise
+
+
+def _libvirt_leftover_pids() -> list[int]:
+    """QEMU and dnsmasq processes libvirt started for the lab (found by libvirt's own PID files)."""
+    pids = []
+    for pattern in ("/var/run/libvirt/qemu/*.pid", "/var/lib/libvirt/dnsmasq/lab-*.pid"):
+        for f in Path("/").glob(pattern.lstrip("/")):
+            try:
+                pids.append(int(f.read_text().strip()))
+            except (OSError, ValueError):
+                pass
+    return [p for p in pids if procs.pid_alive(p) and _in_lab_netns(p)]
+
+
+def _in_lab_netns(pid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(NETNS_FILE).st_ino
+    except OSError:
+        return False
+
+
+def destroy(networks: tuple[str, ...] = ()) -> list[str]:
+    """Stops everything the lab started in the namespace and deletes it. Returns what it did."""
+    done = []
+    if exists() and procs.alive("libvirtd"):
+        for net in networks:
+            if _sh(wrap(["virsh", "-c", LIBVIRT_URI, "net-destroy", net]), "", check=False).returncode == 0:
+                done.append(f"network {net} destroyed")
+    leftovers = _libvirt_leftover_pids() if exists() else []
+    for daemon in reversed(DAEMONS):
+        if procs.alive(daemon):
+            procs.stop(daemon)
+            done.append(f"{daemon} stopped")
+        procs.forget(daemon)
+    # Guests and dnsmasq outlive a killed libvirtd: end them by libvirt's PID files.
+    for pid in leftovers:
+        if procs.terminate(pid):
+            done.append(f"leftover process {pid} ended")
+    if procs.alive("slirp4netns"):
+        procs.stop("slirp4netns")
+        done.append("slirp4netns stopped")
+    procs.forget("slirp4netns")
+    if exists():
+        _sh(["ip", "netns", "delete", NAME], "deleting the lab namespace", check=False)
+        done.append(f"namespace {NAME} deleted")
+    shutil.rmtree(NETNS_ETC, ignore_errors=True)
+    return done

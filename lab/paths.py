@@ -1,0 +1,10 @@
+"""Where the lab keeps its host-side state: everything under .lab/ (git-ignored), nothing in $HOME."""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE_DIR = ROOT / ".lab"
+BOX_DIR = STATE_DIR / "box"                 # cached base boxes, one per recipe hash
+VAGRANT_HOME = STATE_DIR / "vagrant.d"      # the lab's own Vagrant home: a user's boxes stay untouched
+RUN_DIR = STATE_DIR / "run"                 # PID files and sockets of what the lab started
+LOG_DIR = STATE_DIR / "log"                 # daemon logs (libvirtd, virtlogd, slirp4netns)
+SETTINGS_JSON = STATE_DIR / "settings.json"  # resolved settings the Vagrantfile reads
