@@ -1,0 +1,168 @@
+"""The API: routing, handlers, and the knobs applied around them (limit, errors, latency, metrics).
+
+Order for an API request: over --max-concurrent → 503 at once (no latency: an overloaded service
+refuses fast); else maybe an injected error (the request then has no effect); then the answer waits
+out the sampled latency and is recorded in the metrics. /health and /metrics bypass all knobs.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+from . import __version__
+from .data import DataSet
+from .httpproto import Connection, Request
+from .latency import ENDPOINTS, Behaviour
+from .metrics import Metrics
+
+JSON = b"application/json"
+PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
+_HEALTH = b'{"status":"UP"}'
+_BUSY = b'{"error":"too many concurrent requests"}'
+_INJECTED = b'{"error":"injected failure"}'
+_TIERS = ("gold", "silver", "bronze")
+_ADDRESS_FIELDS = ("street", "city", "zip", "country")
+
+
+def _error(message: str) -> bytes:
+    return json.dumps({"error": message}).encode()
+
+
+def _not_found(cid: int) -> tuple[int, bytes, bytes]:
+    return 404, _error(f"customer {cid} not found"), b""
+
+
+class App:
+    def __init__(self, settings, event_loop: str) -> None:
+        self.data = DataSet(settings.seed, settings.customers, settings.payload_size,
+                            settings.orders_per_customer, settings.max_created)
+        self.behaviour = Behaviour(settings)
+        self.metrics = Metrics(ENDPOINTS, {"version": __version__, "event_loop": event_loop,
+                                           "seed": str(settings.seed)})
+        self.max_concurrent = settings.max_concurrent
+        self.error_status = settings.error_status
+        self.in_flight = 0
+        self.connections: set = set()  # the server's open connections, for the metrics
+        self._handlers = {
+            "customer_get": self._customer_get,
+            "customer_post": self._customer_post,
+            "customer_delete": self._customer_delete,
+            "orders": self._orders,
+            "account": self._account,
+        }
+
+    # --- dispatch ----------------------------------------------------------------------------------
+
+    def on_request(self, conn: Connection, req: Request) -> None:
+        endpoint, cid = self._route(req.method, req.path)
+        handler = self._handlers.get(endpoint)
+        if handler is None:
+            self._other(conn, req, endpoint)
+            return
+        if self.max_concurrent and self.in_flight >= self.max_concurrent:
+            self.metrics.rejected += 1
+            self._finish(conn, req, endpoint, 503, _BUSY, b"", counted=False)
+            return
+        self.in_flight += 1
+        if self.behaviour.fails():
+            self.metrics.injected[endpoint] += 1
+            status, body, extra = self.error_status, _INJECTED, b""
+        else:
+            status, body, extra = handler(req, cid)
+        delay = self.behaviour.delay_s(endpoint)
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self._finish, conn, req, endpoint, status, body, extra)
+        else:
+            self._finish(conn, req, endpoint, status, body, extra)
+
+    def _finish(self, conn: Connection, req: Request, endpoint: str, status: int, body: bytes,
+                extra: bytes, counted: bool = True) -> None:
+        if counted:
+            self.in_flight -= 1
+        self.metrics.observe(endpoint, status, asyncio.get_running_loop().time() - req.arrived)
+        conn.respond(status, body, JSON, extra)
+
+    def _other(self, conn: Connection, req: Request, endpoint: str) -> None:
+        if endpoint == "health":
+            status, body, ctype = 200, _HEALTH, JSON
+        elif endpoint == "metrics":
+            status, ctype = 200, PROMETHEUS
+            body = self.metrics.render(self.in_flight, len(self.connections))
+        elif endpoint == "method_not_allowed":
+            status, body, ctype = 405, _error(f"method {req.method} not allowed on {req.path}"), JSON
+        else:
+            status, body, ctype = 404, _error(f"no such resource: {req.path}"), JSON
+        self.metrics.observe(endpoint, status, 0.0)
+        conn.respond(status, body, ctype)
+
+    @staticmethod
+    def _route(method: str, path: str) -> tuple[str, int]:
+        """(endpoint name, customer id or 0). Unknown paths → not_found, wrong methods → method_not_allowed."""
+        if len(path) > 1 and path.endswith("/"):
+            path = path[:-1]
+        parts = path.split("/")
+        if len(parts) < 2 or parts[1] != "customers":
+            if path == "/health" and method == "GET":
+                return "health", 0
+            if path == "/metrics" and method == "GET":
+                return "metrics", 0
+            return ("method_not_allowed" if path in ("/health", "/metrics") else "not_found"), 0
+        if len(parts) == 2:
+            return ("customer_post" if method == "POST" else "method_not_allowed"), 0
+        if not parts[2].isdigit() or len(parts) > 4:
+            return "not_found", 0
+        cid = int(parts[2])
+        if len(parts) == 3:
+            if method == "GET":
+                return "customer_get", cid
+            if method == "DELETE":
+                return "customer_delete", cid
+            return "method_not_allowed", 0
+        if parts[3] in ("orders", "account"):
+            return (parts[3] if method == "GET" else "method_not_allowed"), cid
+        return "not_found", 0
+
+    # --- handlers: (status, body, extra header lines) -------------------------------------------------
+
+    def _customer_get(self, req: Request, cid: int) -> tuple[int, bytes, bytes]:
+        body = self.data.customer(cid)
+        return (200, body, b"") if body is not None else _not_found(cid)
+
+    def _customer_delete(self, req: Request, cid: int) -> tuple[int, bytes, bytes]:
+        return (204, b"", b"") if self.data.delete(cid) else _not_found(cid)
+
+    def _orders(self, req: Request, cid: int) -> tuple[int, bytes, bytes]:
+        body = self.data.orders(cid)
+        return (200, body, b"") if body is not None else _not_found(cid)
+
+    def _account(self, req: Request, cid: int) -> tuple[int, bytes, bytes]:
+        body = self.data.account(cid)
+        return (200, body, b"") if body is not None else _not_found(cid)
+
+    def _customer_post(self, req: Request, cid: int) -> tuple[int, bytes, bytes]:
+        try:
+            fields = json.loads(req.body)
+        except (ValueError, UnicodeDecodeError) as e:
+            return 400, _error(f"invalid JSON: {e}"), b""
+        problem = _validate_customer(fields)
+        if problem:
+            return 400, _error(problem), b""
+        new_id, body = self.data.create(fields)
+        return 201, body, b"Location: /customers/%d\r\n" % new_id
+
+
+def _validate_customer(fields) -> str | None:
+    if not isinstance(fields, dict):
+        return "expected a JSON object"
+    for name in ("firstName", "lastName", "email"):
+        if not isinstance(fields.get(name), str) or not fields[name].strip():
+            return f"{name} is required (a non-empty string)"
+    if "tier" in fields and fields["tier"] not in _TIERS:
+        return f"tier must be one of {', '.join(_TIERS)}"
+    if "phone" in fields and not isinstance(fields["phone"], str):
+        return "phone must be a string"
+    address = fields.get("address")
+    if address is not None:
+        if not isinstance(address, dict) or not all(isinstance(address.get(k), str) for k in _ADDRESS_FIELDS):
+            return "address must be an object with string fields " + ", ".join(_ADDRESS_FIELDS)
+    return None

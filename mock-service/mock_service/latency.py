@@ -1,0 +1,95 @@
+"""The service's behaviour knobs: latency distributions, slow tail, error injection.
+
+A distribution is written NAME:PARAMS in milliseconds, e.g. fixed:10, uniform:5,15,
+lognormal:10,0.5 (median, sigma of the log), pareto:5,2 (scale = minimum, shape alpha).
+A bare number means fixed. Sampling uses one seeded RNG, so a run is repeatable request by request.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+# The API endpoints that behave (health and metrics always answer at once and never fail).
+ENDPOINTS = ("customer_get", "customer_post", "customer_delete", "orders", "account")
+
+_PARAMS = {"fixed": 1, "uniform": 2, "lognormal": 2, "pareto": 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    kind: str
+    params: tuple[float, ...]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:" + ",".join(f"{p:g}" for p in self.params)
+
+    @property
+    def median_ms(self) -> float:
+        p = self.params
+        if self.kind == "fixed":
+            return p[0]
+        if self.kind == "uniform":
+            return (p[0] + p[1]) / 2
+        if self.kind == "lognormal":
+            return p[0]
+        return p[0] * 2 ** (1 / p[1])  # pareto
+
+    def sample_ms(self, rng: random.Random) -> float:
+        p = self.params
+        if self.kind == "fixed":
+            return p[0]
+        if self.kind == "uniform":
+            return rng.uniform(p[0], p[1])
+        if self.kind == "lognormal":
+            return rng.lognormvariate(math.log(p[0]), p[1])
+        return p[0] * rng.paretovariate(p[1])
+
+
+def parse_distribution(text: str) -> Distribution:
+    """Parse NAME:P1[,P2]; raises ValueError saying what is wrong."""
+    spec = text.strip().lower()
+    kind, sep, rest = spec.partition(":")
+    if not sep:
+        kind, rest = "fixed", spec
+    if kind not in _PARAMS:
+        raise ValueError(f"unknown distribution {kind!r} in {text!r} "
+                         f"(use fixed:MS, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA, pareto:SCALE,ALPHA)")
+    try:
+        params = tuple(float(p) for p in rest.split(","))
+    except ValueError:
+        raise ValueError(f"{text!r}: parameters must be numbers") from None
+    if len(params) != _PARAMS[kind] or not all(math.isfinite(p) for p in params):
+        raise ValueError(f"{text!r}: {kind} takes {_PARAMS[kind]} finite number(s)")
+    if kind == "fixed" and params[0] < 0:
+        raise ValueError(f"{text!r}: the delay must be >= 0 ms")
+    if kind == "uniform" and not 0 <= params[0] <= params[1]:
+        raise ValueError(f"{text!r}: uniform needs 0 <= MIN <= MAX")
+    if kind == "lognormal" and not (params[0] > 0 and params[1] >= 0):
+        raise ValueError(f"{text!r}: lognormal needs MEDIAN > 0 and SIGMA >= 0")
+    if kind == "pareto" and not (params[0] > 0 and params[1] > 0):
+        raise ValueError(f"{text!r}: pareto needs SCALE > 0 and ALPHA > 0")
+    return Distribution(kind, params)
+
+
+class Behaviour:
+    """Decides, per API request, whether it fails and how long it waits (in seconds)."""
+
+    def __init__(self, settings) -> None:
+        self._rng = random.Random(f"behaviour/{settings.seed}")
+        overrides = dict(settings.endpoint_latency)
+        self._dist = {name: overrides.get(name, settings.latency) for name in ENDPOINTS}
+        self._cap_ms = settings.latency_cap
+        self._slow_p = settings.slow_probability
+        self._slow_ms = settings.slow_delay
+        self._error_rate = settings.error_rate
+
+    def delay_s(self, endpoint: str) -> float:
+        dist = self._dist[endpoint]
+        ms = dist.params[0] if dist.kind == "fixed" else dist.sample_ms(self._rng)
+        if self._slow_p and self._rng.random() < self._slow_p:
+            ms += self._slow_ms
+        return min(ms, self._cap_ms) / 1000.0
+
+    def fails(self) -> bool:
+        return bool(self._error_rate) and self._rng.random() < self._error_rate

@@ -1,0 +1,79 @@
+"""Listening, the start line, and graceful shutdown on SIGTERM/SIGINT."""
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Callable
+
+from . import __version__
+from .app import App
+from .config import ConfigError, Settings
+from .httpproto import Connection, ServerState
+
+
+def log(message: str) -> None:
+    # stdout, line by line: journald stamps each line
+    print(f"mock-service: {message}", flush=True)
+
+
+def loop_factory(name: str) -> tuple[Callable[[], asyncio.AbstractEventLoop], str]:
+    """The event loop to run on, and its name; uvloop costs less CPU per request (see README)."""
+    if name in ("auto", "uvloop"):
+        try:
+            import uvloop
+        except ImportError:
+            if name == "uvloop":
+                raise ConfigError("--event-loop: uvloop is not installed (Debian: python3-uvloop)") from None
+        else:
+            return uvloop.new_event_loop, "uvloop"
+    return asyncio.new_event_loop, "asyncio"
+
+
+async def serve(settings: Settings, loop_name: str, stop: asyncio.Event | None = None,
+                on_ready: Callable[[int], None] | None = None, handle_signals: bool = True) -> None:
+    """Serve until SIGTERM/SIGINT (or `stop` is set), then drain and return."""
+    loop = asyncio.get_running_loop()
+    app = App(settings, loop_name)
+    state = ServerState(app.on_request, settings.keep_alive)
+    app.connections = state.connections
+    server = await loop.create_server(lambda: Connection(state), settings.host, settings.port,
+                                      backlog=settings.backlog, reuse_address=True)
+    port = server.sockets[0].getsockname()[1]
+    stop = stop or asyncio.Event()
+    received: list[str] = []
+    if handle_signals:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), stop.set()))
+    log(f"{__version__} listening on http://{settings.host}:{port} (running on {loop_name}) "
+        f"{settings.describe()}")
+    if on_ready:
+        on_ready(port)
+
+    await stop.wait()
+    busy = sum(1 for c in state.connections if c.busy)
+    log(f"{received[0] if received else 'stop'} received: no new connections; waiting up to "
+        f"{settings.shutdown_timeout:g} s for {busy} request(s) in flight")
+    server.close()
+    state.drain()
+    try:
+        await asyncio.wait_for(state.drained.wait(), settings.shutdown_timeout)
+    except asyncio.TimeoutError:
+        log(f"shutdown timeout: closing {len(state.connections)} connection(s) still busy")
+        for conn in list(state.connections):
+            conn.transport.abort()
+    total = sum(app.metrics.requests.values())
+    log(f"stopped after {total} request(s)")
+
+
+def run(settings: Settings) -> int:
+    """Run the server in this (main) thread; returns the process exit code."""
+    factory, name = loop_factory(settings.event_loop)
+    with asyncio.Runner(loop_factory=factory) as runner:
+        try:
+            runner.run(serve(settings, name))
+        except OSError as e:  # e.g. the port is taken or the host does not resolve: nothing started
+            print(f"mock-service: error: cannot listen on --host {settings.host} --port {settings.port}: "
+                  f"{e.strerror or e}", file=sys.stderr)
+            return 2
+    return 0
