@@ -71,7 +71,9 @@ class App:
             status, body, extra = handler(req, cid)
         delay = self.behaviour.delay_s(endpoint)
         if delay > 0:
-            asyncio.get_running_loop().call_later(delay, self._finish, conn, req, endpoint, status, body, extra)
+            # counted from the request's arrival, so parsing and handling are part of the delay
+            asyncio.get_running_loop().call_at(req.arrived + delay, self._finish, conn, req, endpoint,
+                                               status, body, extra)
         else:
             self._finish(conn, req, endpoint, status, body, extra)
 
