@@ -1,0 +1,57 @@
+package lab.camel.app.routes;
+
+import org.apache.camel.Exchange;
+import org.apache.camel.builder.RouteBuilder;
+import org.springframework.stereotype.Component;
+
+/**
+ * One small route per backend call. They have no error handler of their own, so a failure (backend status,
+ * timeout, refused connection) propagates to the calling API route, whose onException turns it into 4xx/5xx JSON.
+ * The backend URL is the key lab.backend.url; the path travels in the CamelHttpPath header.
+ */
+@Component
+public class BackendRoutes extends RouteBuilder {
+
+    public static final String CUSTOMER_ID = "labCustomerId";
+    public static final String PART = "labPart";
+
+    @Override
+    public void configure() {
+        errorHandler(noErrorHandler());
+
+        call("backend-get-customer", "GET", "/customers/", "", "customer");
+        call("backend-get-orders", "GET", "/customers/", "/orders", "orders");
+        call("backend-get-account", "GET", "/customers/", "/account", "account");
+        call("backend-delete-customer", "DELETE", "/customers/", "", null);
+
+        from("direct:backend-create-customer").routeId("backend-create-customer")
+            .process(e -> prepare(e, "POST", "/customers"))
+            .setHeader(Exchange.CONTENT_TYPE, constant(Json.CONTENT_TYPE))
+            .bean("audit", "backendRequest")
+            .to("{{lab.backend.url}}")
+            .convertBodyTo(String.class)
+            .bean("audit", "backendResponse");
+    }
+
+    private void call(String id, String method, String prefix, String suffix, String part) {
+        from("direct:" + id).routeId(id)
+            .process(e -> {
+                String customerId = e.getProperty(CUSTOMER_ID, String.class);
+                prepare(e, method, prefix + customerId + suffix);
+                e.getMessage().setBody(null);
+                if (part != null) e.setProperty(PART, part);
+            })
+            .bean("audit", "backendRequest")
+            .to("{{lab.backend.url}}")
+            .convertBodyTo(String.class)
+            .bean("audit", "backendResponse");
+    }
+
+    /** Drops the inbound HTTP headers (they would steer the http producer) and sets the backend request's own. */
+    static void prepare(Exchange e, String method, String path) {
+        e.getMessage().removeHeaders("*");
+        e.getMessage().setHeader(Exchange.HTTP_METHOD, method);
+        e.getMessage().setHeader(Exchange.HTTP_PATH, path);
+        e.getMessage().setHeader("Accept", Json.CONTENT_TYPE);
+    }
+}
