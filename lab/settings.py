@@ -28,6 +28,7 @@ class Settings:
     memory_mb: int
     cpus: int
     machines: dict          # name -> private IP, in boot order
+    management_network: str
     accelerator: str
     tcg_cache_mb: int
     cpu_placement: str
@@ -81,6 +82,26 @@ def _machines(value) -> dict:
     return ips
 
 
+# slirp4netns' fixed network inside the lab namespace (the guests' uplink).
+UPLINK_NETWORK = ipaddress.IPv4Network("10.0.2.0/24")
+
+
+def _management(value, machines: dict) -> str:
+    try:
+        net = ipaddress.IPv4Network(str(value).strip())
+    except ValueError:
+        raise SettingsError(f"management_network: '{value}' is not an IPv4 network like 192.168.121.0/24") from None
+    if net.prefixlen != 24 or not net.is_private:
+        raise SettingsError(f"management_network: {net} must be a private /24")
+    private = ipaddress.IPv4Interface(f"{next(iter(machines.values()))}/24").network
+    for other, what in ((private, "the machines' network"), (UPLINK_NETWORK, "the lab's uplink network")):
+        if net.overlaps(other):
+            raise SettingsError(f"management_network: {net} overlaps {what} {other}")
+    if private.overlaps(UPLINK_NETWORK):
+        raise SettingsError(f"machines: {private} overlaps the lab's uplink network {UPLINK_NETWORK}")
+    return str(net)
+
+
 _PLACEMENT = re.compile(r"^(auto|none|default=[0-9,-]+;tuned=[0-9,-]+)$")
 
 
@@ -104,10 +125,13 @@ def validate(raw: dict) -> Settings:
     suite = str(raw["debian_suite"]).strip()
     if not re.match(r"^[a-z]+$", suite):
         raise SettingsError(f"debian_suite: '{suite}' is not a Debian suite name")
+    machines = _machines(raw["machines"])
+    management = _management(raw["management_network"], machines)
     return Settings(
         memory_mb=_int("memory_mb", raw["memory_mb"], 256, 65536),
         cpus=_int("cpus", raw["cpus"], 1, 64),
-        machines=_machines(raw["machines"]),
+        machines=machines,
+        management_network=management,
         accelerator=accel,
         tcg_cache_mb=_int("tcg_cache_mb", raw["tcg_cache_mb"], 32, 1024),
         cpu_placement=placement,

@@ -1,0 +1,182 @@
+"""./start.sh: the lab's command line. Parses, then calls one stage module per step."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from lab import box, machines, netns, paths, prereqs, settings, steps
+
+DESCRIPTION = """\
+Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
+
+commands:
+  up        install missing host prerequisites, build or reuse the base box, bring both machines up
+  status    each machine's state, IP, provider, accelerator, memory, CPUs, uptime and CPU placement
+  down      destroy both machines and stop everything the lab started
+  exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
+
+Machine settings live in lab/machines.yml; override one for a run with LAB_<NAME>, e.g.
+LAB_ACCELERATOR=tcg ./start.sh up."""
+
+
+class LabError(RuntimeError):
+    """Any failure the user must read: printed as one message, exit 1."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./start.sh", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="command")
+    sub.add_parser("up", help="bring both machines up")
+    sub.add_parser("status", help="show the machines")
+    sub.add_parser("down", help="destroy the machines, stop the lab")
+    ex = sub.add_parser("exec", help="run a command in the lab namespace")
+    ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
+    return p
+
+
+def cmd_up(s: settings.Settings) -> int:
+    with steps.step("host prerequisites"):
+        need = prereqs.missing()
+        if need:
+            steps.note(f"installing {' '.join(need)}")
+            prereqs.install(need)
+    if netns.healthy() and set(machines.states().values()) == {"running"}:
+        previous = machines.read_resolved() or {}
+        if {k: previous.get(k) for k in asdict(s)} != json.loads(json.dumps(asdict(s))):
+            raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
+        print("The lab is already up; nothing changed.")
+        return cmd_status()
+    if netns.exists() and not netns.healthy():
+        with steps.step("cleaning up a lab left behind"):
+            for line in _teardown():
+                steps.note(line)
+    with steps.step("base box"):
+        box_path, built = box.ensure(s)
+        steps.note(f"{'built' if built else 'reusing'} {box_path.name}")
+    try:
+        with steps.step("lab network namespace and libvirt"):
+            if not netns.healthy():
+                netns.create()
+        with steps.step("accelerator and CPU placement"):
+            resolved = machines.resolve(s)
+            machines.write_resolved(resolved)
+            steps.note(f"accelerator {resolved['accelerator']} ({resolved['accelerator_reason']}); "
+                       f"placement {resolved['cpusets'] or 'unpinned'}")
+        with steps.step("register the box with Vagrant"):
+            machines.ensure_box(box_path, resolved["box"])
+        with steps.step("boot both machines (TCG: a few minutes)"):
+            machines.up(s.boot_timeout)
+        with steps.step("SSH to both machines"):
+            machines.write_ssh_config()
+            for name in machines.NAMES:
+                result = machines.ssh(name, "true")
+                if result.returncode != 0:
+                    raise LabError(f"{name} booted but does not answer over SSH: {result.stderr.strip()[-300:]}")
+    except BaseException as failure:
+        print(f"\nstart.sh up failed: {failure}\nTearing down what was started…", file=sys.stderr)
+        for line in _teardown():
+            print(f"  {line}", file=sys.stderr)
+        raise
+    return cmd_status()
+
+
+def _teardown() -> list[str]:
+    """Machines, libvirt networks, daemons, namespace: whatever of them exists, also after a crash."""
+    done = []
+    if not netns.exists() and not any(Path("/etc/libvirt/qemu").glob(machines.DOMAIN_PREFIX + "*.xml")):
+        return done
+    if not netns.healthy():
+        # Remains of a killed lab: a fresh namespace and libvirtd are needed to remove its domains.
+        done += netns.destroy()
+        netns.create()
+    if machines.domains():
+        machines.destroy()
+        done += [f"domain {d} undefined (Vagrant had lost it)" for d in machines.undefine_leftover_domains()]
+        done.append("machines destroyed")
+    for net in machines.NETWORKS:
+        virsh = ["virsh", "-c", netns.LIBVIRT_URI]
+        subprocess.run(netns.wrap([*virsh, "net-destroy", net]), capture_output=True)
+        if subprocess.run(netns.wrap([*virsh, "net-undefine", net]), capture_output=True).returncode == 0:
+            done.append(f"libvirt network {net} removed")
+    done += netns.destroy()
+    paths.SETTINGS_JSON.unlink(missing_ok=True)
+    machines.SSH_CONFIG.unlink(missing_ok=True)
+    return done
+
+
+def cmd_down() -> int:
+    with steps.step("down"):
+        done = _teardown()
+        for line in done:
+            steps.note(line)
+        if not done:
+            steps.note("nothing was running")
+    leftovers = [n for n in machines.NAMES if Path(f"/etc/libvirt/qemu/{machines.DOMAIN_PREFIX}{n}.xml").exists()]
+    if netns.exists() or leftovers:
+        raise LabError(f"down left something behind: namespace={netns.exists()} domains={leftovers}")
+    return 0
+
+
+def cmd_status() -> int:
+    resolved = machines.read_resolved() or {}
+    states = machines.states()
+    print(f"lab namespace: {'up' if netns.healthy() else 'down'}; accelerator: "
+          f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
+    print(f"{'machine':8} {'state':12} {'ip':15} {'provider':8} {'accel':5} {'memory':>8} {'cpus':>4} "
+          f"{'uptime':>8}  placement")
+    for name in machines.NAMES:
+        state = states[name]
+        memory = cpus = uptime = "-"
+        cores = "-"
+        if state == "running":
+            probe = machines.ssh(name, "free -m | awk '/^Mem:/{print $2}'; nproc; cut -d' ' -f1 /proc/uptime")
+            if probe.returncode == 0 and len(probe.stdout.split()) == 3:
+                mem, cpus, up_s = probe.stdout.split()
+                memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
+            cores = machines.vcpu_placement(name)
+        print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} {'libvirt':8} "
+              f"{resolved.get('accelerator', '-'):5} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")
+    return 0
+
+
+def cmd_exec(argv: list[str]) -> int:
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise LabError("exec needs a command, e.g. ./start.sh exec -- ssh -F .lab/ssh_config default")
+    if not netns.healthy():
+        raise LabError("the lab is not up (./start.sh up)")
+    return subprocess.run(netns.wrap(argv), env=machines.vagrant_env(), cwd=paths.ROOT).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command is None:
+        parser().print_help()
+        print("\n./start.sh with no command will be the full run (load and report are not built yet); "
+              "use ./start.sh up.", file=sys.stderr)
+        return 2
+    try:
+        s = settings.load()
+        if args.command == "up":
+            return cmd_up(s)
+        if args.command == "down":
+            return cmd_down()
+        if args.command == "status":
+            return cmd_status()
+        return cmd_exec(args.argv)
+    except settings.SettingsError as bad:
+        print(f"start.sh: bad setting: {bad}", file=sys.stderr)
+        return 2
+    except (LabError, box.BoxError, netns.NetnsError, machines.MachineError, prereqs.PrereqError,
+            ValueError) as failure:
+        print(f"start.sh: {failure}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("start.sh: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,173 @@
+"""The twin machines through Vagrant: box registration, up, status, destroy, SSH access.
+
+Vagrant runs inside the lab namespace (lab.netns) with the lab's own VAGRANT_HOME and dot-file
+folder, so a user's own boxes and Vagrant projects are never touched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from lab import accel, box, netns, paths, placement
+
+NAMES = ("default", "tuned")
+DOMAIN_PREFIX = "camel-lab-"                 # set in the Vagrantfile (libvirt default_prefix)
+NETWORKS = ("lab-mgmt", "lab-private")       # libvirt networks the Vagrantfile asks for
+SSH_CONFIG = paths.STATE_DIR / "ssh_config"  # what Ansible, checks and `./start.sh exec` use
+
+
+class MachineError(RuntimeError):
+    """A machine could not be brought up or reached; the message names it."""
+
+
+def resolve(settings, detect=accel.detect) -> dict:
+    """Settings as the Vagrantfile reads them: accelerator and CPU placement decided, box named."""
+    accelerator, why = detect(settings.accelerator)
+    resolved = asdict(settings)
+    resolved.update(accelerator=accelerator, accelerator_reason=why,
+                    cpusets=placement.resolve(settings.cpu_placement),
+                    box=box.box_name(settings.debian_suite))
+    return resolved
+
+
+def write_resolved(resolved: dict) -> None:
+    paths.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    paths.SETTINGS_JSON.write_text(json.dumps(resolved, indent=2, sort_keys=True))
+
+
+def read_resolved() -> dict | None:
+    try:
+        return json.loads(paths.SETTINGS_JSON.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def vagrant_env() -> dict:
+    return {**os.environ,
+            "VAGRANT_HOME": str(paths.VAGRANT_HOME),
+            "VAGRANT_DOTFILE_PATH": str(paths.STATE_DIR / "vagrant"),
+            "VAGRANT_DEFAULT_PROVIDER": "libvirt",
+            "VAGRANT_CHECKPOINT_DISABLE": "1",
+            "VAGRANT_NO_COLOR": "1",
+            "LIBVIRT_DEFAULT_URI": netns.LIBVIRT_URI,
+            "LAB_SETTINGS": str(paths.SETTINGS_JSON)}
+
+
+def vagrant(*args: str, stream: bool = False, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Runs vagrant in the lab namespace from the project root (where the Vagrantfile is)."""
+    cmd = netns.wrap(["vagrant", *args])
+    if stream:
+        return _streamed(cmd, timeout)
+    return subprocess.run(cmd, cwd=paths.ROOT, env=vagrant_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _streamed(cmd: list[str], timeout: float | None) -> subprocess.CompletedProcess:
+    """Shows Vagrant's messages as they come, without its carriage-return progress bars."""
+    proc = subprocess.Popen(cmd, cwd=paths.ROOT, env=vagrant_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    kept = []
+    for raw in iter(proc.stdout.readline, b""):
+        for line in raw.decode(errors="replace").replace("\x1b[K", "\r").split("\r"):
+            line = line.rstrip()
+            if line and not line.lstrip().startswith("Progress:"):
+                print(f"    {line}", flush=True)
+                kept.append(line)
+        if deadline and time.monotonic() > deadline:
+            proc.kill()
+            break
+    proc.wait()
+    return subprocess.CompletedProcess(cmd, proc.returncode, "\n".join(kept), "")
+
+
+def parse_status(machine_readable: str) -> dict[str, str]:
+    """`vagrant status --machine-readable` -> {machine: state}."""
+    states = {}
+    for line in machine_readable.splitlines():
+        parts = line.split(",")
+        if len(parts) >= 4 and parts[2] == "state":
+            states[parts[1]] = parts[3]
+    return states
+
+
+def states() -> dict[str, str]:
+    if not netns.healthy():
+        return {name: "not_created" for name in NAMES}
+    result = vagrant("status", "--machine-readable")
+    found = parse_status(result.stdout)
+    return {name: found.get(name, "unknown") for name in NAMES}
+
+
+def ensure_box(box_path: Path, name: str) -> bool:
+    """Registers the box file under the lab's VAGRANT_HOME. True when it was added now."""
+    listed = vagrant("box", "list", "--machine-readable").stdout
+    if re.search(rf",box-name,{re.escape(name)}$", listed, re.MULTILINE):
+        return False
+    result = vagrant("box", "add", "--force", "--name", name, str(box_path))
+    if result.returncode != 0:
+        raise MachineError(f"vagrant could not add the box {box_path}: {result.stderr.strip()[-600:]}")
+    return True
+
+
+def up(boot_timeout: int) -> None:
+    """Both machines at once (vagrant-libvirt boots in parallel)."""
+    result = vagrant("up", "--provider=libvirt", "--no-provision", stream=True, timeout=boot_timeout + 900)
+    if result.returncode != 0:
+        raise MachineError("the machines did not come up (vagrant up exited "
+                           f"{result.returncode}; the guests' consoles are in /var/log/libvirt/qemu/"
+                           f"{DOMAIN_PREFIX}*-serial.log)")
+
+
+def write_ssh_config() -> Path:
+    result = vagrant("ssh-config", *NAMES)
+    if result.returncode != 0:
+        raise MachineError(f"vagrant ssh-config failed: {result.stderr.strip()[-600:]}")
+    # Vagrant names hosts after the machines; keep its options (user, key, port) as they are.
+    SSH_CONFIG.write_text(result.stdout)
+    return SSH_CONFIG
+
+
+def ssh(name: str, command: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Runs a command on a machine over SSH from inside the lab namespace."""
+    cmd = netns.wrap(["ssh", "-F", str(SSH_CONFIG), "-o", "ConnectTimeout=20", "-o", "BatchMode=yes", name, command])
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def destroy() -> bool:
+    """Destroys both machines (no-op when there are none). True when vagrant succeeded."""
+    if not netns.healthy():
+        return True
+    return vagrant("destroy", "--force", stream=True, timeout=600).returncode == 0
+
+
+def domains() -> list[str]:
+    """libvirt domains of the lab (by name prefix), running or not."""
+    if not netns.healthy():
+        return []
+    out = subprocess.run(netns.wrap(["virsh", "-c", netns.LIBVIRT_URI, "list", "--all", "--name"]),
+                         capture_output=True, text=True).stdout
+    return [d for d in out.split() if d.startswith(DOMAIN_PREFIX)]
+
+
+def undefine_leftover_domains() -> list[str]:
+    """Domains Vagrant no longer knows (its state was lost): destroyed and undefined with their disks."""
+    gone = []
+    for dom in domains():
+        virsh = ["virsh", "-c", netns.LIBVIRT_URI]
+        subprocess.run(netns.wrap([*virsh, "destroy", dom]), capture_output=True)
+        subprocess.run(netns.wrap([*virsh, "undefine", dom, "--remove-all-storage"]), capture_output=True)
+        gone.append(dom)
+    return gone
+
+
+def vcpu_placement(name: str) -> str:
+    """The host cores a running machine's vCPUs may use, as libvirt reports them."""
+    out = subprocess.run(netns.wrap(["virsh", "-c", netns.LIBVIRT_URI, "vcpupin", DOMAIN_PREFIX + name]),
+                         capture_output=True, text=True).stdout
+    cores = sorted({line.split()[-1] for line in out.splitlines() if re.match(r"^\s*\d+\s", line)})
+    return ";".join(cores) if cores else "unknown"

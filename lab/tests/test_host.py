@@ -1,0 +1,119 @@
+"""Host-side decisions that need no VM: accelerator, CPU placement, prerequisites, box recipe, guard."""
+import shutil
+
+import pytest
+
+from lab import accel, box, netns, placement, prereqs
+
+CPUINFO_VMX = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr vmx sse\n"
+CPUINFO_PLAIN = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr sse hypervisor\n"
+
+
+# --- accelerator -------------------------------------------------------------------------------
+
+def test_no_virtualization_flag_means_tcg():
+    assert accel.detect("auto", cpuinfo=CPUINFO_PLAIN)[0] == "tcg"
+    with pytest.raises(ValueError, match="kvm requested"):
+        accel.detect("kvm", cpuinfo=CPUINFO_PLAIN)
+
+
+def test_tcg_request_is_honoured_without_looking():
+    assert accel.detect("tcg", cpuinfo=CPUINFO_VMX) == ("tcg", "requested")
+
+
+def test_kvm_only_when_the_test_boot_works(monkeypatch, tmp_path):
+    monkeypatch.setattr(accel.os, "access", lambda path, mode: True)
+    kernel = tmp_path / "vmlinuz-6.1.0"
+    kernel.write_text("")
+    monkeypatch.setattr(accel, "_test_kernel", lambda: kernel)
+    assert accel.detect("auto", cpuinfo=CPUINFO_VMX, test_boot=lambda k: True)[0] == "kvm"
+    acc, why = accel.detect("auto", cpuinfo=CPUINFO_VMX, test_boot=lambda k: False)
+    assert acc == "tcg" and "test boot" in why
+
+
+def test_flag_detection_reads_the_flags_line_only():
+    assert accel.cpu_has_virtualization(CPUINFO_VMX)
+    assert not accel.cpu_has_virtualization("model name\t: vmx-like marketing name\n" + CPUINFO_PLAIN)
+
+
+# --- CPU placement -----------------------------------------------------------------------------
+
+def test_auto_placement_splits_host_cores_evenly():
+    assert placement.resolve("auto", [0, 1]) == {"default": "0", "tuned": "1"}
+    assert placement.resolve("auto", [0, 1, 2, 3, 4]) == {"default": "0,1", "tuned": "2,3"}
+    assert placement.resolve("auto", [0]) == {}
+    assert placement.resolve("none", [0, 1, 2, 3]) == {}
+
+
+def test_explicit_placement_is_checked_against_the_host():
+    assert placement.resolve("default=0-1;tuned=2-3", [0, 1, 2, 3]) == {"default": "0,1", "tuned": "2,3"}
+    with pytest.raises(ValueError, match="do not exist"):
+        placement.resolve("default=0;tuned=7", [0, 1])
+    with pytest.raises(ValueError, match="same number"):
+        placement.resolve("default=0;tuned=1-2", [0, 1, 2])
+
+
+# --- prerequisites -----------------------------------------------------------------------------
+
+def test_missing_prerequisites_map_to_packages_once():
+    present = {"vagrant", "ip"}
+    need = prereqs.missing(present=lambda check: check in present)
+    assert "vagrant" not in need and "qemu-system-x86" in need
+    assert need.count("libvirt-daemon-system") == 1
+
+
+def test_non_debian_hosts_get_the_exact_list():
+    with pytest.raises(prereqs.PrereqError, match="qemu-system-x86 slirp4netns"):
+        prereqs.install(["qemu-system-x86", "slirp4netns"], os_release='ID="fedora"\n')
+
+
+def test_a_failed_apt_install_is_reported_with_apts_words(monkeypatch):
+    monkeypatch.setattr(prereqs.os, "geteuid", lambda: 0)
+    calls = []
+
+    class Done:
+        def __init__(self, rc, err=""):
+            self.returncode, self.stderr, self.stdout = rc, err, ""
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd[:2])
+        return Done(0) if cmd[1] == "update" else Done(100, "E: Unable to locate package no-such-pkg")
+
+    with pytest.raises(prereqs.PrereqError, match="Unable to locate package no-such-pkg"):
+        prereqs.install(["no-such-pkg"], os_release="ID=debian\n", run=fake_run)
+    assert calls == [["apt-get", "install"], ["apt-get", "update"], ["apt-get", "install"]]
+
+
+def test_debian_family_detection():
+    assert prereqs.is_debian_like('ID=ubuntu\nID_LIKE=debian\n')
+    assert prereqs.is_debian_like('ID=debian\n')
+    assert not prereqs.is_debian_like('ID="arch"\n')
+
+
+# --- base box recipe ---------------------------------------------------------------------------
+
+def test_recipe_hash_changes_with_any_recipe_file(tmp_path):
+    recipe = tmp_path / "box"
+    shutil.copytree(box.RECIPE_DIR, recipe)
+    first = box.recipe_hash("bookworm", recipe)
+    assert first == box.recipe_hash("bookworm", recipe)
+    assert first != box.recipe_hash("trixie", recipe)
+    (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "htop\n")
+    assert box.recipe_hash("bookworm", recipe) != first
+    assert "htop" in box.packages(recipe)
+
+
+def test_box_name_carries_the_recipe():
+    assert box.box_name("bookworm") == f"lab/bookworm-{box.recipe_hash('bookworm')[:12]}"
+
+
+# --- egress guard ------------------------------------------------------------------------------
+
+def test_guard_lets_out_only_dns_and_web_to_public_addresses():
+    rules = netns.guard_ruleset(["192.0.2.0/24"])
+    assert f"ip daddr {netns.SLIRP_DNS} udp dport 53 accept" in rules
+    assert "tcp dport { 80, 443 } accept" in rules
+    assert "192.0.2.0/24" in rules and "10.0.0.0/8" in rules and "192.168.0.0/16" in rules
+    # the blocked set is checked before the web ports, and everything else is dropped
+    assert rules.index("@blocked counter drop") < rules.index("tcp dport { 80, 443 }")
+    assert "counter drop\n  }" in rules
