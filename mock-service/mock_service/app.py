@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from . import __version__
 from .data import DataSet
@@ -81,7 +82,7 @@ class App:
                 extra: bytes, counted: bool = True) -> None:
         if counted:
             self.in_flight -= 1
-        self.metrics.observe(endpoint, status, asyncio.get_running_loop().time() - req.arrived)
+        self.metrics.observe(endpoint, status, time.perf_counter() - req.started)
         conn.respond(status, body, JSON, extra)
 
     def _other(self, conn: Connection, req: Request, endpoint: str) -> None:

@@ -29,7 +29,7 @@ class HttpError(Exception):
 
 
 class Request:
-    __slots__ = ("method", "path", "query", "headers", "body", "keep_alive", "arrived")
+    __slots__ = ("method", "path", "query", "headers", "body", "keep_alive", "arrived", "started")
 
     def __init__(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes,
                  keep_alive: bool, arrived: float) -> None:
@@ -39,7 +39,8 @@ class Request:
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
-        self.arrived = arrived
+        self.arrived = arrived                 # loop clock: what timers are scheduled on
+        self.started = time.perf_counter()     # for the metrics: uvloop's clock has 1 ms steps
 
 
 class ServerState:

@@ -100,11 +100,11 @@ def test_latency_over_http(start_server):
     t0 = time.monotonic()
     assert s.get("/customers/1/orders").status == 200
     fast = time.monotonic() - t0
-    assert slow >= 0.4
+    assert slow >= 0.39  # uvloop's timers step by 1 ms: up to 1 ms early (see README)
     assert fast < slow
     m = s.metrics()
     assert m['mock_http_request_duration_seconds_bucket{endpoint="customer_get",le="0.25"}'] == 0
-    assert m['mock_http_request_duration_seconds_sum{endpoint="customer_get"}'] >= 0.4
+    assert m['mock_http_request_duration_seconds_sum{endpoint="customer_get"}'] >= 0.39
 
 
 def test_latency_is_concurrent(start_server):
