@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 
 from . import __version__
@@ -69,7 +70,11 @@ class App:
             self.metrics.injected[endpoint] += 1
             status, body, extra = self.error_status, _INJECTED, b""
         else:
-            status, body, extra = handler(req, cid)
+            try:
+                status, body, extra = handler(req, cid)
+            except Exception as e:  # a bug or a pathological body must not leak the in-flight count
+                print(f"mock-service: error in {endpoint}: {e!r}", file=sys.stderr, flush=True)
+                status, body, extra = 500, _error("internal error"), b""
         delay = self.behaviour.delay_s(endpoint)
         if delay > 0:
             # counted from the request's arrival, so parsing and handling are part of the delay

@@ -204,3 +204,10 @@ def test_keep_alive_off_closes_each_connection(start_server):
 def test_http10_closes_unless_keep_alive(mock):
     data = _raw(mock.port, b"GET /health HTTP/1.0\r\n\r\nGET /health HTTP/1.0\r\n\r\n", 2)
     assert data.count(b"HTTP/1.1 200") == 1
+
+
+def test_pathological_body_gets_500_and_server_goes_on(mock):
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError
+    assert mock.request("POST", "/customers", body=deep).status in (400, 500)
+    assert mock.metrics()["mock_http_requests_in_flight"] == 0
+    assert mock.get("/customers/1").status == 200
