@@ -79,7 +79,9 @@ class Connection(asyncio.Protocol):
         self.buf = bytearray()
         self.busy = False            # a request is being answered; later ones wait in buf
         self.closed = False
-        self._keep_alive = True
+        self._keep_alive = True      # what the current request asked for
+        self._http10 = False
+        self._head_request = False
         self._in_process = False
         self._paused = False
         self._continued = False      # "100 Continue" already sent for the request in buf
@@ -122,9 +124,12 @@ class Connection(asyncio.Protocol):
             head.append(b"Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, len(body)))
         if not keep:
             head.append(b"Connection: close\r\n")
+        elif self._http10:
+            head.append(b"Connection: keep-alive\r\n")  # HTTP/1.0 clients assume close otherwise
         head.append(extra_headers)
         head.append(b"\r\n")
-        head.append(body)
+        if not self._head_request:
+            head.append(body)
         self.transport.write(b"".join(head))
         self.busy = False
         if not keep:
@@ -221,6 +226,8 @@ class Connection(asyncio.Protocol):
         else:
             keep_alive = "keep-alive" in connection
         self._keep_alive = keep_alive
+        self._http10 = version == "HTTP/1.0"
+        self._head_request = method == "HEAD"
         path, _, query = target.partition("?")
         return Request(method, path, query, headers, body, keep_alive, self._loop.time())
 

@@ -211,3 +211,11 @@ def test_pathological_body_gets_500_and_server_goes_on(mock):
     assert mock.request("POST", "/customers", body=deep).status in (400, 500)
     assert mock.metrics()["mock_http_requests_in_flight"] == 0
     assert mock.get("/customers/1").status == 200
+
+
+def test_http10_keep_alive_and_head(mock):
+    req = b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+    data = _raw(mock.port, req + req, 2)
+    assert data.count(b"HTTP/1.1 200") == 2 and b"Connection: keep-alive" in data
+    data = _raw(mock.port, b"HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1)
+    assert data.startswith(b"HTTP/1.1 405 ") and data.endswith(b"\r\n\r\n")  # no body after HEAD
