@@ -1,6 +1,7 @@
 """Flags and MOCK_* environment variables → one validated, immutable Settings.
 
-Precedence: flag, then environment variable (MOCK_<FLAG>, dashes as underscores), then default.
+Precedence: flag, then environment variable (MOCK_<FLAG>, dashes as underscores; empty counts as
+unset), then default.
 Any bad value stops the program before anything starts: one line naming the flag (or the variable
 it came from) and the problem, exit code 2 — systemd and Ansible then show the cause, not a trace.
 """
@@ -190,7 +191,7 @@ def parse(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None =
     for flag, _, parse_value, _ in _OPTIONS:
         field = flag.replace("-", "_")
         text, source = getattr(args, field), f"--{flag}"
-        if text is None and env_name(flag) in environ:
+        if text is None and environ.get(env_name(flag), "").strip():  # empty = unset (templated unit files)
             text, source = environ[env_name(flag)], env_name(flag)
         if text is not None:
             try:

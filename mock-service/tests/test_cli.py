@@ -77,6 +77,7 @@ def test_environment_and_precedence():
     assert (s.port, s.keep_alive) == (9999, False)
     assert [(n, str(d)) for n, d in s.endpoint_latency] == [("account", "pareto:1,2"), ("orders", "fixed:3")]
     assert config.parse(["--port", "1234"], environ={"MOCK_PORT": "9999"}).port == 1234
+    assert config.parse([], environ={"MOCK_PORT": "", "MOCK_LATENCY": " "}).port == 9080
     defaults = config.parse([], environ={})
     assert (defaults.host, defaults.port, str(defaults.latency)) == ("127.0.0.1", 9080, "fixed:0")
 
