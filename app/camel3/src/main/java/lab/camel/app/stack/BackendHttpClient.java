@@ -4,7 +4,9 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.httpcomponents.PoolingHttpClientConnectionManagerMetricsBinder;
 import lab.camel.app.LabProperties;
 import org.apache.camel.CamelContext;
+import org.apache.camel.Endpoint;
 import org.apache.camel.component.http.HttpComponent;
+import org.apache.camel.component.http.HttpEndpoint;
 import org.apache.camel.spring.boot.CamelContextConfiguration;
 import org.apache.http.impl.NoConnectionReuseStrategy;
 import org.apache.http.impl.conn.PoolingHttpClientConnectionManager;
@@ -51,12 +53,19 @@ public class BackendHttpClient implements CamelContextConfiguration {
 
     @Override
     public void afterApplicationStart(CamelContext camel) {
-        HttpComponent http = camel.getComponent("http", HttpComponent.class);
-        if (http.getClientConnectionManager() instanceof PoolingHttpClientConnectionManager) {
-            new PoolingHttpClientConnectionManagerMetricsBinder(
-                    (PoolingHttpClientConnectionManager) http.getClientConnectionManager(), "backend").bindTo(registry);
+        // the component creates the pool when it creates the backend endpoint (one URI: one endpoint, one pool)
+        Object manager = null;
+        for (Endpoint endpoint : camel.getEndpoints()) {
+            if (endpoint instanceof HttpEndpoint && ((HttpEndpoint) endpoint).getClientConnectionManager() != null) {
+                manager = ((HttpEndpoint) endpoint).getClientConnectionManager();
+                break;
+            }
+        }
+        if (manager instanceof PoolingHttpClientConnectionManager) {
+            new PoolingHttpClientConnectionManagerMetricsBinder((PoolingHttpClientConnectionManager) manager, "backend")
+                    .bindTo(registry);
         } else {
-            LOG.warn("Backend client pool metrics unavailable: connection manager is {}", http.getClientConnectionManager());
+            LOG.warn("Backend client pool metrics unavailable: connection manager is {}", manager);
         }
     }
 }

@@ -13,7 +13,12 @@ import org.springframework.stereotype.Component;
 public class BackendRoutes extends RouteBuilder {
 
     public static final String CUSTOMER_ID = "labCustomerId";
+    /** Set on a summary's part exchanges only (the parts the summary route multicasts): which part this is. */
     public static final String PART = "labPart";
+    /** Set by the summary route before its multicast; the parts inherit it. */
+    public static final String COMPOSING = "labComposing";
+    /** A summary part's failure, kept as a property so it never passes through an error handler inside the multicast. */
+    public static final String PART_FAILURE = "labPartFailure";
 
     @Override
     public void configure() {
@@ -41,10 +46,14 @@ public class BackendRoutes extends RouteBuilder {
                 e.getMessage().setBody(null);
                 if (part != null) e.setProperty(PART, part);
             })
-            .bean("audit", "backendRequest")
-            .to("{{lab.backend.url}}")
-            .convertBodyTo(String.class)
-            .bean("audit", "backendResponse");
+            .doTry()
+                .bean("audit", "backendRequest")
+                .to("{{lab.backend.url}}")
+                .convertBodyTo(String.class)
+                .bean("audit", "backendResponse")
+            .doCatch(Exception.class).onWhen(exchangeProperty(COMPOSING).isNotNull())
+                .process(e -> e.setProperty(PART_FAILURE, e.getProperty(Exchange.EXCEPTION_CAUGHT)))
+            .end();
     }
 
     /** Drops the inbound HTTP headers (they would steer the http producer) and sets the backend request's own. */

@@ -111,10 +111,18 @@ public class CustomerApiRoutes extends RouteBuilder {
         from("direct:api-customer-summary").routeId("api-customer-summary")
             .bean("api", "in")
             .setProperty(BackendRoutes.CUSTOMER_ID, header("id"))
-            .multicast(new PartsAggregation()).parallelProcessing().executorService(composePool).stopOnException()
+            .setProperty(BackendRoutes.COMPOSING, constant(true))
+            .multicast(new PartsAggregation()).parallelProcessing().executorService(composePool)
                 .to("direct:backend-get-customer", "direct:backend-get-orders", "direct:backend-get-account")
             .end()
             .process(e -> {
+                e.removeProperty(BackendRoutes.PART);
+                e.removeProperty(BackendRoutes.COMPOSING);
+                e.removeProperty(Exchange.EXCEPTION_CAUGHT);
+                Exception failure = e.getProperty(PartsAggregation.FAILURE, Exception.class);
+                if (failure != null) {
+                    throw failure; // the first failed part, for onException (404, 502, 504...)
+                }
                 @SuppressWarnings("unchecked")
                 Map<String, String> parts = e.getProperty(PartsAggregation.PARTS, Map.class);
                 Json.respond(e, 200, transformer.summary(Json.read(parts.get("customer")),
@@ -131,12 +139,19 @@ public class CustomerApiRoutes extends RouteBuilder {
     /** Collects each part's body (customer, orders, account) into a map on the resulting exchange. */
     static class PartsAggregation implements AggregationStrategy {
         static final String PARTS = "labParts";
+        static final String FAILURE = "labSummaryFailure";
 
         @Override
         public Exchange aggregate(Exchange oldExchange, Exchange newExchange) {
             Exchange result = oldExchange == null ? newExchange : oldExchange;
-            if (newExchange.getException() != null) {
-                result.setException(newExchange.getException());
+            // a part's failure is a property (see BackendRoutes), rethrown after the multicast for onException
+            Exception failure = newExchange.getException() != null ? newExchange.getException()
+                    : newExchange.getProperty(BackendRoutes.PART_FAILURE, Exception.class);
+            if (failure != null) {
+                newExchange.setException(null);
+                if (result.getProperty(FAILURE) == null) {
+                    result.setProperty(FAILURE, failure);
+                }
                 return result;
             }
             @SuppressWarnings("unchecked")
