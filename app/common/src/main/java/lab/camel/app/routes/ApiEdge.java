@@ -24,13 +24,18 @@ public class ApiEdge {
 
     private final AuditLog audit;
     private final Compression compression;
+    private final java.util.List<StackHooks> hooks;
 
-    public ApiEdge(AuditLog audit, ServerProperties server) {
+    public ApiEdge(AuditLog audit, ServerProperties server, java.util.List<StackHooks> hooks) {
         this.audit = audit;
         this.compression = server.getCompression();
+        this.hooks = hooks;
     }
 
     public void in(Exchange exchange) {
+        for (StackHooks hook : hooks) {
+            hook.onApiIn(exchange);
+        }
         Message msg = exchange.getMessage();
         exchange.setProperty(CONNECTOR, msg.getHeader(ConnectorTagValve.HEADER, String.class));
         exchange.setProperty(ACCEPT_ENCODING, msg.getHeader("Accept-Encoding", String.class));

@@ -41,6 +41,7 @@ public class BackendRoutes extends RouteBuilder {
     private void call(String id, String method, String prefix, String suffix, String part) {
         from("direct:" + id).routeId(id)
             .process(e -> {
+                e.removeProperty(PART_FAILURE); // defensive: a pooled exchange must not carry an old failure
                 String customerId = e.getProperty(CUSTOMER_ID, String.class);
                 prepare(e, method, prefix + customerId + suffix);
                 e.getMessage().setBody(null);

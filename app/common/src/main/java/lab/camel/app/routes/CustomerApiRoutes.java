@@ -111,6 +111,11 @@ public class CustomerApiRoutes extends RouteBuilder {
         from("direct:api-customer-summary").routeId("api-customer-summary")
             .bean("api", "in")
             .setProperty(BackendRoutes.CUSTOMER_ID, header("id"))
+            .process(e -> {
+                e.removeProperty(PartsAggregation.PARTS);
+                e.removeProperty(PartsAggregation.FAILURE);
+                e.removeProperty(BackendRoutes.PART_FAILURE);
+            })
             .setProperty(BackendRoutes.COMPOSING, constant(true))
             .multicast(new PartsAggregation()).parallelProcessing().executorService(composePool)
                 .to("direct:backend-get-customer", "direct:backend-get-orders", "direct:backend-get-account")
