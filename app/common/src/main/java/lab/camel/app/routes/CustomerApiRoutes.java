@@ -74,10 +74,12 @@ public class CustomerApiRoutes extends RouteBuilder {
             .bean("api", "out");
 
         rest("/customers")
-            .get("/{id}").produces(Json.CONTENT_TYPE).to("direct:api-get-customer")
-            .get("/{id}/summary").produces(Json.CONTENT_TYPE).to("direct:api-customer-summary")
-            .post().consumes(Json.CONTENT_TYPE).produces(Json.CONTENT_TYPE).to("direct:api-create-customer")
-            .delete("/{id}").to("direct:api-delete-customer");
+            .get("/{id}").routeId("rest-get-customer").produces(Json.CONTENT_TYPE).to("direct:api-get-customer")
+            .get("/{id}/summary").routeId("rest-customer-summary").produces(Json.CONTENT_TYPE)
+                .to("direct:api-customer-summary")
+            .post().routeId("rest-create-customer").consumes(Json.CONTENT_TYPE).produces(Json.CONTENT_TYPE)
+                .to("direct:api-create-customer")
+            .delete("/{id}").routeId("rest-delete-customer").to("direct:api-delete-customer");
 
         from("direct:api-get-customer").routeId("api-get-customer")
             .bean("api", "in")
