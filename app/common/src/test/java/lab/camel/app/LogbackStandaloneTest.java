@@ -21,8 +21,11 @@ import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.servlet.context.ServletWebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
-/** The example app/config/logback.xml, as provisioning passes it (--logging.config): sync and async audit. */
-class LogbackConfigTest {
+/**
+ * The example app/config/logback.xml, as provisioning passes it (--logging.config): sync and async audit.
+ * A *StandaloneTest starts its own app: it runs in a fork of its own (Camel's servlet registry is JVM-wide).
+ */
+class LogbackStandaloneTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"SYNC", "ASYNC"})

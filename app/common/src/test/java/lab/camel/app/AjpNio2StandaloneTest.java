@@ -1,0 +1,38 @@
+package lab.camel.app;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Arrays;
+import java.util.Map;
+
+import org.apache.catalina.connector.Connector;
+import org.apache.coyote.AbstractProtocol;
+import org.apache.coyote.ajp.AbstractAjpProtocol;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.embedded.tomcat.TomcatWebServer;
+import org.springframework.boot.web.servlet.context.ServletWebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/** lab.ajp.protocol=nio2: the AJP connector is AjpNio2Protocol, gets the knobs, and serves an AJP round trip. */
+class AjpNio2StandaloneTest {
+
+    @Test
+    void nio2AjpConnector() throws Exception {
+        try (ConfigurableApplicationContext app = new SpringApplicationBuilder(LabApplication.class).run(
+                "--server.port=0", "--lab.backend.url=" + BackendStub.get().url(), "--lab.ajp.enabled=true",
+                "--lab.ajp.protocol=nio2", "--lab.ajp.secret=n2", "--lab.ajp.port=0",
+                "--server.tomcat.threads.max=31", "--server.tomcat.threads.min-spare=3")) {
+            TomcatWebServer server = (TomcatWebServer) ((ServletWebServerApplicationContext) app).getWebServer();
+            Connector ajp = Arrays.stream(server.getTomcat().getService().findConnectors())
+                    .filter(c -> c.getProtocolHandler() instanceof AbstractAjpProtocol).findFirst().orElseThrow();
+            assertEquals("org.apache.coyote.ajp.AjpNio2Protocol", ajp.getProtocolHandler().getClass().getName());
+            AbstractProtocol<?> p = (AbstractProtocol<?>) ajp.getProtocolHandler();
+            assertEquals(31, p.getMaxThreads());
+            assertEquals(3, p.getMinSpareThreads());
+            AjpClient.Response r = AjpClient.get(ajp.getLocalPort(), "/api/customers/6/summary", "n2", Map.of());
+            assertEquals(200, r.status, r.text());
+            assertEquals(2, AbstractAppTest.json(r.text()).at("/orders/count").asInt());
+        }
+    }
+}
