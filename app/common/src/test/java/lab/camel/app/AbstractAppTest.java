@@ -41,6 +41,7 @@ import org.springframework.test.context.DynamicPropertySource;
             "lab.compose.pool-size=4",
             "lab.compose.max-pool-size=8",
             "lab.compose.queue-size=50",
+            "lab.camel.exchange-factory=pooled",
             // @SpringBootTest turns metrics export off; the tests read /actuator/prometheus (keys of 2.7 and 3.x)
             "management.metrics.export.prometheus.enabled=true",
             "management.prometheus.metrics.export.enabled=true",

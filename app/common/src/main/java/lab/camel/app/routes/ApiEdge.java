@@ -33,6 +33,14 @@ public class ApiEdge {
     }
 
     public void in(Exchange exchange) {
+        // a pooled exchange (lab.camel.exchange-factory=pooled) may still hold a previous request's properties
+        java.util.List<String> stale = new java.util.ArrayList<>();
+        for (String name : exchange.getProperties().keySet()) {
+            if (name.startsWith("lab") && !name.startsWith("labRouteStart.")) { // the route timer's, for this request
+                stale.add(name);
+            }
+        }
+        stale.forEach(exchange::removeProperty);
         for (StackHooks hook : hooks) {
             hook.onApiIn(exchange);
         }
