@@ -101,6 +101,7 @@ for s in "${stacks[@]}"; do
   logs="$out/$s"
   mkdir -p "$logs"
   echo "bench: $s: starting $(basename "$jar") with $JAVA_OPTS" >&2
+  load=$(cut -d' ' -f1 /proc/loadavg)
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
   java $JAVA_OPTS "-Xlog:gc*:file=$logs/gc.log:time,uptime,level,tags" -jar "$jar" \
@@ -135,8 +136,9 @@ for s in "${stacks[@]}"; do
   kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
 
   gc_pauses=$(grep -c 'Pause' "$logs/gc.log" || true)
-  audit_lines=$(cat "$logs"/audit*.log 2>/dev/null | wc -l)
-  results+=("$s|$(printf '%.1f' "$startup")|${spring_started:-?}|$rss_idle|$rss_peak|$(rps "$out/$s/wrk-get.txt")|$(p99 "$out/$s/wrk-get.txt")|$(errors "$out/$s/wrk-get.txt")|$(rps "$out/$s/wrk-summary.txt")|$(p99 "$out/$s/wrk-summary.txt")|$(errors "$out/$s/wrk-summary.txt")|$gc_pauses|$audit_lines")
+  audit_lines=$( { cat "$logs"/audit*.log; zcat "$logs"/audit*.gz 2>/dev/null; } 2>/dev/null | wc -l)
+  load_end=$(cut -d' ' -f1 /proc/loadavg)
+  results+=("$s|$load / $load_end|$(printf '%.1f' "$startup")|${spring_started:-?}|$rss_idle|$rss_peak|$(rps "$out/$s/wrk-get.txt")|$(p99 "$out/$s/wrk-get.txt")|$(errors "$out/$s/wrk-get.txt")|$(rps "$out/$s/wrk-summary.txt")|$(p99 "$out/$s/wrk-summary.txt")|$(errors "$out/$s/wrk-summary.txt")|$gc_pauses|$audit_lines")
 done
 
 {
@@ -146,14 +148,14 @@ done
   echo "JVM options: $JAVA_OPTS; wrk -t$THREADS -c$CONNECTIONS, ${WARMUP} s warm-up + ${DURATION} s measured per endpoint;"
   echo "mock service on the same host (python3, ${MOCK_ARGS:-default flags}); audit log synchronous (example logback.xml)."
   echo
-  echo "| stack | startup to healthy (s) | Spring 'Started' (s) | RSS idle (MB) | RSS peak under load (MB) | GET req/s | GET p99 | GET errors | summary req/s | summary p99 | summary errors | GC pauses | audit lines |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| stack | load avg at start / end | startup to healthy (s) | Spring 'Started' (s) | RSS idle (MB) | RSS peak under load (MB) | GET req/s | GET p99 | GET errors | summary req/s | summary p99 | summary errors | GC pauses | audit lines |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for r in "${results[@]}"; do echo "| ${r//|/ | } |"; done
 } > "$out/results.md"
 
 python3 - "$out" "${results[@]}" > "$out/results.json" <<'EOF'
 import json, sys
-keys = ["stack", "startup_s", "spring_started_s", "rss_idle_mb", "rss_peak_mb", "get_rps", "get_p99",
+keys = ["stack", "loadavg_start_end", "startup_s", "spring_started_s", "rss_idle_mb", "rss_peak_mb", "get_rps", "get_p99",
         "get_errors", "summary_rps", "summary_p99", "summary_errors", "gc_pauses", "audit_lines"]
 print(json.dumps([dict(zip(keys, r.split("|"))) for r in sys.argv[2:]], indent=2))
 EOF
