@@ -27,6 +27,8 @@ public final class BackendStub {
     private final HttpServer server;
     private final ExecutorService executor = Executors.newFixedThreadPool(16);
     public final List<String> requests = new CopyOnWriteArrayList<>();
+    /** The client's TCP port of every request: tells whether the app reuses its backend connections. */
+    public final List<Integer> clientPorts = new CopyOnWriteArrayList<>();
 
     private BackendStub() throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 100);
@@ -56,6 +58,7 @@ public final class BackendStub {
         String path = ex.getRequestURI().getPath();
         String body = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
         requests.add(method + " " + path + (body.isEmpty() ? "" : " " + body));
+        clientPorts.add(ex.getRemoteAddress().getPort());
         Matcher m = PATH.matcher(path);
         if (!m.matches()) {
             send(ex, 404, "{\"error\":\"no such path\"}");
