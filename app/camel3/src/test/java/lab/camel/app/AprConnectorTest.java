@@ -43,11 +43,9 @@ class AprConnectorTest {
     static void ensureLibraryAndStart(CapturedOutput output) throws Exception {
         if (!onLibraryPath() && new File("/usr/bin/apt-get").canExecute() && isRoot()) {
             System.out.println("AprConnectorTest: installing libtcnative-1 with apt-get");
-            ProcessBuilder pb = new ProcessBuilder("apt-get", "install", "-y", "-q", "libtcnative-1").inheritIO();
-            pb.environment().put("DEBIAN_FRONTEND", "noninteractive");
-            Process p = pb.start();
-            if (!p.waitFor(10, TimeUnit.MINUTES)) {
-                p.destroyForcibly();
+            if (apt("install", "-y", "-q", "libtcnative-1") != 0) {
+                apt("update", "-q");                   // a machine whose package lists were never fetched
+                apt("install", "-y", "-q", "libtcnative-1");
             }
         }
         if (!onLibraryPath()) {
@@ -66,6 +64,20 @@ class AprConnectorTest {
                 "--lab.ajp.enabled=true", "--lab.ajp.protocol=apr", "--lab.ajp.secret=apr-secret",
                 "--lab.ajp.port=" + ajpPort, "--server.tomcat.threads.max=23", "--server.tomcat.accept-count=11");
         startupLog = output.getAll();
+    }
+
+    static int apt(String... args) throws Exception {
+        String[] command = new String[args.length + 1];
+        command[0] = "apt-get";
+        System.arraycopy(args, 0, command, 1, args.length);
+        ProcessBuilder pb = new ProcessBuilder(command).inheritIO();
+        pb.environment().put("DEBIAN_FRONTEND", "noninteractive");
+        Process p = pb.start();
+        if (!p.waitFor(10, TimeUnit.MINUTES)) {
+            p.destroyForcibly();
+            return -1;
+        }
+        return p.exitValue();
     }
 
     static boolean onLibraryPath() {
