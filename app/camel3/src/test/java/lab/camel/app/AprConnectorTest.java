@@ -70,13 +70,18 @@ class AprConnectorTest {
         String[] command = new String[args.length + 1];
         command[0] = "apt-get";
         System.arraycopy(args, 0, command, 1, args.length);
-        ProcessBuilder pb = new ProcessBuilder(command).inheritIO();
+        // apt's output goes to a file: surefire reads the fork's own stdout
+        File log = new File("target/apt-get.log");
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log));
         pb.environment().put("DEBIAN_FRONTEND", "noninteractive");
         Process p = pb.start();
         if (!p.waitFor(10, TimeUnit.MINUTES)) {
             p.destroyForcibly();
             return -1;
         }
+        System.out.println("AprConnectorTest: apt-get " + String.join(" ", args) + " exited " + p.exitValue()
+                + " (output in " + log + ")");
         return p.exitValue();
     }
 
