@@ -17,7 +17,7 @@ import com.sun.net.httpserver.HttpServer;
 /**
  * In-process stand-in for the mock service (same API), on 127.0.0.1 and a free port.
  * Customer ids steer it: "404" → 404 everywhere, "500" → 500 everywhere, "slow" → the customer answers after 3 s,
- * "77" → customer and account fine, orders 500; any other id → a fine customer, 2 orders, an account.
+ * "77" → customer and account fine, orders 500; "garbage" → 200 with a body that is not JSON; any other id → a fine customer, 2 orders, an account.
  */
 public final class BackendStub {
 
@@ -79,6 +79,10 @@ public final class BackendStub {
         }
         if ("500".equals(id) || ("77".equals(id) && "/orders".equals(sub))) {
             send(ex, 500, "{\"error\":\"boom\"}");
+            return;
+        }
+        if ("garbage".equals(id)) {
+            send(ex, 200, "<html>surprise</html>");
             return;
         }
         if ("DELETE".equals(method)) {

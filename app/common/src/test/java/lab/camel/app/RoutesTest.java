@@ -85,6 +85,13 @@ class RoutesTest extends AbstractAppTest {
     }
 
     @Test
+    void backendBodyThatIsNotJsonBecomes502() throws Exception {
+        HttpResponse<String> r = http("GET", "/api/customers/garbage", null);
+        assertEquals(502, r.statusCode(), r.body());
+        assertEquals("bad backend response", json(r.body()).get("error").asText());
+    }
+
+    @Test
     void backendTimeoutBecomes504() throws Exception {
         long t0 = System.nanoTime();
         HttpResponse<String> r = http("GET", "/api/customers/slow", null);

@@ -60,6 +60,9 @@ public class CustomerApiRoutes extends RouteBuilder {
                 }
             })
             .bean("api", "out");
+        onException(Json.NotJsonException.class).handled(true)         // only backend bodies reach here
+            .process(e -> Json.respond(e, 502, Json.error(502, "bad backend response", describe(e))))
+            .bean("api", "out");
         onException(InterruptedIOException.class).handled(true)   // socket/response, connect and pool timeouts
             .process(e -> Json.respond(e, 504, Json.error(504, "backend timeout", describe(e))))
             .bean("api", "out");

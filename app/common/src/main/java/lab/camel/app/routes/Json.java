@@ -13,11 +13,22 @@ public final class Json {
 
     private Json() { }
 
+    /** Parses JSON; anything else (null, empty, malformed) is a {@link NotJsonException}. */
     public static JsonNode read(String text) {
+        if (text == null || text.isBlank()) {
+            throw new NotJsonException("empty body", null);
+        }
         try {
             return MAPPER.readTree(text);
         } catch (Exception e) {
-            throw new IllegalArgumentException("not JSON: " + e.getMessage(), e);
+            throw new NotJsonException("not JSON: " + e.getMessage(), e);
+        }
+    }
+
+    /** A body that is not JSON. From the backend it becomes a 502; from a client, a 400 (the validator). */
+    public static class NotJsonException extends IllegalArgumentException {
+        public NotJsonException(String message, Throwable cause) {
+            super(message, cause);
         }
     }
 
