@@ -184,6 +184,16 @@ class RoutesTest extends AbstractAppTest {
     }
 
     @Test
+    void infoTellsVersionsAndConnectors() throws Exception {
+        JsonNode lab = json(http("GET", "/actuator/info", null).body()).get("lab");
+        assertTrue(lab.get("stack").asText().matches("camel[34]"), lab.toString());
+        assertTrue(lab.get("camel").asText().matches("[34]\\..*"), lab.toString());
+        assertTrue(lab.get("tomcat").asText().matches("(9|10)\\..*"), lab.toString());
+        assertEquals("not loaded", lab.get("tcnative").asText(), "tcnative is kept off the library path in this fork");
+        assertTrue(lab.get("connectors").toString().contains("org.apache.coyote.ajp.AjpNioProtocol"), lab.toString());
+    }
+
+    @Test
     void healthIsUp() throws Exception {
         HttpResponse<String> r = http("GET", "/actuator/health", null);
         assertEquals(200, r.statusCode());
