@@ -27,7 +27,7 @@ done
 
 stage_mock() { .venv/bin/python -m pytest -q mock-service/tests; }
 stage_app()  { (cd app && ./mvnw -B -ntp verify); }
-stage_lab()  { .venv/bin/python -m pytest -q lab/tests; }
+stage_lab()  { ./start.sh prereqs && .venv/bin/python -m pytest -q lab/tests; }
 stage_e2e()  { .venv/bin/python -m pytest -q -rs tests; }
 
 passed=0; failed=0; failed_names=()

@@ -17,6 +17,7 @@ commands:
   up        install missing host prerequisites, build or reuse the base box, bring both machines up
   status    each machine's state, IP, provider, accelerator, memory, CPUs, uptime and CPU placement
   down      destroy both machines and stop everything the lab started
+  prereqs   only install the missing host prerequisites (what up does first)
   exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
 
 Machine settings live in lab/machines.yml; override one for a run with LAB_<NAME>, e.g.
@@ -34,20 +35,28 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="bring both machines up")
     sub.add_parser("status", help="show the machines")
     sub.add_parser("down", help="destroy the machines, stop the lab")
+    sub.add_parser("prereqs", help="install missing host prerequisites")
     ex = sub.add_parser("exec", help="run a command in the lab namespace")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
     return p
 
 
-def cmd_up(s: settings.Settings) -> int:
+def cmd_prereqs() -> int:
     with steps.step("host prerequisites"):
         need = prereqs.missing()
         if need:
             steps.note(f"installing {' '.join(need)}")
             prereqs.install(need)
+        else:
+            steps.note("all present")
+    return 0
+
+
+def cmd_up(s: settings.Settings) -> int:
+    cmd_prereqs()
     if netns.healthy() and set(machines.states().values()) == {"running"}:
         previous = machines.read_resolved() or {}
-        if {k: previous.get(k) for k in asdict(s)} != json.loads(json.dumps(asdict(s))):
+        if previous.get("requested") != json.loads(json.dumps(asdict(s))):
             raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
         print("The lab is already up; nothing changed.")
         return cmd_status()
@@ -169,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_down()
         if args.command == "status":
             return cmd_status()
+        if args.command == "prereqs":
+            return cmd_prereqs()
         return cmd_exec(args.argv)
     except settings.SettingsError as bad:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)

@@ -29,7 +29,7 @@ def resolve(settings, detect=accel.detect) -> dict:
     """Settings as the Vagrantfile reads them: accelerator and CPU placement decided, box named."""
     accelerator, why = detect(settings.accelerator)
     resolved = asdict(settings)
-    resolved.update(accelerator=accelerator, accelerator_reason=why,
+    resolved.update(requested=asdict(settings), accelerator=accelerator, accelerator_reason=why,
                     cpusets=placement.resolve(settings.cpu_placement),
                     box=box.box_name(settings.debian_suite))
     return resolved

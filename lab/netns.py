@@ -182,7 +182,8 @@ def _libvirt_leftover_pids() -> list[int]:
                 pids.append(int(f.read_text().strip()))
             except (OSError, ValueError):
                 pass
-    return [p for p in pids if procs.pid_alive(p) and _in_lab_netns(p)]
+    ours = {procs.recorded(d) for d in DAEMONS}   # libvirtd's own PID file sits beside the guests'
+    return [p for p in pids if p not in ours and procs.pid_alive(p) and _in_lab_netns(p)]
 
 
 def _in_lab_netns(pid: int) -> bool:

@@ -21,8 +21,18 @@ chmod 440 /etc/sudoers.d/vagrant
 passwd --lock root
 
 systemctl enable systemd-networkd.service lab-ssh-hostkeys.service ssh.service
-# UseDNS and GSSAPI lookups would stall logins inside the lab namespace.
-printf 'UseDNS no\nGSSAPIAuthentication no\n' > /etc/ssh/sshd_config.d/lab.conf
+# Nothing may run behind the lab's back: no unattended apt runs holding the dpkg lock during
+# provisioning, no periodic scrubs or trims competing with the load; and no boot waiting for every NIC.
+systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service \
+  fstrim.timer man-db.timer systemd-networkd-wait-online.service
+# UseDNS and GSSAPI lookups would stall logins inside the lab namespace. One ed25519 host key only:
+# RSA key generation takes minutes on a first boot under TCG.
+printf 'UseDNS no\nGSSAPIAuthentication no\nHostKey /etc/ssh/ssh_host_ed25519_key\n' > /etc/ssh/sshd_config.d/lab.conf
+
+# Name resolution from DHCP (networkd hands the DNS server to resolved); debootstrap left the
+# build host's resolv.conf behind, which guests cannot reach.
+ln -sf /run/systemd/resolve/resolv.conf /etc/resolv.conf
+systemctl enable systemd-resolved.service
 
 # First-boot state: every machine makes its own host keys and machine-id (which also seeds its
 # DHCP client id: twins sharing one would be given the same address).
