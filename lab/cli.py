@@ -172,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         s = settings.load()
+        owner = netns.foreign_owner()
+        if owner and args.command in ("up", "down", "exec"):
+            raise LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
+                           f"run ./start.sh down there first (only one lab can run on a host)")
         if args.command == "up":
             return cmd_up(s)
         if args.command == "down":

@@ -49,6 +49,26 @@ def exists() -> bool:
     return NETNS_FILE.exists()
 
 
+OWNER_FILE = NETNS_ETC / "owner"   # the checkout whose lab made the namespace
+
+
+def foreign_owner() -> str | None:
+    """The other checkout whose lab holds the namespace, if it still exists; None if it is ours or gone.
+
+    The namespace, libvirt's domains and its networks are host-wide: two checkouts cannot run their labs
+    at once, and one must never tear down the other's.
+    """
+    if not exists():
+        return None
+    try:
+        owner = OWNER_FILE.read_text().strip()
+    except OSError:
+        return None
+    if owner and owner != str(paths.ROOT) and Path(owner, "start.sh").exists():
+        return owner
+    return None
+
+
 def _sh(cmd: list[str], what: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, **kw)
@@ -162,6 +182,7 @@ def create() -> None:
         _sh(wrap(["ip", "link", "set", "lo", "up"]), "bringing up loopback in the namespace")
         NETNS_ETC.mkdir(parents=True, exist_ok=True)
         (NETNS_ETC / "resolv.conf").write_text(f"nameserver {SLIRP_DNS}\n")
+        OWNER_FILE.write_text(f"{paths.ROOT}\n")
         _start_uplink()
         _sh(wrap(["nft", "-f", "-"]), "loading the egress guard", input=guard_ruleset(host_networks()))
         _sh(wrap(["sysctl", "-qw", "net.ipv4.ip_forward=1"]), "enabling forwarding in the namespace")
@@ -184,6 +205,15 @@ def _libvirt_leftover_pids() -> list[int]:
                 pass
     ours = {procs.recorded(d) for d in DAEMONS}   # libvirtd's own PID file sits beside the guests'
     return [p for p in pids if p not in ours and procs.pid_alive(p) and _in_lab_netns(p)]
+
+
+def _pids_in_namespace() -> list[int]:
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        pid = int(entry.name)
+        if pid != os.getpid() and _in_lab_netns(pid) and procs.pid_alive(pid):
+            found.append(pid)
+    return found
 
 
 def _in_lab_netns(pid: int) -> bool:
@@ -214,6 +244,11 @@ def destroy(networks: tuple[str, ...] = ()) -> list[str]:
         procs.stop("slirp4netns")
         done.append("slirp4netns stopped")
     procs.forget("slirp4netns")
+    # A killed lab's daemons are not in our PID records; whatever still runs inside the lab's own
+    # namespace was started by a lab.
+    for pid in _pids_in_namespace() if exists() else []:
+        if procs.terminate(pid):
+            done.append(f"leftover process {pid} in the namespace ended")
     if exists():
         _sh(["ip", "netns", "delete", NAME], "deleting the lab namespace", check=False)
         done.append(f"namespace {NAME} deleted")

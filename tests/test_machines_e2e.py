@@ -76,13 +76,21 @@ def lab_up():
     assert_nothing_left()
 
 
+def lab_footprint():
+    """What of the lab exists on the host right now (bad input must change none of it)."""
+    return (NETNS_FILE.exists(), sorted(lab_processes()),
+            sorted(p.name for p in Path("/etc/libvirt/qemu").glob("camel-lab-*.xml")),
+            sorted(p.name for p in (ROOT / ".lab" / "run").glob("*")))
+
+
 def test_bad_input_changes_nothing():
+    before = lab_footprint()
     for args, env, words in ((["bogus"], {}, "invalid choice"),
                              (["up", "--fast"], {}, "unrecognized arguments"),
                              (["up"], {"LAB_MEMORY_MB": "lots"}, "memory_mb")):
         result = start(*args, env=env, timeout=300)
         assert result.returncode == 2 and words in result.stderr, result.stderr
-    assert not NETNS_FILE.exists()
+    assert lab_footprint() == before
 
 
 def test_both_machines_answer_with_the_scenario_shape(lab_up):

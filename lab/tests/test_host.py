@@ -117,3 +117,32 @@ def test_guard_lets_out_only_dns_and_web_to_public_addresses():
     # the blocked set is checked before the web ports, and everything else is dropped
     assert rules.index("@blocked counter drop") < rules.index("tcp dport { 80, 443 }")
     assert "counter drop\n  }" in rules
+
+
+# --- one lab per host --------------------------------------------------------------------------
+
+def _fake_namespace(monkeypatch, tmp_path, owner):
+    ns = tmp_path / "netns"
+    ns.write_text("")
+    monkeypatch.setattr(netns, "NETNS_FILE", ns)
+    monkeypatch.setattr(netns, "OWNER_FILE", tmp_path / "owner")
+    if owner is not None:
+        (tmp_path / "owner").write_text(f"{owner}\n")
+
+
+def test_a_namespace_of_another_live_checkout_is_reported(monkeypatch, tmp_path):
+    other = tmp_path / "other-checkout"
+    other.mkdir()
+    (other / "start.sh").write_text("")
+    _fake_namespace(monkeypatch, tmp_path, other)
+    assert netns.foreign_owner() == str(other)
+
+
+def test_our_own_or_an_orphaned_namespace_is_ours_to_clean(monkeypatch, tmp_path):
+    from lab import paths
+    _fake_namespace(monkeypatch, tmp_path, paths.ROOT)
+    assert netns.foreign_owner() is None
+    _fake_namespace(monkeypatch, tmp_path, tmp_path / "deleted-checkout")
+    assert netns.foreign_owner() is None
+    _fake_namespace(monkeypatch, tmp_path, None)
+    assert netns.foreign_owner() is None
