@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from lab import box, machines, netns, paths, prereqs, settings, steps
+from lab import box, machines, netns, paths, prereqs, provision, settings, steps
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
@@ -18,6 +18,8 @@ commands:
   status    each machine's state, IP, provider, accelerator, memory, CPUs, uptime and CPU placement
   down      destroy both machines and stop everything the lab started
   prereqs   only install the missing host prerequisites (what up does first)
+  provision build the app, then provision both machines with Ansible (knobs: ansible/group_vars/all.yml,
+            ansible/host_vars/tuned.yml; --set [machine:]knob=value for this run only)
   exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
 
 Machine settings live in lab/machines.yml; override one for a run with LAB_<NAME>, e.g.
@@ -36,6 +38,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("status", help="show the machines")
     sub.add_parser("down", help="destroy the machines, stop the lab")
     sub.add_parser("prereqs", help="install missing host prerequisites")
+    pv = sub.add_parser("provision", help="provision both machines (Ansible)")
+    pv.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
+                    help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
     ex = sub.add_parser("exec", help="run a command in the lab namespace")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
     return p
@@ -131,6 +136,14 @@ def cmd_down() -> int:
     return 0
 
 
+def cmd_provision(overrides: dict) -> int:
+    if not (netns.healthy() and set(machines.states().values()) == {"running"}):
+        raise LabError("the machines are not up (./start.sh up)")
+    with steps.step("provision both machines (Ansible)"):
+        provision.run(machines.read_resolved() or {}, overrides, log=steps.note)
+    return 0
+
+
 def cmd_status() -> int:
     resolved = machines.read_resolved() or {}
     states = machines.states()
@@ -184,14 +197,19 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_status()
         if args.command == "prereqs":
             return cmd_prereqs()
+        if args.command == "provision":
+            return cmd_provision(provision.parse_overrides(args.overrides))
         return cmd_exec(args.argv)
     except settings.SettingsError as bad:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)
         return 2
     except (LabError, box.BoxError, netns.NetnsError, machines.MachineError, prereqs.PrereqError,
-            ValueError) as failure:
+            provision.ProvisionError) as failure:
         print(f"start.sh: {failure}", file=sys.stderr)
         return 1
+    except ValueError as failure:         # bad input on the command line
+        print(f"start.sh: {failure}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("start.sh: interrupted", file=sys.stderr)
         return 130
