@@ -1,0 +1,53 @@
+"""python -m report RUN_FOLDER [--warmup SECONDS]: writes RUN_FOLDER/report.html and RUN_FOLDER/summary.md."""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import MACHINES
+from .charts import CHARTS, render
+from .html import render_html
+from .machine import load_machine
+from .runinfo import RunInfo
+from .summary import render_summary
+
+
+def build_report(folder, warmup=None):
+    """Reads the run folder, writes its report.html and summary.md; returns (html path, summary path)."""
+    run = RunInfo(folder)
+    if warmup is not None:
+        warmup_s, source = float(warmup), "--warmup"
+    elif run.warmup_s is not None:
+        warmup_s, source = float(run.warmup_s), "run.json load.warmup_s"
+    else:
+        warmup_s, source = 0.0, "run.json has no load.warmup_s: nothing excluded"
+    machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
+    summary = render_summary(run, machines, warmup_s, source)
+    charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
+    page = render_html(f"Camel Tuning Lab — {run.run_id}", summary, charts, run.dashboards())
+    summary_path, html_path = Path(folder) / "summary.md", Path(folder) / "report.html"
+    summary_path.write_text(summary, encoding="utf-8")
+    html_path.write_text(page, encoding="utf-8")
+    return html_path, summary_path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m report", description=__doc__)
+    parser.add_argument("run_folder", help="results/<run-id>")
+    parser.add_argument("--warmup", type=float, metavar="SECONDS",
+                        help="warm-up to exclude, from each machine's first sample (default: run.json load.warmup_s)")
+    args = parser.parse_args(argv)
+    folder = Path(args.run_folder)
+    if not folder.is_dir():
+        parser.error(f"{folder}: no such run folder")
+    if args.warmup is not None and args.warmup < 0:
+        parser.error("--warmup must be ≥ 0")
+    started = time.monotonic()
+    html_path, summary_path = build_report(folder, args.warmup)
+    print(f"report: {html_path} ({html_path.stat().st_size / 1024:.0f} KiB), {summary_path} "
+          f"in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

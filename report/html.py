@@ -1,0 +1,37 @@
+"""report.html: one self-contained page (CSS inline, charts as base64 PNGs): the summary, then the charts."""
+import base64
+import html
+
+import markdown
+
+CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.5em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; } h3 { margin-bottom: .2em; }
+table { border-collapse: collapse; margin: .5em 0; } th, td { border: 1px solid #ccc; padding: 3px 8px; }
+th { background: #f3f3f3; } td { font-variant-numeric: tabular-nums; }
+blockquote { background: #fff3cd; border-left: 4px solid #e0a800; margin: 0; padding: .4em 1em; }
+code { background: #f4f4f4; padding: 0 3px; font-size: 90%; }
+.chart img { width: 100%; max-width: 1300px; } .about { color: #666; margin: 0 0 .3em; font-size: 90%; }
+"""
+
+
+def render_html(title, summary_md, charts, dashboards):
+    """charts: [(Chart, png bytes)]; dashboards: {machine: relative link}."""
+    body = markdown.markdown(summary_md, extensions=["tables"])
+    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>", body,
+             "<h2>Charts</h2>",
+             "<p class='about'>Left: default, right: tuned, on the same y scale. x: seconds since the machine's "
+             "first sample. Grey: warm-up (excluded from the figures above). Red dashed: the machine stopped "
+             "answering.</p>"]
+    if dashboards:
+        links = " · ".join(f"<a href='{html.escape(link)}'>{html.escape(m)}</a>" for m, link in dashboards.items())
+        parts.append(f"<p>JMeter's own dashboards: {links}</p>")
+    for chart, png in charts:
+        data = base64.b64encode(png).decode("ascii")
+        parts += [f"<div class='chart' id='{chart.key}'><h3>{html.escape(chart.title)}</h3>",
+                  f"<p class='about'>{html.escape(chart.about)}</p>",
+                  f"<img alt='{html.escape(chart.title)}: default and tuned' src='data:image/png;base64,{data}'>",
+                  "</div>"]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,69 @@
+"""Hints from a machine's logs/ about why it stopped or struggled: the OOM killer and service restarts
+(journal.txt), OutOfMemoryError (app.log), a JVM crash file (hs_err*.log), proxy errors (httpd-error.log),
+full GCs (gc.log). Each hint is a count and the first matching line, never a whole log."""
+import re
+from dataclasses import dataclass
+
+MAX_LINE = 240
+# httpd's error lines put the message last, after time, module, pid and client: keep time and message
+HTTPD_LINE = re.compile(r"^\[([^\]]+)\].*?\b(AH\d{5}:.*)$")
+
+
+@dataclass
+class Hint:
+    file: str    # relative to the machine folder, e.g. logs/journal.txt
+    what: str    # e.g. "OOM killer"
+    count: int
+    first: str   # first matching line, trimmed
+
+
+# (file name, what, pattern); patterns are the messages these programs really write
+PATTERNS = (
+    ("journal.txt", "OOM killer", re.compile(r"Out of memory: Kill|invoked oom-killer|oom-kill:|Killed process \d+")),
+    ("journal.txt", "service failed or restarted",
+     re.compile(r"Main process exited|Failed with result|Scheduled restart job|restart counter is at|"
+                r"Stopped .*(camel|apache|httpd|mock)|Started .*(camel|apache|httpd|mock)", re.I)),
+    ("app.log", "OutOfMemoryError", re.compile(r"OutOfMemoryError")),
+    ("app.log", "ERROR lines", re.compile(r"\bERROR\b")),
+    ("gc.log", "full GCs", re.compile(r"Pause Full")),
+    ("gc.log", "to-space exhausted / evacuation failure", re.compile(r"To-space exhausted|Evacuation Failure", re.I)),
+    ("httpd-error.log", "proxy errors", re.compile(r"\[proxy[^\]]*:error\]|AH0(0898|1102|0957|1114|0940)")),
+    ("httpd-error.log", "MaxRequestWorkers reached", re.compile(r"AH00484|MaxRequestWorkers")),
+)
+
+
+def _condense(line):
+    httpd = HTTPD_LINE.match(line)
+    return f"[{httpd.group(1)}] {httpd.group(2)}" if httpd else line
+
+
+def _scan(path, pattern):
+    count, first = 0, ""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if pattern.search(line):
+                count += 1
+                if not first:
+                    first = _condense(line.strip())[:MAX_LINE]
+    return count, first
+
+
+def log_hints(machine_dir):
+    """The hints of one machine folder, in PATTERNS order; an hs_err file is always a hint."""
+    logs = machine_dir / "logs"
+    hints = []
+    if not logs.is_dir():
+        return hints
+    for name, what, pattern in PATTERNS:
+        path = logs / name
+        if path.is_file():
+            count, first = _scan(path, pattern)
+            if count:
+                hints.append(Hint(f"logs/{name}", what, count, first))
+    for crash in sorted(logs.glob("hs_err*.log")):
+        # the crash file's summary: the signal line and the problematic frame
+        lines = [l.strip() for l in crash.read_text(encoding="utf-8", errors="replace").splitlines()[:40]]
+        summary = [l.lstrip("# ") for l in lines if re.search(r"SIG[A-Z]+|Problematic frame|^#\s+[CJV]\s+\[", l)]
+        hints.append(Hint(f"logs/{crash.name}", "JVM crash (hs_err file)", 1,
+                          " · ".join(summary[:3])[:MAX_LINE] or "present"))
+    return hints

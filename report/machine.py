@@ -1,0 +1,79 @@
+"""Everything the report knows about one machine of a run: its samples, metrics, measured window, figures,
+stop and log hints. Missing or unreadable files leave the part empty and add a note."""
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from .jtl import read_jtl
+from .logs import log_hints
+from .pcp import read_metrics
+from .stats import LoadFigures, SystemFigures, Window, load_figures, system_figures
+from .stopped import find_stop
+
+
+@dataclass
+class Machine:
+    name: str
+    samples: object = None   # jtl.Samples or None
+    metrics: object = None   # pcp.Metrics or None
+    window: Window = None    # None when there is no time reference at all
+    load: LoadFigures = field(default_factory=LoadFigures)
+    system: SystemFigures = field(default_factory=SystemFigures)
+    stop: object = None      # stopped.Stop or None
+    hints: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # what could not be read
+
+    @property
+    def t0(self):
+        return self.window.t0 if self.window else None
+
+
+def _parse_utc(text):
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def load_machine(run, name, warmup_s):
+    machine = Machine(name)
+    mdir = run.machine_dir(name)
+    jtl, csv_path = mdir / "jmeter.jtl", mdir / "pcp" / "metrics.csv"
+    if jtl.is_file():
+        try:
+            machine.samples = read_jtl(jtl)
+        except (OSError, ValueError) as e:
+            machine.notes.append(f"jmeter.jtl unreadable: {e}")
+        else:
+            if machine.samples.bad_rows:
+                machine.notes.append(f"jmeter.jtl: {machine.samples.bad_rows} unreadable rows skipped")
+            if len(machine.samples) == 0:
+                machine.notes.append("jmeter.jtl has no samples")
+    if csv_path.is_file():
+        try:
+            machine.metrics = read_metrics(csv_path)
+        except (OSError, ValueError) as e:
+            machine.notes.append(f"pcp/metrics.csv unreadable: {e}")
+    # time zero: the first sample; without samples the run's start, then the first PCP value
+    has_samples = machine.samples is not None and len(machine.samples) > 0
+    if has_samples:
+        t0, end = machine.samples.start[0], machine.samples.start[-1]
+    else:
+        t0 = _parse_utc(run.get("started")) if run.get("started") else None
+        if t0 is None and machine.metrics is not None:
+            t0 = machine.metrics.first_time()
+        end = None
+        if machine.metrics is not None and machine.metrics.by_metric:
+            end = max(t.max() for t, _, _ in machine.metrics.by_metric.values() if len(t))
+    if t0 is not None:
+        machine.window = Window(t0=float(t0), warmup_s=float(warmup_s), end=float(end if end is not None else t0))
+    if has_samples:
+        machine.load = load_figures(machine.samples, machine.window)
+        machine.stop = find_stop(machine.samples)
+    if machine.metrics is not None and machine.window is not None:
+        machine.system = system_figures(machine.metrics, machine.window)
+    machine.hints = log_hints(mdir)
+    return machine
+
+
+def utc_clock(epoch):
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%H:%M:%S")

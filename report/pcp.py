@@ -1,0 +1,71 @@
+"""Reads a machine's pcp/metrics.csv (time,metric,instance,value; counters already per second) and gives
+time series of one metric, summed over the instances that match."""
+import csv
+from collections import defaultdict
+
+import numpy as np
+
+
+class Metrics:
+    """All values of one metrics.csv, by metric name: {metric: (times, instances, values)} arrays."""
+
+    def __init__(self, by_metric=None, bad_rows=0):
+        self.by_metric = by_metric or {}
+        self.bad_rows = bad_rows
+
+    def has(self, metric):
+        return metric in self.by_metric
+
+    def instances(self, metric):
+        return sorted(set(self.by_metric[metric][1])) if metric in self.by_metric else []
+
+    def series(self, metric, match=None):
+        """(times, values) of `metric`, values summed per timestamp over the instances for which
+        match(instance) is true (all when match is None). Empty arrays when nothing matches."""
+        if metric not in self.by_metric:
+            return np.array([]), np.array([])
+        times, instances, values = self.by_metric[metric]
+        if match is not None:
+            keep = np.fromiter((bool(match(i)) for i in instances), dtype=bool, count=len(instances))
+            times, values = times[keep], values[keep]
+        if len(times) == 0:
+            return np.array([]), np.array([])
+        uniq, idx = np.unique(times, return_inverse=True)
+        return uniq, np.bincount(idx, weights=values, minlength=len(uniq))
+
+    def first_time(self):
+        firsts = [t.min() for t, _, _ in self.by_metric.values() if len(t)]
+        return min(firsts) if firsts else None
+
+
+def read_metrics(path):
+    """Reads the tidy CSV. Rows with a missing or non-numeric value are skipped and counted."""
+    cols = defaultdict(lambda: ([], [], []))
+    bad = 0
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        rows = csv.reader(f)
+        header = next(rows, None) or []
+        col = {name: i for i, name in enumerate(header)}
+        if not {"time", "metric", "value"} <= col.keys():
+            raise ValueError(f"{path}: expected a header time,metric,instance,value")
+        i_t, i_m, i_v, i_i = col["time"], col["metric"], col["value"], col.get("instance")
+        for row in rows:
+            try:
+                t, v = float(row[i_t]), float(row[i_v])
+            except (ValueError, IndexError):
+                bad += 1
+                continue
+            times, instances, values = cols[row[i_m]]
+            times.append(t)
+            instances.append(row[i_i] if i_i is not None and i_i < len(row) else "")
+            values.append(v)
+    by_metric = {m: (np.asarray(t, dtype=float), np.asarray(i, dtype=object), np.asarray(v, dtype=float))
+                 for m, (t, i, v) in cols.items()}
+    return Metrics(by_metric, bad)
+
+
+def contains(*words):
+    """Instance filter: true when the instance name contains any of `words` (case-insensitive).
+    PCP instance names vary by PMDA ('0 area:heap id:G1 Eden Space', '012345 /usr/bin/java -jar …')."""
+    lowered = [w.lower() for w in words]
+    return lambda instance: any(w in instance.lower() for w in lowered)

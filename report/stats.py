@@ -1,0 +1,138 @@
+"""Figures of one machine over the measured window (after the warm-up): request counts, throughput,
+latency percentiles, errors; and the PCP peaks and totals of the summary."""
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .pcp import contains
+
+# Process groups of the hotproc metrics, by instance name ('PID command'); the first group of words that
+# matches any instance wins (the mock runs as python3 on the machines, and hotproc may name only argv[0]).
+PROCESS_GROUPS = {
+    "java": (("java",),),
+    "httpd": (("httpd", "apache2"),),
+    "mock": (("mock",), ("python",)),
+}
+
+
+def percentile(values, p):
+    """Nearest-rank percentile: the smallest value with at least p % of the values at or below it."""
+    if len(values) == 0:
+        return math.nan
+    ordered = np.sort(np.asarray(values, dtype=float))
+    rank = max(1, math.ceil(p / 100.0 * len(ordered)))
+    return float(ordered[rank - 1])
+
+
+@dataclass
+class Window:
+    """The measured window of one machine: [start, end] in epoch seconds. start = first sample + warm-up,
+    end = the last sample's start."""
+    t0: float
+    warmup_s: float
+    end: float
+
+    @property
+    def start(self):
+        return self.t0 + self.warmup_s
+
+    @property
+    def seconds(self):
+        return max(0.0, self.end - self.start)
+
+
+@dataclass
+class LoadFigures:
+    requests: float = math.nan  # nan: no samples at all (a count of 0 means none in the window)
+    successes: float = math.nan
+    window_s: float = math.nan
+    tps: float = math.nan        # successful requests per second over the window
+    tps_sd: float = math.nan     # σ of the per-second successful counts (whole seconds of the window)
+    error_pct: float = math.nan
+    p50: float = math.nan        # latency of successful requests, ms
+    p95: float = math.nan
+    p99: float = math.nan
+    mean_ms: float = math.nan
+    sd_ms: float = math.nan
+    errors: Counter = field(default_factory=Counter)  # error name -> count
+
+
+def load_figures(samples, window):
+    """Request figures of the samples that started inside the window."""
+    figures = LoadFigures(window_s=window.seconds)
+    inside = (samples.start >= window.start) & (samples.start <= window.end)
+    ok = samples.ok[inside]
+    figures.requests = int(inside.sum())  # a count from here on, even when 0
+    figures.successes = int(ok.sum())
+    if figures.requests == 0 or window.seconds <= 0:
+        return figures
+    figures.error_pct = 100.0 * (figures.requests - figures.successes) / figures.requests
+    figures.tps = figures.successes / window.seconds
+    whole = int(window.seconds)
+    if whole >= 2:
+        per_second = np.bincount(
+            (samples.start[inside][ok] - window.start).astype(int), minlength=whole + 1)[:whole]
+        figures.tps_sd = float(np.std(per_second, ddof=1))
+    latency = samples.elapsed_ms[inside][ok]
+    if len(latency):
+        figures.p50, figures.p95, figures.p99 = (percentile(latency, p) for p in (50, 95, 99))
+        figures.mean_ms = float(latency.mean())
+        figures.sd_ms = float(latency.std(ddof=1)) if len(latency) > 1 else math.nan
+    figures.errors = Counter(samples.error[inside][~ok])
+    return figures
+
+
+def in_window(times, values, window):
+    keep = (times >= window.start) & (times <= window.end)
+    return times[keep], values[keep]
+
+
+def max_in_window(metrics, metric, window, match=None):
+    times, values = in_window(*metrics.series(metric, match), window)
+    return float(values.max()) if len(values) else math.nan
+
+
+def integral_in_window(metrics, metric, window, match=None):
+    """∫ rate dt of a rate-converted counter over the window: each value is the mean rate since the
+    previous sample, so it is weighted by the time since that sample."""
+    times, values = metrics.series(metric, match)
+    if len(times) < 2:
+        return math.nan
+    dt = np.diff(times)
+    times, values = times[1:], values[1:]
+    keep = (times > window.start) & (times <= window.end)
+    return float((values[keep] * dt[keep]).sum()) if keep.any() else math.nan
+
+
+def process_match(metrics, group):
+    """The instance filter of a process group, or None when no instance of hotproc.psinfo.rss matches."""
+    names = metrics.instances("hotproc.psinfo.rss")
+    for words in PROCESS_GROUPS[group]:
+        match = contains(*words)
+        if any(match(name) for name in names):
+            return match
+    return None
+
+
+@dataclass
+class SystemFigures:
+    max_load1: float = math.nan
+    peak_rss_mib: dict = field(default_factory=dict)  # group -> MiB (sum of the group's processes)
+    gc_pause_s: float = math.nan
+    gc_pauses: float = math.nan
+
+
+def system_figures(metrics, window):
+    figures = SystemFigures()
+    if metrics is None:
+        return figures
+    figures.max_load1 = max_in_window(metrics, "kernel.all.load", window, contains("1 minute"))
+    for group in PROCESS_GROUPS:
+        match = process_match(metrics, group)
+        peak = max_in_window(metrics, "hotproc.psinfo.rss", window, match) if match else math.nan
+        figures.peak_rss_mib[group] = peak / 1024.0  # hotproc RSS is in KiB
+    figures.gc_pause_s = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_sum", window)
+    figures.gc_pauses = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_count", window)
+    return figures

@@ -1,0 +1,214 @@
+"""summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, knob diff,
+versions, log hints and what is missing from the run folder."""
+from . import MACHINES
+from . import fmt
+from .machine import utc_clock
+from .stats import PROCESS_GROUPS
+from .stopped import BUCKET_S, MAX_SUCCESS_RATE, MIN_ATTEMPTS, MIN_SPAN_S
+
+TOP_ERRORS = 5
+
+
+def _cell(value):
+    """A markdown table cell: no pipes or newlines from log text or knob values."""
+    text = "null" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header, rows, align=None):
+    align = align or ["---"] + ["---:"] * (len(header) - 1)
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def stop_phrase(machine):
+    stop = machine.stop
+    rel = stop.at - machine.t0
+    text = f"{machine.name} stopped answering at {utc_clock(stop.at)} UTC (+{rel:.0f} s)"
+    failed = sum(stop.errors.values())
+    if failed:
+        error, n = stop.errors.most_common(1)[0]
+        text += f": {100.0 * n / stop.attempts:.0f} % {error}"
+    return text
+
+
+def verdict(run, machines):
+    parts = []
+    d, t = machines["default"], machines["tuned"]
+    if not fmt.missing(d.load.tps) and not fmt.missing(t.load.tps) and d.load.tps > 0:
+        parts.append(f"tuned served {t.load.tps / d.load.tps:.2f}× the successful TPS of default "
+                     f"({fmt.num(t.load.tps)} vs {fmt.num(d.load.tps)} req/s)")
+    for m in machines.values():
+        if m.samples is None:
+            parts.append(f"{m.name} has no load results (jmeter.jtl missing or unreadable)")
+        elif m.stop is not None:
+            parts.append(stop_phrase(m))
+    return "; ".join(parts) + "." if parts else "No load results in this run folder."
+
+
+def _status_lines(run):
+    if run.status == "complete":
+        return []
+    if not run.data:
+        return [f"> **Run status unknown**: {'; '.join(run.problems)}.", ""]
+    where = run.get("stopped_at")
+    text = f"**Run {run.status}**"
+    text += f" — stopped at phase `{where}`" if where else ""
+    text += f": {run.get('error')}" if run.get("error") else ""
+    return [f"> {text}. Figures below cover only what was gathered.", ""]
+
+
+def _run_line(run):
+    load = run.get("load", default={})
+    mix = ", ".join(f"{k} {v} %" for k, v in (load.get("mix") or {}).items())
+    bits = [f"status {run.status}", f"started {run.get('started', default='?')}",
+            f"ended {run.get('ended', default='?')}"]
+    if load:
+        model = load.get("model", "?")
+        users = f"{load.get('users')} users" if load.get("users") is not None else ""
+        rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") else ""
+        bits.append(f"load: {model} model, {' '.join(x for x in (users, rate) if x)}, "
+                    f"ramp-up {load.get('ramp_up_s', '?')} s, {load.get('duration_s', '?')} s"
+                    + (f", keep-alive {'on' if load.get('keep_alive') else 'off'}" if 'keep_alive' in load else "")
+                    + (f", mix {mix}" if mix else ""))
+    commit = run.get("git_commit")
+    if commit:
+        bits.append(f"git {str(commit)[:12]}")
+    if run.get("provider") or run.get("accelerator"):
+        bits.append(f"{run.get('provider', default='?')} / {run.get('accelerator', default='?')}")
+    host = run.get("host", default={})
+    if host:
+        bits.append(f"host {host.get('cpus', '?')} CPUs, {host.get('memory_mb', '?')} MB")
+    return " · ".join(bits)
+
+
+def _warmup_line(warmup_s, source):
+    return (f"Figures exclude the first {warmup_s:.0f} s of warm-up (counted from each machine's first sample; "
+            f"{source}); the window ends at the machine's last sample.")
+
+
+def results_table(machines):
+    d, t = machines["default"], machines["tuned"]
+    rows = []
+
+    def row(name, dv, tv, text, ratio=None):
+        rows.append([name, text(dv), text(tv), ratio if ratio is not None else fmt.ratio(tv, dv)])
+
+    row("measured window", d.load.window_s, t.load.window_s, fmt.seconds, "")
+    row("requests", d.load.requests, t.load.requests, fmt.count)
+    rows.append(["successful TPS (mean ± σ of 1 s)", fmt.mean_sd(d.load.tps, d.load.tps_sd, 1, "req/s"),
+                 fmt.mean_sd(t.load.tps, t.load.tps_sd, 1, "req/s"),
+                 fmt.ratio(t.load.tps, d.load.tps)])
+    row("errors", d.load.error_pct, t.load.error_pct, lambda x: fmt.percent(x, 2))
+    for p in ("p50", "p95", "p99"):
+        row(f"latency {p} (successful)", getattr(d.load, p), getattr(t.load, p), lambda x: fmt.num(x, 0, "ms"))
+    rows.append(["latency mean ± σ (successful)", fmt.mean_sd(d.load.mean_ms, d.load.sd_ms, 1, "ms"),
+                 fmt.mean_sd(t.load.mean_ms, t.load.sd_ms, 1, "ms"), fmt.ratio(t.load.mean_ms, d.load.mean_ms)])
+    row("max load average (1 min)", d.system.max_load1, t.system.max_load1, lambda x: fmt.num(x, 2))
+    for group in PROCESS_GROUPS:
+        row(f"peak RSS {group}", d.system.peak_rss_mib.get(group), t.system.peak_rss_mib.get(group),
+            lambda x: fmt.num(x, 1, "MiB"))
+    rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s)])
+    return _table(["", "default", "tuned", "tuned/default"], rows)
+
+
+def _gc(machine):
+    s = machine.system
+    if fmt.missing(s.gc_pause_s):
+        return fmt.NA
+    pauses = f" ({fmt.count(s.gc_pauses)} pauses)" if not fmt.missing(s.gc_pauses) else ""
+    return f"{s.gc_pause_s:,.3f} s{pauses}"
+
+
+def stops_section(machines):
+    lines = ["## Stopped answering", "",
+             f"Rule: from some 10 s bucket on until its last sample, every bucket's success rate stayed under "
+             f"{MAX_SUCCESS_RATE * 100:.0f} % for at least {MIN_SPAN_S:.0f} s and {MIN_ATTEMPTS} requests; "
+             f"the time is the end of the last successful response before that (see report/README.md).", ""]
+    stopped = [m for m in machines.values() if m.stop is not None]
+    if not stopped:
+        with_samples = [m.name for m in machines.values() if m.samples is not None]
+        lines.append(f"No machine stopped answering ({', '.join(with_samples) or 'no load results'}).")
+        return lines + [""]
+    for m in stopped:
+        s = m.stop
+        lines += [f"### {stop_phrase(m)}", ""]
+        lines.append(f"- from then to the end ({s.until - s.at:,.0f} s): {s.attempts:,} requests, "
+                     f"{s.successes:,} succeeded ({100.0 * s.successes / max(1, s.attempts):.1f} %); "
+                     f"silent from +{s.silent_from - m.t0:.0f} s in {BUCKET_S:.0f} s buckets")
+        if s.errors:
+            lines += ["", "Errors after that time:", ""]
+            rows = [[e, f"{n:,}", f"{100.0 * n / s.attempts:.1f} %"] for e, n in s.errors.most_common(TOP_ERRORS)]
+            lines += _table(["error", "requests", "share"], rows, ["---", "---:", "---:"])
+        lines += ["", "Hints from its logs:", ""]
+        lines += _hint_lines(m) or ["- none found in its logs"]
+        lines.append("")
+    return lines
+
+
+def _hint_lines(machine):
+    return [f"- `{h.file}`: {h.what} ×{h.count} — first: `{h.first.replace('`', chr(39))}`" for h in machine.hints]
+
+
+def errors_section(machines):
+    lines = ["## Errors after warm-up", ""]
+    rows = []
+    for m in machines.values():
+        total = m.load.requests
+        for error, n in m.load.errors.most_common(TOP_ERRORS):
+            rows.append([m.name, error, f"{n:,}", f"{100.0 * n / total:.2f} %"])
+    if not rows:
+        return lines + ["None.", ""]
+    return lines + _table(["machine", "error", "requests", "of all requests"], rows,
+                          ["---", "---", "---:", "---:"]) + [""]
+
+
+def knobs_section(run):
+    diff = run.get("knob_diff", default={})
+    lines = ["## Knob diff (tuned vs default)", ""]
+    if not diff:
+        return lines + ["run.json has no knob_diff." if not run.get("machines") else "The machines' knobs are identical.", ""]
+    rows = [[k, v.get("default") if isinstance(v, dict) else v, v.get("tuned") if isinstance(v, dict) else ""]
+            for k, v in sorted(diff.items())]
+    return lines + _table(["knob", "default", "tuned"], rows, ["---", "---", "---"]) + [""]
+
+
+def versions_section(run):
+    lines = ["## Versions", ""]
+    per = {m: run.get("machines", m, "versions", default={}) for m in MACHINES}
+    names = sorted(set().union(*[set(v) for v in per.values()]))
+    if not names:
+        return lines + ["run.json has no versions.", ""]
+    rows = [[n, per["default"].get(n), per["tuned"].get(n)] for n in names]
+    return lines + _table(["component", "default", "tuned"], rows, ["---", "---", "---"]) + [""]
+
+
+def logs_section(machines):
+    lines = ["## Log findings", ""]
+    for m in machines.values():
+        lines += [f"**{m.name}**", ""] + (_hint_lines(m) or ["- nothing notable"]) + [""]
+    return lines
+
+
+def missing_section(run, machines):
+    items = list(run.problems) + run.missing_files()
+    items += [f"{m.name}: {note}" for m in machines.values() for note in m.notes]
+    if not items:
+        return []
+    return ["## Missing or unreadable", ""] + [f"- {i}" for i in items] + [""]
+
+
+def render_summary(run, machines, warmup_s, warmup_source):
+    lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
+    lines += _status_lines(run)
+    lines += [f"**Verdict:** {verdict(run, machines)}", "", _run_line(run), "",
+              _warmup_line(warmup_s, warmup_source), ""]
+    lines += ["## Results", ""] + results_table(machines) + [""]
+    lines += stops_section(machines)
+    lines += errors_section(machines)
+    lines += knobs_section(run)
+    lines += versions_section(run)
+    lines += logs_section(machines)
+    lines += missing_section(run, machines)
+    return "\n".join(lines).rstrip() + "\n"
