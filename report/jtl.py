@@ -42,7 +42,8 @@ def error_name(code, message, failure_message):
 
 
 def read_jtl(path):
-    """Reads a CSV JTL with a header line. Tolerates a truncated last line and reordered columns."""
+    """Reads a CSV JTL with a header line. Rows with fewer columns than the header (a line cut by a killed
+    JMeter) or non-numeric times are skipped and counted. Columns are found by name."""
     start, elapsed, ok, label, error = [], [], [], [], []
     bad = 0
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
@@ -57,7 +58,7 @@ def read_jtl(path):
             raise ValueError(f"{path}: not a CSV JTL with a header (no column {missing})") from None
         i_label, i_code = col.get("label"), col.get("responseCode")
         i_msg, i_fail = col.get("responseMessage"), col.get("failureMessage")
-        width = max(i_ts, i_el, i_ok) + 1
+        width = len(header)  # JMeter writes every column; fewer means a line cut short
 
         def field(row, i):
             return row[i] if i is not None and i < len(row) else ""

@@ -1,0 +1,85 @@
+"""Old, interrupted or damaged run folders: the report is still written and says what is missing."""
+import json
+import shutil
+
+from .conftest import run_report
+
+
+def summary_of(folder, *args):
+    done = run_report(folder, *args)
+    assert done.returncode == 0, done.stderr
+    assert (folder / "report.html").stat().st_size > 0
+    return (folder / "summary.md").read_text()
+
+
+def test_interrupted_run_says_so_on_top_with_the_phase(run_copy):
+    run = json.loads((run_copy / "run.json").read_text())
+    run.update(status="interrupted", stopped_at="load", error="Ctrl-C after 95 s")
+    (run_copy / "run.json").write_text(json.dumps(run))
+    first = summary_of(run_copy).split("\n## ", 1)[0]
+    assert "**Run interrupted** — stopped at phase `load`: Ctrl-C after 95 s" in first
+
+
+def test_a_machine_folder_missing_entirely(run_copy):
+    shutil.rmtree(run_copy / "tuned")
+    summary = summary_of(run_copy)
+    assert "tuned has no load results" in summary.splitlines()[2]
+    assert "- tuned/ (the whole machine folder)" in summary
+    assert "default stopped answering" in summary
+
+
+def test_missing_metrics_and_jtl_files_are_named(run_copy):
+    (run_copy / "tuned" / "pcp" / "metrics.csv").unlink()
+    (run_copy / "default" / "jmeter.jtl").unlink()
+    summary = summary_of(run_copy)
+    assert "- tuned/pcp/metrics.csv" in summary and "- default/jmeter.jtl" in summary
+    rows = {line.split("|")[1].strip(): line for line in summary.splitlines() if line.startswith("| max load")}
+    assert "—" in rows["max load average (1 min)"].split("|")[3]  # tuned's column: not measured
+
+
+def test_no_run_json_and_a_truncated_jtl(run_copy):
+    (run_copy / "run.json").unlink()
+    jtl = run_copy / "default" / "jmeter.jtl"
+    jtl.write_bytes(jtl.read_bytes()[:-40])  # the last line cut in the middle, as a killed JMeter leaves it
+    summary = summary_of(run_copy, "--warmup", "30")
+    assert "**Run status unknown**: run.json is missing" in summary
+    assert "default: jmeter.jtl: 1 unreadable rows skipped" in summary
+    assert "run.json has no knob_diff" in summary
+
+
+def test_unreadable_files_are_reported_not_fatal(run_copy):
+    (run_copy / "run.json").write_text("{not json")
+    (run_copy / "tuned" / "pcp" / "metrics.csv").write_text("something else\n1,2\n")
+    summary = summary_of(run_copy)
+    assert "run.json is not valid JSON" in summary
+    assert "tuned: pcp/metrics.csv unreadable" in summary
+    assert "nothing excluded" in summary  # no warm-up known without run.json
+
+
+def test_log_hints_name_the_oom_killer_crash_and_restarts(run_copy):
+    # lines as journald, the JVM and systemd write them (synthetic: the fixture's JVM was frozen, not killed)
+    logs = run_copy / "default" / "logs"
+    (logs / "journal.txt").write_text(
+        "Nov 22 22:01:50 default kernel: java invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE)\n"
+        "Nov 22 22:01:50 default kernel: Out of memory: Killed process 4242 (java) total-vm:2000000kB\n"
+        "Nov 22 22:01:51 default systemd[1]: camel-app.service: Main process exited, code=killed, status=9/KILL\n"
+        "Nov 22 22:01:56 default systemd[1]: camel-app.service: Scheduled restart job, restart counter is at 1.\n")
+    with open(logs / "app.log", "a") as f:
+        f.write("2026-11-22 22:01:49.000 ERROR 1 --- [nio-8080-exec-1] o.a.c.c.C.[.[.[/] : "
+                "Servlet.service() threw exception java.lang.OutOfMemoryError: Java heap space\n")
+    (logs / "hs_err_pid4242.log").write_text(
+        "#\n# A fatal error has been detected by the Java Runtime Environment:\n#\n"
+        "#  SIGSEGV (0xb) at pc=0x00007f, pid=4242, tid=4243\n#\n# Problematic frame:\n"
+        "# J 1234 c1 java.util.HashMap.get(Ljava/lang/Object;)Ljava/lang/Object; (23 bytes)\n")
+    summary = summary_of(run_copy)
+    stop_section = summary.split("## Stopped answering", 1)[1].split("\n## ", 1)[0]
+    assert "`logs/journal.txt`: OOM killer ×2" in stop_section
+    assert "`logs/journal.txt`: service failed or restarted ×2" in stop_section
+    assert "`logs/app.log`: OutOfMemoryError ×1" in stop_section
+    assert "`logs/hs_err_pid4242.log`: JVM crash (hs_err file)" in stop_section and "SIGSEGV" in stop_section
+    assert "- default/logs/journal.txt" not in summary
+
+
+def test_not_a_folder_is_a_usage_error(tmp_path):
+    done = run_report(tmp_path / "nope")
+    assert done.returncode == 2 and "no such run folder" in done.stderr
