@@ -1,0 +1,430 @@
+"""The load generator for real: JMeter runs jmeter/plan.jmx against the app and the mock on 127.0.0.1.
+
+One app JVM (camel3, built here when its jar is missing) in front of one mock service serves both
+"machines"; a counting TCP proxy in front of the app shows what keep-alive does to connections; a stub
+that answers 200 with the wrong customer and a closed port show that the assertions mark failures.
+Runs are tiny (2–3 users or 40 arrivals/s, a few seconds of ramp and hold). Every process a fixture
+starts is stopped by its PID.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import csv
+import http.server
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from lab import load, paths
+
+APP_DIR = paths.ROOT / "app"
+APP_JAR = APP_DIR / "camel3" / "target" / "camel-tuning-app-camel3.jar"
+VENV_PYTHON = paths.ROOT / ".venv" / "bin" / "python"
+HEADER = ("timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,"
+          "bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect")
+
+
+# --- helpers and fixtures ------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def wait_http(url: str, timeout: float, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args[0]} exited {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"{url} not up after {timeout:.0f} s: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def mock(tmp_path_factory):
+    """The mock service as its own process; 5 ms per call keeps the tiny runs from flooding 2 cores."""
+    log = tmp_path_factory.mktemp("mock") / "mock.log"
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(VENV_PYTHON), "-m", "mock_service", "--port", str(port), "--latency", "fixed:5"],
+                                cwd=paths.ROOT / "mock-service", stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/health", 30, proc, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def app(mock, tmp_path_factory):
+    """The camel3 app on a free port, backend = the mock (jar built first in a fresh clone)."""
+    if not APP_JAR.exists():
+        subprocess.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", "camel3", "-am"],
+                       cwd=APP_DIR, check=True)
+    work = tmp_path_factory.mktemp("app")
+    log = work / "app.log"
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.library.path=/nonexistent", "-jar", str(APP_JAR),
+             f"--server.port={port}", f"--lab.backend.url={mock}", "--lab.audit.enabled=false",
+             f"--lab.log.dir={work}", "--logging.level.root=WARN"],
+            cwd=work, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/actuator/health", 180, proc, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process(proc)
+
+
+class CountingProxy:
+    """A TCP proxy to the app that counts the connections clients open through it."""
+
+    def __init__(self, target: str) -> None:
+        self.target_port = int(target.rsplit(":", 1)[1])
+        self.connections = 0
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(started,), daemon=True)
+        self.thread.start()
+        assert started.wait(10)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _run(self, started: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self.port = self.server.sockets[0].getsockname()[1]
+        started.set()
+        self.loop.run_forever()
+
+    async def _serve(self, client_r, client_w) -> None:
+        self.connections += 1
+        try:
+            app_r, app_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            client_w.close()
+            return
+
+        async def pipe(reader, writer):
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                writer.close()
+
+        await asyncio.gather(pipe(client_r, app_w), pipe(app_r, client_w))
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+class WrongCustomerHandler(http.server.BaseHTTPRequestHandler):
+    """200 with a customer nobody asked for, to every method: only the JSON assertions can catch it."""
+    BODY = json.dumps({"customerId": -1, "customer": {"customerId": -1}, "familyName": "Nobody"}).encode()
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def wrong_customer():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), WrongCustomerHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    thread.join(10)
+
+
+def closed_port_url() -> str:
+    return f"http://127.0.0.1:{free_port()}"     # bound and released: nothing listens there
+
+
+def rows(jtl: Path) -> list[dict[str, str]]:
+    return load.read_jtl(jtl)
+
+
+def shares(samples: list[dict[str, str]]) -> dict[str, float]:
+    counts = collections.Counter(s["label"] for s in samples)
+    return {label: counts[label] / len(samples) for label in counts}
+
+
+@pytest.fixture(scope="module")
+def closed_run(app, tmp_path_factory):
+    """3 users per machine, keep-alive on; default goes through a connection-counting proxy."""
+    proxy = CountingProxy(app)
+    run_dir = tmp_path_factory.mktemp("closed")
+    lines: list[str] = []
+    try:
+        profile = load.Profile(users=3, ramp_up_s=2, duration_s=10)
+        result = load.run(run_dir, {"default": proxy.url, "tuned": app}, profile, progress=lines.append,
+                          progress_every_s=3)
+    finally:
+        proxy.close()
+    return run_dir, result, lines, proxy.connections
+
+
+# --- no JMeter needed --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("changes, field", [
+    ({"model": "poisson"}, "model"),
+    ({"users": 0}, "users"),
+    ({"users": 2.5}, "users"),
+    ({"ramp_up_s": -1}, "ramp_up_s"),
+    ({"duration_s": 0}, "duration_s"),
+    ({"rate_per_s": 0}, "rate_per_s"),
+    ({"keep_alive": "yes"}, "keep_alive"),
+    ({"connect_timeout_ms": 0}, "connect_timeout_ms"),
+    ({"response_timeout_ms": True}, "response_timeout_ms"),
+    ({"mix": {"get": 1}}, "mix"),
+    ({"mix": {"get": -1, "summary": 1, "post": 1, "delete": 0}}, "mix.get"),
+    ({"mix": {"get": 0, "summary": 0, "post": 0, "delete": 0}}, "mix"),
+    ({"mix": {"get": 60, "summary": 25, "post": 5, "delete": 10}}, "mix.delete"),
+    ({"id_min": 0}, "id_min"),
+    ({"id_min": 10, "id_max": 9}, "id_max"),
+    ({"base_path": "api/"}, "base_path"),
+])
+def test_profile_validation_names_the_bad_field(changes, field):
+    with pytest.raises(ValueError, match=rf"^{re.escape(field)}: "):
+        load.Profile(**changes)
+
+
+def test_targets_must_be_both_machines_as_plain_urls():
+    good = {"default": "http://192.168.56.11", "tuned": "https://h:8443/"}
+    props = load.target_properties(good)
+    assert props["default_port"] == "80" and props["tuned_port"] == "8443" and props["tuned_scheme"] == "https"
+    with pytest.raises(ValueError, match="targets: need exactly default and tuned"):
+        load.target_properties({"default": "http://a"})
+    with pytest.raises(ValueError, match=r"targets\.tuned: "):
+        load.target_properties({"default": "http://a", "tuned": "http://b/api"})
+    with pytest.raises(ValueError, match=r"targets\.default: "):
+        load.target_properties({"default": "ftp://a", "tuned": "http://b"})
+
+
+def test_plan_defaults_are_the_profile_defaults():
+    """The plan run by hand (no -J) and Profile() describe the same scenario."""
+    plan = load.PLAN.read_text()
+    found = dict(re.findall(r"__P\((\w+),([^)]*)\)", plan))
+    found.update(re.findall(r"props\.getProperty\('(\w+)', '([^']*)'\)", plan))
+    want = load.Profile().jmeter_properties()
+    for name, value in want.items():
+        assert name in found, f"the plan does not read the property {name}"
+        assert float(found[name]) == float(value) if value[:1].isdigit() else found[name] == value, name
+
+
+def test_a_half_written_last_record_is_cut_off(tmp_path):
+    jtl = tmp_path / "jmeter.jtl"
+    whole = f'{HEADER}\n1,2,GET x,500,,t 1-1,text,false,"two\nlines",1,1,1,1,u,1,0,0\n'
+    jtl.write_bytes(whole.encode() + b'1,2,GET x,200,,t 1-1,text,true,"half')
+    tail = load.JtlTail(jtl)
+    tail.read()
+    assert (tail.samples, tail.errors) == (1, 1)
+    assert tail.trim_partial_tail() == len(b'1,2,GET x,200,,t 1-1,text,true,"half')
+    assert jtl.read_text() == whole and rows(jtl)[0]["failureMessage"] == "two\nlines"
+
+
+def test_jmeter_home_is_assembled_once_with_its_config_files():
+    home = load.ensure_jmeter()
+    stamp = home / load.STAMP_NAME
+    built_at = stamp.stat().st_mtime_ns
+    assert load.ensure_jmeter() == home and stamp.stat().st_mtime_ns == built_at, "rebuilt without a pom change"
+    assert stamp.read_text().strip() == load.pom_hash()
+    for name in ("ApacheJMeter.jar", "jmeter.properties", "saveservice.properties", "upgrade.properties",
+                 "log4j2.xml", "reportgenerator.properties", "report-template/index.html.fmkr"):
+        assert (home / "bin" / name).is_file(), name
+    assert load.jmeter_version(home) == "5.6.3"
+
+
+# --- real runs ----------------------------------------------------------------------------------------
+
+def test_closed_run_writes_a_jtl_per_machine_with_the_exact_header(closed_run):
+    run_dir, result, _, _ = closed_run
+    for machine in load.MACHINES:
+        jtl = run_dir / machine / "jmeter.jtl"
+        assert jtl.read_text().splitlines()[0] == HEADER
+        samples = rows(jtl)
+        assert len(samples) == result.samples[machine] > 200
+        assert {s["threadName"].split(" ")[0] for s in samples} == {machine}
+        assert max(int(s["grpThreads"]) for s in samples) == 3
+        failed = [s for s in samples if s["success"] != "true"]
+        assert not failed, failed[:3]
+    assert (run_dir / "jmeter.log").stat().st_size > 0
+
+
+def test_closed_run_realises_the_weighted_mix(closed_run):
+    run_dir, result, _, _ = closed_run
+    weights = load.Profile().mix
+    for machine in load.MACHINES:
+        got = shares(rows(run_dir / machine / "jmeter.jtl"))
+        for key, label in load.LABELS.items():
+            want = weights[key] / sum(weights.values())
+            assert abs(got.get(label, 0) - want) < 0.05, f"{machine} {label}: {got.get(label, 0):.3f} vs {want:.3f}"
+
+
+def test_closed_run_records_what_ran(closed_run):
+    run_dir, result, lines, _ = closed_run
+    assert result.jmeter_version == "5.6.3" and str(load.PLAN) in result.command
+    assert "-Jusers=3" in result.command and "-Jdefault_host=127.0.0.1" in result.command
+    assert (result.interrupted, result.ended_by, result.exit_code) == (False, "completed", 0)
+    assert result.started_at < result.ended_at and result.trimmed_bytes == {"default": 0, "tuned": 0}
+    assert json.loads(json.dumps(result.to_dict()))["samples"] == result.samples
+    assert result.jmeter_peak_rss_mb and result.jmeter_cpu_s
+
+
+def test_progress_shows_phase_time_and_rate_per_machine(closed_run):
+    _, _, lines, _ = closed_run
+    live = [line for line in lines if re.search(r"(ramp-up|hold) +\d+:\d\d elapsed, \d+:\d\d left", line)]
+    assert live, lines
+    assert all(re.search(r"default +[\d.]+ req/s .* err .*\| tuned +[\d.]+ req/s", line) for line in live)
+    assert any(re.search(r"default +[1-9][\d.]* req/s", line) for line in live), lines
+    assert lines[-1].startswith("load: done")
+
+
+def test_keep_alive_on_reuses_connections(closed_run):
+    _, result, _, connections = closed_run
+    # Tomcat closes a connection after 100 requests (max-keep-alive-requests)
+    assert connections <= result.samples["default"] / 20 + 3, (connections, result.samples["default"])
+
+
+def test_dashboards_are_generated(closed_run):
+    run_dir, _, _, _ = closed_run
+    lines: list[str] = []
+    made = load.dashboards(run_dir, progress=lines.append)
+    for machine in load.MACHINES:
+        assert made[machine] == run_dir / "jmeter-dashboard" / machine
+        stats = json.loads((made[machine] / "statistics.json").read_text())
+        assert stats["Total"]["sampleCount"] == len(rows(run_dir / machine / "jmeter.jtl"))
+        assert (made[machine] / "index.html").is_file()
+
+
+def test_an_empty_or_missing_jtl_gets_no_dashboard_and_says_so(tmp_path):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "jmeter.jtl").write_text(HEADER + "\n")
+    lines: list[str] = []
+    assert load.dashboards(tmp_path, progress=lines.append) == {"default": None, "tuned": None}
+    assert any("default: skipped" in line and "no sample" in line for line in lines), lines
+    assert any("tuned: skipped" in line and "missing" in line for line in lines), lines
+
+
+def test_keep_alive_off_connects_per_request_and_assertions_mark_failures(app, wrong_customer, tmp_path):
+    proxy = CountingProxy(app)
+    try:
+        profile = load.Profile(users=2, ramp_up_s=1, duration_s=6, keep_alive=False)
+        result = load.run(tmp_path, {"default": proxy.url, "tuned": wrong_customer}, profile, progress=lambda _: None)
+    finally:
+        proxy.close()
+    default = rows(tmp_path / "default" / "jmeter.jtl")
+    assert all(s["success"] == "true" for s in default)
+    assert proxy.connections >= 0.95 * len(default), (proxy.connections, len(default))
+    tuned = rows(tmp_path / "tuned" / "jmeter.jtl")
+    assert tuned and all(s["success"] == "false" for s in tuned) and result.errors["tuned"] == len(tuned)
+    messages = collections.Counter(s["failureMessage"] for s in tuned)
+    assert any(re.fullmatch(r"Value in json path '\$\.customerId' expected to be '\d+', but found '-1'", m)
+               for m in messages), messages
+    assert "expected HTTP status 201" in messages, messages         # POST answered 200
+
+
+def test_open_model_reaches_its_rate_and_unreachable_targets_fail(app, tmp_path):
+    rate, ramp, hold = 40, 2, 10
+    profile = load.Profile(model="open", rate_per_s=rate, ramp_up_s=ramp, duration_s=hold)
+    result = load.run(tmp_path, {"default": app, "tuned": closed_port_url()}, profile, progress=lambda _: None)
+    planned = rate * hold + rate * ramp / 2
+    for machine in load.MACHINES:
+        assert abs(result.samples[machine] - planned) <= 0.1 * planned, (machine, result.samples[machine])
+    default = rows(tmp_path / "default" / "jmeter.jtl")
+    assert all(s["success"] == "true" for s in default)
+    # arrivals during the hold: measured from the first arrival, whose clock starts with the ramp
+    starts = sorted(int(s["timeStamp"]) for s in default)
+    start = starts[0]
+    in_hold = [t for t in starts if start + (ramp + 1) * 1000 <= t < start + (ramp + hold - 1) * 1000]
+    assert abs(len(in_hold) / (hold - 2) - rate) <= 0.15 * rate, len(in_hold) / (hold - 2)
+    tuned = rows(tmp_path / "tuned" / "jmeter.jtl")
+    assert all(s["success"] == "false" and "Non HTTP response code" in s["responseCode"] for s in tuned)
+    assert all(s["failureMessage"].startswith("expected HTTP status") for s in tuned)
+
+
+RUNNER = """
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)   # even where the parent ignores SIGINT
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from lab import load
+profile = load.Profile(users=2, ramp_up_s=1, duration_s=120)
+result = load.run(Path(sys.argv[2]), {"default": sys.argv[3], "tuned": sys.argv[3]}, profile, progress_every_s=1,
+                  progress=lambda line: print(line, flush=True))
+print("RESULT " + json.dumps(result.to_dict()), flush=True)
+"""
+
+
+def test_ctrl_c_stops_the_load_and_leaves_whole_jtls(app, tmp_path):
+    run_dir = tmp_path / "run"
+    runner = subprocess.Popen([sys.executable, "-c", RUNNER, str(paths.ROOT), str(run_dir), app],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        jtl = run_dir / "default" / "jmeter.jtl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (jtl.exists() and jtl.stat().st_size > 20000):
+            time.sleep(0.5)
+        assert runner.poll() is None and jtl.exists(), runner.stdout.read() if runner.poll() is not None else ""
+        stopped_at = time.monotonic()
+        runner.send_signal(signal.SIGINT)
+        out, _ = runner.communicate(timeout=60)
+        took = time.monotonic() - stopped_at
+    finally:
+        stop_process(runner)
+    assert runner.returncode == 0, out
+    result = json.loads(out.split("RESULT ", 1)[1])
+    assert result["interrupted"] and result["ended_by"] == "shutdown", out
+    assert took < 30, took
+    assert "load: stopping: asking JMeter to Shutdown" in out and "load: stopped early" in out
+    for machine in load.MACHINES:
+        path = run_dir / machine / "jmeter.jtl"
+        text = path.read_text()
+        assert text.startswith(HEADER + "\n") and text.endswith("\n")
+        with open(path, newline="") as f:
+            records = list(csv.reader(f))
+        assert all(len(r) == 17 for r in records) and len(records) - 1 == result["samples"][machine] > 0
+    # JMeter is gone (its PID was the runner's child; nothing else to look for)
+    assert "end of run" in (run_dir / "jmeter.out").read_text()
