@@ -11,7 +11,7 @@ table { border-collapse: collapse; margin: .5em 0; } th, td { border: 1px solid 
 th { background: #f3f3f3; } td { font-variant-numeric: tabular-nums; }
 blockquote { background: #fff3cd; border-left: 4px solid #e0a800; margin: 0; padding: .4em 1em; }
 code { background: #f4f4f4; padding: 0 3px; font-size: 90%; }
-.chart img { width: 100%; max-width: 1300px; } .about { color: #666; margin: 0 0 .3em; font-size: 90%; }
+.chart img { width: 100%; max-width: 1296px; } .about { color: #666; margin: 0 0 .3em; font-size: 90%; }
 """
 
 

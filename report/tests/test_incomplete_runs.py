@@ -1,8 +1,10 @@
 """Old, interrupted or damaged run folders: the report is still written and says what is missing."""
 import json
 import shutil
+import subprocess
+import sys
 
-from .conftest import run_report
+from .conftest import REPO, run_report
 
 
 def summary_of(folder, *args):
@@ -83,3 +85,12 @@ def test_log_hints_name_the_oom_killer_crash_and_restarts(run_copy):
 def test_not_a_folder_is_a_usage_error(tmp_path):
     done = run_report(tmp_path / "nope")
     assert done.returncode == 2 and "no such run folder" in done.stderr
+
+
+def test_the_report_never_imports_the_lab_package(run_copy):
+    # run folders outlive the lab's code: the report must work with report/ alone
+    code = ("import runpy, sys; sys.argv = ['report', sys.argv[1]]\n"
+            "try:\n    runpy.run_module('report', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "assert not [m for m in sys.modules if m == 'lab' or m.startswith('lab.')], 'lab imported'")
+    done = subprocess.run([sys.executable, "-c", code, str(run_copy)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
