@@ -42,8 +42,18 @@ class RunInfo:
         return self.get("status", default="unknown")
 
     @property
+    def load(self):
+        """run.json's load profile. Also accepts the profile nested as load.profile (lab/load.py's
+        LoadResult.to_dict()), with load's own keys winning."""
+        load = self.get("load", default={})
+        if not isinstance(load, dict):
+            return {}
+        nested = load.get("profile") if isinstance(load.get("profile"), dict) else {}
+        return {**nested, **{k: v for k, v in load.items() if k != "profile" and v is not None}}
+
+    @property
     def warmup_s(self):
-        return self.get("load", "warmup_s")
+        return self.load.get("warmup_s")
 
     def machine_dir(self, machine):
         return self.folder / machine

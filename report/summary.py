@@ -60,7 +60,7 @@ def _status_lines(run):
 
 
 def _run_line(run):
-    load = run.get("load", default={})
+    load = run.load
     mix = ", ".join(f"{k} {v} %" for k, v in (load.get("mix") or {}).items())
     bits = [f"status {run.status}", f"started {run.get('started', default='?')}",
             f"ended {run.get('ended', default='?')}"]

@@ -94,3 +94,13 @@ def test_the_report_never_imports_the_lab_package(run_copy):
             "assert not [m for m in sys.modules if m == 'lab' or m.startswith('lab.')], 'lab imported'")
     done = subprocess.run([sys.executable, "-c", code, str(run_copy)], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_load_profile_nested_as_lab_load_writes_it(run_copy):
+    # lab/load.py's LoadResult.to_dict() nests the profile: {"jmeter_version": ..., "profile": {...}}
+    run = json.loads((run_copy / "run.json").read_text())
+    run["load"] = {"jmeter_version": "5.6.3", "profile": dict(run["load"], warmup_s=45), "ended_by": "completed"}
+    (run_copy / "run.json").write_text(json.dumps(run))
+    summary = summary_of(run_copy)
+    assert "Figures exclude the first 45 s of warm-up" in summary
+    assert "load: closed model, 10 users" in summary
