@@ -93,7 +93,7 @@ class Profile:
     model: str = "closed"               # closed: `users` threads loop; open: arrivals at rate_per_s
     users: int = 150                    # closed model: threads per machine
     ramp_up_s: int = 150                # closed: time to start all users; open: rate rises 0 → rate_per_s
-    duration_s: int = 1200              # the hold after the ramp-up (the run lasts ramp_up_s + duration_s)
+    duration_s: int = 1200              # the hold after the ramp-up (the run lasts ramp_up_s + duration_s, +drain_s)
     rate_per_s: float = 50.0            # open model: requests per second per machine during the hold
     keep_alive: bool = True             # closed model: reuse connections (open: each arrival connects anew)
     connect_timeout_ms: int = 5000
@@ -101,7 +101,7 @@ class Profile:
     mix: dict = field(default_factory=lambda: {"get": 60, "summary": 25, "post": 10, "delete": 5})
     id_min: int = 1                     # customers read are drawn from id_min..id_max (the backend's ids)
     id_max: int = 1000
-    base_path: str = "/api"             # the API's path prefix (the benchmark uses "" against the mock)
+    customers_path: str = "/api/customers"   # where the API's customers are (the benchmark: the mock's /customers)
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -147,13 +147,18 @@ class Profile:
             return bad("id_min", "must be a whole number from 1", self.id_min)
         if not is_int(self.id_max) or self.id_max < self.id_min or self.id_max > 2**31 - 2:
             return bad("id_max", f"must be a whole number from id_min ({self.id_min}) to 2147483646", self.id_max)
-        if not isinstance(self.base_path, str) or (self.base_path and not re.fullmatch(r"(/[\w.~-]+)+", self.base_path)):
-            return bad("base_path", "must be '' or a path like /api (no trailing slash)", self.base_path)
+        if not isinstance(self.customers_path, str) or not re.fullmatch(r"(/[\w.~-]+)+", self.customers_path):
+            return bad("customers_path", "must be a path like /api/customers (no trailing slash)", self.customers_path)
         return None
 
     @property
+    def drain_s(self) -> int:
+        """Open model: the schedule's closing pause, so requests in flight finish rather than being cut."""
+        return -(-self.response_timeout_ms // 1000) if self.model == "open" else 0
+
+    @property
     def planned_s(self) -> int:
-        return self.ramp_up_s + self.duration_s
+        return self.ramp_up_s + self.duration_s + self.drain_s
 
     def jmeter_properties(self) -> dict[str, str]:
         props = {
@@ -161,7 +166,7 @@ class Profile:
             "duration_s": str(self.duration_s), "rate_per_s": f"{self.rate_per_s:g}",
             "keep_alive": "true" if self.keep_alive else "false",
             "connect_timeout_ms": str(self.connect_timeout_ms), "response_timeout_ms": str(self.response_timeout_ms),
-            "id_min": str(self.id_min), "id_max": str(self.id_max), "base_path": self.base_path,
+            "id_min": str(self.id_min), "id_max": str(self.id_max), "customers_path": self.customers_path,
         }
         props.update({f"mix_{key}": str(self.mix[key]) for key in MIX_KEYS})
         return props
@@ -335,6 +340,8 @@ class LoadResult:
     profile: dict
     targets: dict[str, str]
     started_at: str                     # ISO 8601 UTC, JMeter launched
+    test_start_ms: int | None = None    # JMeter's test start (epoch ms), the origin of its schedule:
+                                        # the hold runs from +ramp_up_s to +ramp_up_s+duration_s
     ended_at: str = ""
     interrupted: bool = False           # stopped by Ctrl-C before its planned end
     ended_by: str = "completed"         # completed | shutdown | stoptestnow | sigterm | sigkill | failed
@@ -388,7 +395,8 @@ class _Console:
     def __init__(self, stream, out_file: Path) -> None:
         self.tail: deque[str] = deque(maxlen=40)
         self.started = threading.Event()
-        self.started_at: float | None = None
+        self.started_at: float | None = None   # monotonic, when JMeter said it started
+        self.test_start_ms: int | None = None
         self.port: int | None = None
         self._thread = threading.Thread(target=self._pump, args=(stream, out_file), daemon=True)
         self._thread.start()
@@ -401,6 +409,8 @@ class _Console:
                 self.tail.append(line.rstrip())
                 if line.startswith("Starting standalone test"):
                     self.started_at = time.monotonic()
+                    stamp = re.search(r"\((\d{10,})\)", line)
+                    self.test_start_ms = int(stamp.group(1)) if stamp else None
                     self.started.set()
                 match = re.search(r"message on port (\d+)", line)
                 if match:
@@ -460,6 +470,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
         raise
     result.exit_code = proc.wait()
     console.join()
+    result.test_start_ms = console.test_start_ms
     result.ended_at = _utc_now()
     for machine, jtl in jtls.items():
         final = JtlTail(jtl)         # a fresh count of the whole file: exact whatever the progress saw
@@ -509,7 +520,8 @@ def _progress_line(console: _Console, tails: dict[str, JtlTail], profile: Profil
     if console.started_at is None:
         return "load: JMeter starting"
     elapsed = time.monotonic() - console.started_at
-    phase = "ramp-up" if elapsed < profile.ramp_up_s else "hold" if elapsed < profile.planned_s else "ending"
+    hold_end = profile.ramp_up_s + profile.duration_s
+    phase = "ramp-up" if elapsed < profile.ramp_up_s else "hold" if elapsed < hold_end else "ending"
     parts = [f"load: {phase:7} {_clock(elapsed)} elapsed, {_clock(profile.planned_s - elapsed)} left"]
     for machine, tail in tails.items():
         tail.read()
