@@ -55,4 +55,4 @@ def test_each_chart_has_two_panels_on_one_scale_with_the_warm_up_shaded(chart, m
         assert ax.lines or ax.collections, "something plotted (the fixture has every metric)"
     # the frozen default machine is marked where it stopped
     marks = [t.get_text() for t in left.texts if "stopped" in t.get_text()]
-    assert marks == [f" stopped +{machines[0].stop.at - machines[0].t0:.0f} s"]
+    assert marks == [f" stopped +{machines[0].stop.at - machines[0].t0:.0f} s "]
