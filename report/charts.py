@@ -328,6 +328,9 @@ def _small_png(png):
     """A palette PNG (≤64 colours, octree: keeps rare colours such as the red stop mark): about a third of
     the size of matplotlib's RGBA, same look for line charts."""
     image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=64, method=Image.Quantize.FASTOCTREE)
+    palette = image.getpalette()
+    # the octree averages white with near-white: make the background white again
+    image.putpalette([255 if min(palette[i - i % 3:i - i % 3 + 3]) >= 245 else v for i, v in enumerate(palette)])
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=True)
     return out.getvalue()

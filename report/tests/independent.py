@@ -2,7 +2,8 @@
 sharing no code with the report, for the tests to compare against."""
 import csv
 import math
-from collections import defaultdict
+import statistics
+from collections import Counter, defaultdict
 
 
 def jtl_rows(path):
@@ -29,7 +30,11 @@ def load_figures(rows, warmup_s):
     ok = [r for r in inside if r["success"] == "true"]
     lat = [r["el"] for r in ok]
     seconds = (last - start) / 1000
+    per_second = Counter(int((r["ts"] - start) // 1000) for r in ok)
+    whole = int(seconds)
     return {
+        "tps_sd": statistics.stdev([per_second.get(s, 0) for s in range(whole)]),
+        "sd": statistics.stdev(lat),
         "requests": len(inside),
         "tps": len(ok) / seconds,
         "error_pct": 100 * (len(inside) - len(ok)) / len(inside),

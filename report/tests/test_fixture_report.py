@@ -59,11 +59,13 @@ def test_request_figures_equal_an_independent_count_of_the_jtl(fixture_report, r
     rows = table(fixture_report[1])
     fig, col = raw[machine]["figures"], raw[machine]["col"]
     assert number(rows["requests"][col]) == fig["requests"]
-    assert close_to_shown(rows["successful TPS (mean ± σ of 1 s)"][col], fig["tps"])
+    tps_mean, tps_sd = rows["successful TPS (mean ± σ of 1 s)"][col].split(" ± ")
+    assert close_to_shown(tps_mean, fig["tps"]) and close_to_shown(tps_sd, fig["tps_sd"])
     assert close_to_shown(rows["errors"][col], fig["error_pct"])
     for p in ("p50", "p95", "p99"):
         assert number(rows[f"latency {p} (successful)"][col]) == fig[p]
-    assert close_to_shown(rows["latency mean ± σ (successful)"][col], fig["mean"])
+    lat_mean, lat_sd = rows["latency mean ± σ (successful)"][col].split(" ± ")
+    assert close_to_shown(lat_mean, fig["mean"]) and close_to_shown(lat_sd, fig["sd"])
     assert close_to_shown(rows["measured window"][col], fig["window_s"])
 
 
@@ -78,8 +80,13 @@ def test_pcp_figures_equal_an_independent_reading_of_metrics_csv(fixture_report,
     httpd = ind.summed_by_time(rss, lambda i: "apache2" in i)
     assert close_to_shown(rows["peak RSS java"][col], ind.max_in(java, r["start_s"], r["end_s"]) / 1024)
     assert close_to_shown(rows["peak RSS httpd"][col], ind.max_in(httpd, r["start_s"], r["end_s"]) / 1024)
+    mock = ind.summed_by_time(rss, lambda i: "python" in i)  # the mock is the only python process recorded
+    assert close_to_shown(rows["peak RSS mock"][col], ind.max_in(mock, r["start_s"], r["end_s"]) / 1024)
     gc = ind.summed_by_time(ind.metric_rows(r["csv"], "openmetrics.app.jvm_gc_pause_seconds_sum"))
-    assert close_to_shown(rows["total GC pause"][col], ind.integral(gc, r["start_s"], r["end_s"]))
+    pauses = ind.summed_by_time(ind.metric_rows(r["csv"], "openmetrics.app.jvm_gc_pause_seconds_count"))
+    gc_cell = rows["total GC pause"][col]  # "0.062 s (11 pauses)"
+    assert close_to_shown(gc_cell, ind.integral(gc, r["start_s"], r["end_s"]))
+    assert gc_cell.endswith(f"({round(ind.integral(pauses, r['start_s'], r['end_s'])):,} pauses)")
 
 
 def test_ratios_and_verdict_use_the_same_figures(fixture_report, raw):
