@@ -26,6 +26,7 @@ class Stop:
     successes: int      # ... of which succeeded
     errors: Counter     # error name -> count, over the failed requests started at or after `at`
     until: float        # epoch s: end of the last sample
+    ever_answered: bool = True  # False: no request succeeded before the silence (it never worked)
 
 
 def find_stop(samples):
@@ -53,4 +54,4 @@ def find_stop(samples):
     failed_after = after & ~samples.ok
     return Stop(at=at, silent_from=silent_from, attempts=int(after.sum()),
                 successes=int((after & samples.ok).sum()), errors=Counter(samples.error[failed_after]),
-                until=until)
+                until=until, ever_answered=bool(answered_before.any()))

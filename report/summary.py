@@ -25,7 +25,10 @@ def _table(header, rows, align=None):
 def stop_phrase(machine):
     stop = machine.stop
     rel = stop.at - machine.t0
-    text = f"{machine.name} stopped answering at {utc_clock(stop.at)} UTC (+{rel:.0f} s)"
+    if stop.ever_answered:
+        text = f"{machine.name} stopped answering at {utc_clock(stop.at)} UTC (+{rel:.0f} s)"
+    else:
+        text = f"{machine.name} never answered successfully (from {utc_clock(stop.at)} UTC, +{rel:.0f} s)"
     failed = sum(stop.errors.values())
     if failed:
         error, n = stop.errors.most_common(1)[0]

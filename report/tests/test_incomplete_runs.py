@@ -104,3 +104,15 @@ def test_load_profile_nested_as_lab_load_writes_it(run_copy):
     summary = summary_of(run_copy)
     assert "Figures exclude the first 45 s of warm-up" in summary
     assert "load: closed model, 10 users" in summary
+
+
+def test_a_machine_that_never_answered_is_called_so(run_copy):
+    # every tuned request failed: keep its rows, turn each into a 503 from httpd
+    jtl = run_copy / "tuned" / "jmeter.jtl"
+    lines = jtl.read_text().splitlines()
+    failed = [line.replace(",200,,", ",503,Service Unavailable,").replace(",201,,", ",503,Service Unavailable,")
+                  .replace(",204,,", ",503,Service Unavailable,").replace(",404,,", ",503,Service Unavailable,")
+                  .replace(",true,", ",false,") for line in lines[1:]]
+    jtl.write_text("\n".join([lines[0], *failed]) + "\n")
+    first = summary_of(run_copy).splitlines()[2]
+    assert "tuned never answered successfully (from " in first and "+0 s): 100 % HTTP 503 Service Unavailable" in first

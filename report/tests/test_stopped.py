@@ -21,7 +21,7 @@ def test_stop_midway_is_the_end_of_the_last_successful_response(tmp_path):
     stop = stop_of(tmp_path, [(0, 100, "ok"), (100, 200, "timeout")])
     # last success: second 99, 5th sample (ts +800 ms), 20 ms long
     assert stop.at == pytest.approx(T0 + 99.8 + 0.020, abs=1e-3)
-    assert stop.attempts == 500 and stop.successes == 0
+    assert stop.attempts == 500 and stop.successes == 0 and stop.ever_answered
     assert stop.errors.most_common(1)[0] == ("java.net.SocketTimeoutException: Read timed out", 500)
 
 
@@ -58,7 +58,7 @@ def test_a_machine_that_recovers_before_the_end_has_no_stop(tmp_path):
 def test_a_machine_that_never_answered_stopped_at_its_first_sample(tmp_path):
     stop = stop_of(tmp_path, [(0, 100, "timeout")])
     assert stop.at == pytest.approx(T0, abs=1e-3)
-    assert stop.successes == 0
+    assert stop.successes == 0 and not stop.ever_answered
 
 
 def test_empty_buckets_after_the_stop_count_as_silent(tmp_path):
