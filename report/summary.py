@@ -1,7 +1,6 @@
 """summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, knob diff,
 versions, log hints and what is missing from the run folder."""
-from . import MACHINES
-from . import fmt
+from . import MACHINES, fmt
 from .machine import utc_clock
 from .stats import PROCESS_GROUPS
 from .stopped import BUCKET_S, MAX_SUCCESS_RATE, MIN_ATTEMPTS, MIN_SPAN_S
@@ -36,7 +35,7 @@ def stop_phrase(machine):
     return text
 
 
-def verdict(run, machines):
+def verdict(machines):
     parts = []
     d, t = machines["default"], machines["tuned"]
     if not fmt.missing(d.load.tps) and not fmt.missing(t.load.tps) and d.load.tps > 0:
@@ -205,7 +204,7 @@ def missing_section(run, machines):
 def render_summary(run, machines, warmup_s, warmup_source):
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
-    lines += [f"**Verdict:** {verdict(run, machines)}", "", _run_line(run), "",
+    lines += [f"**Verdict:** {verdict(machines)}", "", _run_line(run), "",
               _warmup_line(warmup_s, warmup_source), ""]
     lines += ["## Results", ""] + results_table(machines) + [""]
     lines += stops_section(machines)
