@@ -13,7 +13,7 @@ import collections
 import csv
 import http.server
 import json
-import os
+import math
 import re
 import signal
 import socket
@@ -337,10 +337,13 @@ def test_closed_run_realises_the_weighted_mix(closed_run):
     run_dir, result, _, _ = closed_run
     weights = load.Profile().mix
     for machine in load.MACHINES:
-        got = shares(rows(run_dir / machine / "jmeter.jtl"))
+        samples = rows(run_dir / machine / "jmeter.jtl")
+        got = shares(samples)
         for key, label in load.LABELS.items():
             want = weights[key] / sum(weights.values())
-            assert abs(got.get(label, 0) - want) < 0.05, f"{machine} {label}: {got.get(label, 0):.3f} vs {want:.3f}"
+            # a few points, or 4 binomial standard deviations when the host was slow and samples few
+            allowed = max(0.03, 4 * math.sqrt(want * (1 - want) / len(samples)))
+            assert abs(got.get(label, 0) - want) <= allowed, f"{machine} {label}: {got.get(label, 0):.3f} vs {want:.3f}"
 
 
 def test_closed_run_records_what_ran(closed_run):
@@ -422,7 +425,7 @@ def test_open_model_reaches_its_rate_and_unreachable_targets_fail(app, tmp_path)
     hold_from = result.test_start_ms + (ramp + 1) * 1000
     hold_to = result.test_start_ms + (ramp + hold) * 1000
     in_hold = [s for s in default if hold_from <= int(s["timeStamp"]) < hold_to]
-    assert abs(len(in_hold) / (hold - 1) - rate) <= 0.15 * rate, len(in_hold) / (hold - 1)
+    assert abs(len(in_hold) / (hold - 1) - rate) <= 0.2 * rate, len(in_hold) / (hold - 1)   # Poisson: ±5 % is 1 σ
     tuned = rows(tmp_path / "tuned" / "jmeter.jtl")
     assert all(s["success"] == "false" and "Non HTTP response code" in s["responseCode"] for s in tuned)
     assert all(s["failureMessage"].startswith("expected HTTP status") for s in tuned)
@@ -435,7 +438,8 @@ def test_open_model_lets_requests_in_flight_finish(slow_api, tmp_path):
     result = load.run(tmp_path, {"default": slow_api, "tuned": slow_api}, profile, progress=lambda _: None)
     for machine in load.MACHINES:
         samples = rows(tmp_path / machine / "jmeter.jtl")
-        assert len(samples) == result.samples[machine] == rate * hold + rate * ramp // 2
+        assert len(samples) == result.samples[machine]
+        assert abs(len(samples) - (rate * hold + rate * ramp / 2)) <= 1
         assert all(s["success"] == "true" and int(s["elapsed"]) >= 1500 for s in samples), \
             collections.Counter((s["responseCode"], s["failureMessage"]) for s in samples)
 
