@@ -19,6 +19,8 @@ What the run orchestration calls:
   flushes the JTLs) and SIGKILL; a half-written last line is cut off, so every JTL stays a valid CSV.
   It then *returns* with `interrupted=True`: the caller collects and reports, then exits as it sees fit.
   A JMeter that fails on its own raises LoadError, which carries the LoadResult (`.result`).
+  If our process dies, the kernel sends JMeter SIGTERM (parent-death signal): no orphaned load.
+  `LoadResult.test_start_ms` is the origin of JMeter's schedule (ramp-up, hold) for the report.
 - `dashboards()` writes JMeter's HTML dashboard of each machine's JTL into <run-dir>/jmeter-dashboard/<machine>/.
 
 Files in the run folder: <machine>/jmeter.jtl, jmeter.log (JMeter's log), jmeter.out (its console),
@@ -213,8 +215,9 @@ def ensure_jmeter(home: Path = HOME, pom: Path = POM, progress: Progress = print
         return home
     progress(f"load: assembling JMeter from Maven Central into {home} (jmeter/pom.xml changed or first use)")
     maven = [str(MAVEN_WRAPPER)] if MAVEN_WRAPPER.exists() else ["mvn"]
+    for stale in home.parent.glob(f"{home.name}.building-*"):    # left by an interrupted build
+        shutil.rmtree(stale, ignore_errors=True)
     building = home.with_name(f"{home.name}.building-{os.getpid()}")
-    shutil.rmtree(building, ignore_errors=True)
     cmd = [*maven, "-B", "-ntp", "-q", "-f", str(pom), "package", f"-Dlab.jmeter.home={building}"]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=pom.parent)
@@ -394,7 +397,6 @@ class _Console:
 
     def __init__(self, stream, out_file: Path) -> None:
         self.tail: deque[str] = deque(maxlen=40)
-        self.started = threading.Event()
         self.started_at: float | None = None   # monotonic, when JMeter said it started
         self.test_start_ms: int | None = None
         self.port: int | None = None
@@ -411,7 +413,6 @@ class _Console:
                     self.started_at = time.monotonic()
                     stamp = re.search(r"\((\d{10,})\)", line)
                     self.test_start_ms = int(stamp.group(1)) if stamp else None
-                    self.started.set()
                 match = re.search(r"message on port (\d+)", line)
                 if match:
                     self.port = int(match.group(1))
