@@ -3,17 +3,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from lab import box, machines, netns, paths, prereqs, provision, settings, steps
+from lab import box, load, machines, netns, paths, prereqs, provision, run, settings, steps
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
 
+./start.sh [run options]   the full run: up if needed, build, provision, check, load both machines at once,
+                           collect into results/<run-id>/, report (report.html, summary.md). The machines
+                           stay up for the next try unless --down. Ctrl-C stops the load and still reports.
+  e.g. ./start.sh --duration 5m --users 50 --label quick --set tuned:tomcat_threads_max=200
+
 commands:
+  report    (re)write the report of a run folder: ./start.sh report results/<run-id> [--warmup S]
   up        install missing host prerequisites, build or reuse the base box, bring both machines up
   status    each machine's state, IP, provider, accelerator, memory, CPUs, uptime and CPU placement
   down      destroy both machines and stop everything the lab started
@@ -30,9 +37,35 @@ class LabError(RuntimeError):
     """Any failure the user must read: printed as one message, exit 1."""
 
 
+def seconds(text: str) -> int:
+    """'90', '90s', '5m', '1h', '1h30m' → seconds."""
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?", text.strip())
+    if not text.strip() or not m or not any(m.groups()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 90, 90s, 5m, 1h30m)")
+    h, mi, se = (int(g or 0) for g in m.groups())
+    return h * 3600 + mi * 60 + se
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./start.sh", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = load.Profile()
+    r = p.add_argument_group("run options (the full run, no command)")
+    r.add_argument("--duration", type=seconds, default=d.duration_s, metavar="TIME",
+                   help=f"hold at full load after the ramp-up (default {d.duration_s // 60}m)")
+    r.add_argument("--users", type=int, default=d.users, help=f"threads per machine, closed model (default {d.users})")
+    r.add_argument("--ramp-up", type=seconds, default=d.ramp_up_s, metavar="TIME",
+                   help=f"time to start all users (default {d.ramp_up_s}s: one per second)")
+    r.add_argument("--warmup", type=seconds, default=None, metavar="TIME",
+                   help="excluded from the summary figures, from the first sample (default: the ramp-up)")
+    r.add_argument("--model", choices=("closed", "open"), default=d.model,
+                   help="closed: users loop; open: arrivals at --rate whatever the server does (default closed)")
+    r.add_argument("--rate", type=float, default=d.rate_per_s, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
+    r.add_argument("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
+    r.add_argument("--label", default="", help="added to the run folder's name, e.g. threads200")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
+                   help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+    r.add_argument("--down", action="store_true", help="destroy the machines after the run")
     sub = p.add_subparsers(dest="command", metavar="command")
     sub.add_parser("up", help="bring both machines up")
     sub.add_parser("status", help="show the machines")
@@ -41,6 +74,10 @@ def parser() -> argparse.ArgumentParser:
     pv = sub.add_parser("provision", help="provision both machines (Ansible)")
     pv.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
                     help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+    rp = sub.add_parser("report", help="(re)write a run folder's report")
+    rp.add_argument("run_dir", type=Path, metavar="RUN_FOLDER", help="e.g. results/20261123T101500Z-quick")
+    rp.add_argument("--warmup", type=seconds, default=None, metavar="TIME",
+                    help="warm-up to exclude (default: the one in run.json)")
     ex = sub.add_parser("exec", help="run a command in the lab namespace")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
     return p
@@ -57,12 +94,28 @@ def cmd_prereqs() -> int:
     return 0
 
 
+def _is_up(s: settings.Settings) -> bool:
+    """Both machines running in a healthy lab; an error when they were made with other settings."""
+    if not (netns.healthy() and set(machines.states().values()) == {"running"}):
+        return False
+    previous = machines.read_resolved() or {}
+    if previous.get("requested") != json.loads(json.dumps(asdict(s))):
+        raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
+    return True
+
+
+def ensure_up(s: settings.Settings) -> dict:
+    """For the full run: the lab up (brought up when it is not), and its resolved settings."""
+    if _is_up(s):
+        steps.note("both machines are already up")
+    else:
+        cmd_up(s)
+    return machines.read_resolved() or {}
+
+
 def cmd_up(s: settings.Settings) -> int:
     cmd_prereqs()
-    if netns.healthy() and set(machines.states().values()) == {"running"}:
-        previous = machines.read_resolved() or {}
-        if previous.get("requested") != json.loads(json.dumps(asdict(s))):
-            raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
+    if _is_up(s):
         print("The lab is already up; nothing changed.")
         return cmd_status()
     if netns.exists() and not netns.healthy():
@@ -176,19 +229,34 @@ def cmd_exec(argv: list[str]) -> int:
     return subprocess.run(netns.wrap(argv), env=machines.vagrant_env(), cwd=paths.ROOT).returncode
 
 
+def cmd_report(run_dir: Path, warmup_s: int | None) -> int:
+    if not (run_dir / "run.json").is_file() and not any((run_dir / m).is_dir() for m in machines.NAMES):
+        raise ValueError(f"{run_dir} is not a run folder (no run.json, no default/ or tuned/)")
+    extra = [] if warmup_s is None else ["--warmup", str(warmup_s)]
+    return subprocess.run([sys.executable, "-m", "report", str(run_dir), *extra], cwd=paths.ROOT).returncode
+
+
+def cmd_run(args, s: settings.Settings) -> int:
+    profile = load.Profile(model=args.model, users=args.users, ramp_up_s=args.ramp_up, duration_s=args.duration,
+                           rate_per_s=args.rate, keep_alive=not args.no_keep_alive)
+    opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=args.overrides,
+                       down=args.down)
+    provision.parse_overrides(opts.overrides)          # a bad --set fails before anything starts
+    return run.execute(opts, ensure_up=lambda: ensure_up(s))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.command is None:
-        parser().print_help()
-        print("\n./start.sh with no command will be the full run (load and report are not built yet); "
-              "use ./start.sh up.", file=sys.stderr)
-        return 2
     try:
+        if args.command == "report":
+            return cmd_report(args.run_dir, args.warmup)
         s = settings.load()
         owner = netns.foreign_owner()
-        if owner and args.command in ("up", "down", "exec"):
+        if owner and args.command in ("up", "down", "exec", None):
             raise LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
                            f"run ./start.sh down there first (only one lab can run on a host)")
+        if args.command is None:
+            return cmd_run(args, s)
         if args.command == "up":
             return cmd_up(s)
         if args.command == "down":
@@ -204,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)
         return 2
     except (LabError, box.BoxError, netns.NetnsError, machines.MachineError, prereqs.PrereqError,
-            provision.ProvisionError) as failure:
+            provision.ProvisionError, run.RunError) as failure:
         print(f"start.sh: {failure}", file=sys.stderr)
         return 1
     except ValueError as failure:         # bad input on the command line

@@ -132,10 +132,14 @@ def write_ssh_config() -> Path:
     return SSH_CONFIG
 
 
+def ssh_command(name: str, command: str) -> list[str]:
+    """The argv that runs a command on a machine over SSH from inside the lab namespace."""
+    return netns.wrap(["ssh", "-F", str(SSH_CONFIG), "-o", "ConnectTimeout=20", "-o", "BatchMode=yes", name, command])
+
+
 def ssh(name: str, command: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Runs a command on a machine over SSH from inside the lab namespace."""
-    cmd = netns.wrap(["ssh", "-F", str(SSH_CONFIG), "-o", "ConnectTimeout=20", "-o", "BatchMode=yes", name, command])
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(ssh_command(name, command), capture_output=True, text=True, timeout=timeout)
 
 
 def destroy() -> bool:

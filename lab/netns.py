@@ -49,7 +49,9 @@ def exists() -> bool:
     return NETNS_FILE.exists()
 
 
-OWNER_FILE = NETNS_ETC / "owner"   # the checkout whose lab made the namespace
+# The checkout whose lab made the namespace. Not in NETNS_ETC: `ip netns exec` bind-mounts every file
+# there over /etc/<name> in the namespace.
+OWNER_FILE = Path("/run") / f"{NAME}.owner"
 
 
 def foreign_owner() -> str | None:
@@ -253,4 +255,5 @@ def destroy(networks: tuple[str, ...] = ()) -> list[str]:
         _sh(["ip", "netns", "delete", NAME], "deleting the lab namespace", check=False)
         done.append(f"namespace {NAME} deleted")
     shutil.rmtree(NETNS_ETC, ignore_errors=True)
+    OWNER_FILE.unlink(missing_ok=True)
     return done

@@ -1,0 +1,165 @@
+"""Collection: what a run leaves on each machine, pulled into results/<run-id>/<machine>/.
+
+Before the load, `mark()` remembers where each log ends and starts the run's own PCP archive on both
+machines; after it, `pull()` stops the archive and brings back, per machine:
+
+    logs/     app.log, audit.log.gz, gc.log, httpd-access.log, httpd-error.log (this run's lines only),
+              mock.log (the mock's journal), journal.txt (the journal: OOM killer, restarts, failures)
+    config/   the rendered configs (secrets redacted), knobs.json (what Ansible provisioned), versions.txt,
+              actuator-info.json (versions the app reports), httpd-modules.txt
+    pcp/      archive.{0,meta,index} (open it with pmrep/pmchart -a), pmlogger.log, metrics.csv (tidy:
+              time,metric,instance,value; counters as rates, as the report reads them)
+
+The guest side is lab/guest/run.sh, sent over SSH each time (nothing to install on the machines). A
+machine that cannot be reached leaves <machine>/collect-error.txt and the rest of the run goes on.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import tarfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from lab import machines, paths
+
+GUEST_SCRIPT = paths.ROOT / "lab" / "guest" / "run.sh"
+PULL_TIMEOUT_S = 900        # pmrep over a long archive is slow under TCG
+
+# What metrics.csv holds: what the report charts and sums (report/charts.py, report/machine.py).
+EXPORTED_METRICS = (
+    "hinv.ncpu", "kernel.all.load",
+    "kernel.all.cpu.user", "kernel.all.cpu.sys", "kernel.all.cpu.wait.total", "kernel.all.cpu.steal",
+    "kernel.all.cpu.idle",
+    "mem.physmem", "mem.util.used", "mem.util.free", "mem.util.cached", "mem.util.bufmem", "mem.util.available",
+    "mem.util.swapTotal", "mem.util.swapFree",
+    "disk.all.read_bytes", "disk.all.write_bytes",
+    "network.interface.in.bytes", "network.interface.out.bytes",
+    "network.tcpconn.established", "network.tcpconn.time_wait", "network.tcp.retranssegs",
+    "hotproc.psinfo.rss", "hotproc.psinfo.utime", "hotproc.psinfo.stime",
+    "apache.busy_servers", "apache.idle_servers", "apache.requests_per_sec", "apache.total_accesses",
+    "openmetrics.app.jvm_memory_used_bytes", "openmetrics.app.jvm_gc_pause_seconds_sum",
+    "openmetrics.app.jvm_gc_pause_seconds_count", "openmetrics.app.tomcat_connector_threads_busy",
+    "openmetrics.app.tomcat_connector_connections_current",
+    "openmetrics.app.httpcomponents_httpclient_pool_total_pending",
+    "openmetrics.mock.mock_http_request_duration_seconds_sum",
+    "openmetrics.mock.mock_http_request_duration_seconds_count",
+    "openmetrics.mock.mock_http_requests_in_flight",
+)
+
+
+class CollectError(RuntimeError):
+    """A machine's part of the run could not be started or pulled; the message names the machine."""
+
+
+def _guest(name: str, args: list[str], timeout: float, binary: bool = False) -> subprocess.CompletedProcess:
+    """lab/guest/run.sh ARGS as root on a machine, the script on stdin (inside the lab namespace)."""
+    command = machines.ssh_command(name, "sudo bash -s -- " + " ".join(args))
+    return subprocess.run(command, input=GUEST_SCRIPT.read_bytes(), capture_output=True, timeout=timeout)
+
+
+def mark(run_id: str, names=machines.NAMES) -> None:
+    """Log offsets remembered and the run's PCP archive started, on both machines."""
+    def one(name):
+        done = _guest(name, ["mark", run_id], timeout=120)
+        if done.returncode != 0:
+            raise CollectError(f"{name}: could not start the run's PCP archive: "
+                               f"{done.stderr.decode(errors='replace').strip()[-400:]}")
+    with ThreadPoolExecutor(len(names)) as pool:
+        list(pool.map(one, names))
+
+
+def pull(run_id: str, run_dir: Path, since_epoch: int, interval_s: int = 1, names=machines.NAMES,
+         log=print) -> dict[str, str | None]:
+    """Each machine's files into run_dir/<machine>/; {machine: None, or what went wrong}."""
+    def one(name):
+        target = Path(run_dir) / name
+        target.mkdir(parents=True, exist_ok=True)
+        try:
+            done = _guest(name, ["pack", run_id, str(int(since_epoch)), str(interval_s), *EXPORTED_METRICS],
+                          timeout=PULL_TIMEOUT_S)
+            if done.returncode != 0 or not done.stdout:
+                raise CollectError(f"exit {done.returncode}: {done.stderr.decode(errors='replace').strip()[-400:]}")
+            unpack(done.stdout, target)
+            wide = target / "pcp" / "pmrep.csv"
+            if wide.exists() and wide.stat().st_size:
+                rows = tidy_metrics(wide, target / "pcp" / "metrics.csv")
+                wide.unlink()
+                log(f"{name}: collected ({rows} metric values)")
+            else:
+                log(f"{name}: collected, but PCP gave no values (see {target / 'pcp'})")
+            return None
+        except (CollectError, subprocess.TimeoutExpired, tarfile.TarError, OSError) as failure:
+            (target / "collect-error.txt").write_text(f"collecting {name} failed: {failure}\n")
+            log(f"{name}: collecting failed: {failure}")
+            return str(failure)
+    with ThreadPoolExecutor(len(names)) as pool:
+        return dict(zip(names, pool.map(one, names)))
+
+
+def unpack(tar_gz: bytes, target: Path) -> None:
+    """The guest's tar.gz into target; members that would land outside it are refused."""
+    root = target.resolve()
+    with tarfile.open(fileobj=io.BytesIO(tar_gz), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            dest = (root / member.name).resolve()
+            if not (dest == root or root in dest.parents) or not (member.isfile() or member.isdir()):
+                raise CollectError(f"refusing tar member {member.name!r}")
+        tar.extractall(root, filter="data")
+
+
+def tidy_metrics(wide_csv: Path, out_csv: Path) -> int:
+    """pmrep's wide CSV (one column per metric-instance) → time,metric,instance,value rows; returns the count.
+
+    A column header is "metric" or "metric-instance"; PCP metric names never contain "-".
+    """
+    count = 0
+    with open(wide_csv, newline="") as src, open(out_csv, "w", newline="") as dst:
+        rows = csv.reader(src)
+        header = next(rows, None)
+        out = csv.writer(dst)
+        out.writerow(["time", "metric", "instance", "value"])
+        if not header:
+            return 0
+        columns = [tuple(h.split("-", 1)) if "-" in h else (h, "") for h in header[1:]]
+        for row in rows:
+            for (metric, instance), value in zip(columns, row[1:]):
+                if value not in ("", "N/A"):
+                    out.writerow([row[0], metric, instance, value])
+                    count += 1
+    return count
+
+
+def read_versions(machine_dir: Path) -> dict:
+    """Versions as the machine reported them: versions.txt (OS, packages) and the app's /actuator/info."""
+    versions: dict = {}
+    text = machine_dir / "config" / "versions.txt"
+    if text.exists():
+        for line in text.read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                versions[key] = value
+    info = machine_dir / "config" / "actuator-info.json"
+    try:
+        lab = json.loads(info.read_text()).get("lab", {})
+    except (OSError, ValueError):
+        lab = {}
+    for key, field in (("spring_boot", "springBoot"), ("camel", "camel"), ("tomcat", "tomcat"),
+                       ("tcnative", "tcnative"), ("app_stack", "stack")):
+        if field in lab:
+            versions[key] = lab[field]
+    if lab.get("java"):
+        versions["java"] = lab["java"]
+    if lab.get("connectors"):
+        versions["connectors"] = lab["connectors"]
+    return versions
+
+
+def read_knobs(machine_dir: Path) -> dict | None:
+    """The knobs the machine was provisioned with (config/knobs.json, written by Ansible)."""
+    try:
+        return json.loads((machine_dir / "config" / "knobs.json").read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,237 @@
+"""The full run (`./start.sh` with no command): up if needed → build and provision → check that each machine
+answers → the same load on both at once → collect → JMeter dashboards → report.
+
+Everything lands in results/<UTC timestamp>[-label]/ and run.json is rewritten after every phase, so an
+interrupted or failed run still leaves what it gathered and says where it stopped. Ctrl-C during the load
+stops JMeter, then collection and the report still run (exit 130 afterwards). The machines stay up for
+the next try unless --down.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from lab import collect, load, machines, netns, paths, provision, steps
+
+RESULTS = paths.ROOT / "results"
+LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+CHECK_PATH = "/api/customers/1"
+CHECK_TIMEOUT_S = 180       # the first requests after a (re)start are slow under TCG: JIT, class loading
+
+
+class RunError(RuntimeError):
+    """The run could not go on; the message says which phase and why."""
+
+
+@dataclass
+class Options:
+    profile: load.Profile = field(default_factory=load.Profile)
+    warmup_s: int | None = None          # excluded from the summary; default: the ramp-up
+    label: str = ""
+    overrides: list[str] = field(default_factory=list)   # --set items as typed
+    down: bool = False
+
+    def __post_init__(self) -> None:
+        if self.label and not LABEL_RE.fullmatch(self.label):
+            raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
+                             "(it becomes part of the folder name)")
+        if self.warmup_s is not None and not 0 <= self.warmup_s <= self.profile.planned_s:
+            raise ValueError(f"--warmup {self.warmup_s}: must be from 0 to the planned length of the load "
+                             f"({self.profile.planned_s} s)")
+
+    @property
+    def effective_warmup_s(self) -> int:
+        return self.profile.ramp_up_s if self.warmup_s is None else self.warmup_s
+
+
+def new_run_id(label: str = "", now: datetime.datetime | None = None) -> str:
+    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{label}" if label else stamp
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Record:
+    """run.json, rewritten whole (atomically) at every change."""
+
+    def __init__(self, run_dir: Path, data: dict) -> None:
+        self.path = run_dir / "run.json"
+        self.data = data
+        self.save()
+
+    def update(self, **changes) -> None:
+        self.data.update(changes)
+        self.save()
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
+        os.replace(tmp, self.path)
+
+
+def _git_commit() -> str | None:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=paths.ROOT,
+                               capture_output=True, text=True)
+    except OSError:
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _host() -> dict:
+    memory_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal:")), 0)
+    return {"cpus": os.cpu_count(), "memory_mb": memory_kb // 1024}
+
+
+def knob_diff(knobs: dict[str, dict | None]) -> dict:
+    """{knob: {machine: value}} for the knobs whose values differ between the machines."""
+    known = [k for k in knobs.values() if k]
+    if len(known) < 2:
+        return {}
+    names = sorted(set().union(*known))
+    return {n: {m: (k or {}).get(n) for m, k in knobs.items()} for n in names
+            if len({json.dumps((k or {}).get(n), sort_keys=True) for k in knobs.values()}) > 1}
+
+
+def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+    """Each machine answers GET /api/customers/1 through HTTPD with 200, from inside the lab namespace."""
+    probe = ("import sys, time, urllib.request\n"
+             "deadline = time.time() + float(sys.argv[2]); last = ''\n"
+             "while time.time() < deadline:\n"
+             "    try:\n"
+             "        with urllib.request.urlopen(sys.argv[1], timeout=60) as r:\n"
+             "            print(r.status, round(time.time() - deadline + float(sys.argv[2]), 1)); sys.exit(0)\n"
+             "    except Exception as e:\n"
+             "        last = str(e); time.sleep(3)\n"
+             "print(last); sys.exit(1)\n")
+    for name, base in targets.items():
+        url = base + CHECK_PATH
+        done = subprocess.run(netns.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RunError(f"{name} does not answer {url} through HTTPD: {done.stdout.strip() or done.stderr.strip()}")
+        log(f"{name}: {url} answers {done.stdout.split()[0]}")
+
+
+def execute(opts: Options, ensure_up, log=steps.note) -> int:
+    """The whole run; returns the exit code (0, 1 failed, 130 interrupted). ensure_up() brings the lab up."""
+    run_id = new_run_id(opts.label)
+    run_dir = RESULTS / run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    overrides = provision.parse_overrides(opts.overrides)
+    profile = asdict(opts.profile)
+    record = Record(run_dir, {
+        "run_id": run_id, "label": opts.label or None, "started": _utc_now(), "ended": None,
+        "status": "running", "phase": "start", "stopped_at": None, "error": None,
+        "git_commit": _git_commit(), "command": sys.argv[1:],
+        "load": {**profile, "warmup_s": opts.effective_warmup_s},
+        "overrides": {m: o for m, o in overrides.items() if o}, "host": _host(), "phases": {}})
+    print(f"run {run_id}: results in {run_dir}", flush=True)
+    marked_at = None
+    exit_code = 0
+
+    def phase(name: str, title: str):
+        record.update(phase=name)
+        return steps.step(title)
+
+    try:
+        t0 = time.monotonic()
+        with phase("up", "machines up"):
+            resolved = ensure_up()
+        record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
+                      accelerator_reason=resolved.get("accelerator_reason"),
+                      placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
+        targets = {name: f"http://{ip}" for name, ip in resolved["machines"].items()}
+        with phase("provision", "build and provision both machines (Ansible)"):
+            provision.run(resolved, overrides, log=log)
+        with phase("check", "both machines answer through HTTPD"):
+            check_answers(targets, log)
+        with phase("load", "the load, on both machines at once"):
+            collect.mark(run_id)
+            marked_at = time.time()
+            result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log)
+            record.update(load={**profile, "warmup_s": opts.effective_warmup_s,
+                                **{k: v for k, v in result.to_dict().items() if k != "profile"}})
+            if result.interrupted:
+                record.update(status="interrupted", stopped_at="load")
+                exit_code = 130
+        record.data["phases"]["to_end_of_load_s"] = round(time.monotonic() - t0)
+    except KeyboardInterrupt:
+        record.update(status="interrupted", stopped_at=record.data["phase"])
+        print(f"\nstart.sh: interrupted during {record.data['phase']}; collecting what there is", file=sys.stderr)
+        exit_code = 130
+    except load.LoadError as failure:
+        if failure.result is not None:
+            record.update(load={**profile, "warmup_s": opts.effective_warmup_s,
+                                **{k: v for k, v in failure.result.to_dict().items() if k != "profile"}})
+        record.update(status="failed", stopped_at="load", error=str(failure))
+        print(f"start.sh: the load failed: {failure}", file=sys.stderr)
+        exit_code = 1
+    except Exception as failure:      # noqa: BLE001 - any failure is recorded, then the run folder is finished
+        record.update(status="failed", stopped_at=record.data["phase"], error=f"{type(failure).__name__}: {failure}")
+        print(f"start.sh: {record.data['phase']} failed: {failure}", file=sys.stderr)
+        exit_code = 1
+    finally:
+        _finish(opts, record, run_dir, run_id, marked_at, log)
+    if record.data["status"] == "running":
+        record.update(status="complete")
+    if opts.down:
+        from lab import cli      # the teardown lives with the up/down commands
+        cli.cmd_down()
+    return exit_code
+
+
+def _finish(opts: Options, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log) -> None:
+    """Collect, dashboards, report: whatever the run got to, each step on its own."""
+    if marked_at is not None:
+        with steps.step("collect logs, configs and the PCP archives from both machines"):
+            record.update(phase="collect")
+            problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, log=log)
+            record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
+    machines_info = {}
+    knobs = {}
+    for name in machines.NAMES:
+        mdir = run_dir / name
+        knobs[name] = collect.read_knobs(mdir)
+        machines_info[name] = {"ip": (machines.read_resolved() or {}).get("machines", {}).get(name),
+                               "knobs": knobs[name], "versions": collect.read_versions(mdir)}
+        if machines_info[name]["versions"] and (paths.STATE_DIR / "jmeter" / "home").exists():
+            machines_info[name]["versions"]["jmeter"] = record.data.get("load", {}).get("jmeter_version")
+    record.update(machines=machines_info, knob_diff=knob_diff(knobs), ended=_utc_now())
+    if any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES):
+        with steps.step("JMeter dashboards"):
+            load.dashboards(run_dir, progress=log)
+    with steps.step("report"):
+        done = subprocess.run([sys.executable, "-m", "report", str(run_dir)], cwd=paths.ROOT,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            log(f"the report failed: {(done.stdout + done.stderr).strip()[-800:]}")
+        else:
+            log(f"{run_dir / 'report.html'}")
+            log(f"{run_dir / 'summary.md'}")
+    summary = run_dir / "summary.md"
+    if summary.exists():
+        print("\n" + _results_table(summary.read_text()), flush=True)
+
+
+def _results_table(markdown: str) -> str:
+    """The summary's first table (the verdict figures), for the terminal."""
+    lines = markdown.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end])

@@ -1,0 +1,135 @@
+"""The full run's host-side pieces without VMs: options, run ids, run.json, collection parsing, the CLI's
+refusals (bad input changes nothing), and a whole run with the machines replaced by local stand-ins."""
+import datetime
+import io
+import json
+import subprocess
+import tarfile
+
+import pytest
+
+from lab import cli, collect, load, run
+
+# --- options and ids -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,want", [("90", 90), ("90s", 90), ("5m", 300), ("1h", 3600), ("1h30m", 5400),
+                                       ("2m10s", 130)])
+def test_durations(text, want):
+    assert cli.seconds(text) == want
+
+
+@pytest.mark.parametrize("text", ["", "5x", "m", "-5", "1.5m", "h"])
+def test_bad_durations(text):
+    with pytest.raises(Exception, match="not a duration"):
+        cli.seconds(text)
+
+
+def test_run_id_is_utc_stamp_and_label():
+    now = datetime.datetime(2026, 11, 23, 10, 15, 0, tzinfo=datetime.timezone.utc)
+    assert run.new_run_id("quick", now) == "20261123T101500Z-quick"
+    assert run.new_run_id("", now) == "20261123T101500Z"
+
+
+@pytest.mark.parametrize("label", ["a b", "../x", "x/y", "-lead", "é", "x" * 41])
+def test_bad_labels_are_refused(label):
+    with pytest.raises(ValueError, match="--label"):
+        run.Options(label=label)
+
+
+def test_warmup_defaults_to_the_ramp_up_and_is_bounded():
+    assert run.Options(profile=load.Profile(ramp_up_s=30, duration_s=60)).effective_warmup_s == 30
+    assert run.Options(profile=load.Profile(ramp_up_s=30, duration_s=60), warmup_s=0).effective_warmup_s == 0
+    with pytest.raises(ValueError, match="--warmup"):
+        run.Options(profile=load.Profile(ramp_up_s=30, duration_s=60), warmup_s=91)
+
+
+def test_knob_diff_names_only_what_differs():
+    diff = run.knob_diff({"default": {"a": 1, "b": None, "c": [1]}, "tuned": {"a": 1, "b": 0, "c": [2]}})
+    assert diff == {"b": {"default": None, "tuned": 0}, "c": {"default": [1], "tuned": [2]}}
+    assert run.knob_diff({"default": None, "tuned": {"a": 1}}) == {}
+
+
+def test_results_table_is_the_first_markdown_table():
+    md = "# Run\n\ntext\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\nmore\n\n| x |\n"
+    assert run._results_table(md) == "| a | b |\n| --- | --- |\n| 1 | 2 |"
+
+
+# --- collection parsing -----------------------------------------------------------------------------------
+
+def test_tidy_metrics_reshapes_pmrep_csv(tmp_path):
+    wide = tmp_path / "pmrep.csv"
+    wide.write_text('Time,hinv.ncpu,kernel.all.load-1 minute,kernel.all.load-5 minute,hotproc.psinfo.rss-001234 java\n'
+                    '1795384803.5,2,0.5,0.2,\n'
+                    '1795384804.5,2,N/A,0.3,1024\n')
+    out = tmp_path / "metrics.csv"
+    assert collect.tidy_metrics(wide, out) == 6
+    rows = out.read_text().splitlines()
+    assert rows[0] == "time,metric,instance,value"
+    assert "1795384803.5,kernel.all.load,1 minute,0.5" in rows
+    assert "1795384804.5,hotproc.psinfo.rss,001234 java,1024" in rows
+    assert not any("N/A" in r for r in rows)
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_unpack_keeps_members_inside(tmp_path):
+    collect.unpack(_tar({"./logs/app.log": b"x\n", "./config/versions.txt": b"java=17\n"}), tmp_path)
+    assert (tmp_path / "logs" / "app.log").read_bytes() == b"x\n"
+    with pytest.raises(collect.CollectError, match="refusing"):
+        collect.unpack(_tar({"../escape.txt": b"no"}), tmp_path / "m")
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_versions_come_from_the_machine_files(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "versions.txt").write_text("java=17.0.16\nhttpd=2.4.62\npcp=6.0.3-1\n")
+    (tmp_path / "config" / "actuator-info.json").write_text(json.dumps({"lab": {
+        "stack": "camel3", "java": "17.0.17", "springBoot": "2.7.18", "camel": "3.22.2", "tomcat": "9.0.113",
+        "tcnative": "1.2.35", "connectors": {"AjpAprProtocol:8009": "org.apache.coyote.ajp.AjpAprProtocol"}}}))
+    v = collect.read_versions(tmp_path)
+    assert v["httpd"] == "2.4.62" and v["spring_boot"] == "2.7.18" and v["tcnative"] == "1.2.35"
+    assert v["java"] == "17.0.17"           # what the running JVM says wins over `java -version`
+    assert "AjpAprProtocol:8009" in v["connectors"]
+    assert collect.read_versions(tmp_path / "nothing") == {}
+    assert collect.read_knobs(tmp_path) is None
+
+
+def test_guest_script_is_valid_bash():
+    assert subprocess.run(["bash", "-n", str(collect.GUEST_SCRIPT)]).returncode == 0
+
+
+def test_guest_script_refuses_bad_run_ids():
+    for bad in ("../x", ".hidden", "a/b"):
+        done = subprocess.run(["bash", str(collect.GUEST_SCRIPT), "mark", bad], capture_output=True, text=True)
+        assert done.returncode == 2 and "bad run id" in done.stderr
+
+
+# --- the command line refuses bad input before anything starts -----------------------------------------------
+
+@pytest.mark.parametrize("argv,message", [
+    (["--label", "a b"], "--label"),
+    (["--users", "0"], "users"),
+    (["--set", "tuned:no_such_knob=1"], "unknown knob"),
+    (["--set", "nomachine:tomcat_threads_max=1"], "unknown machine"),
+    (["--duration", "1m", "--ramp-up", "10s", "--warmup", "5m"], "--warmup"),
+])
+def test_bad_run_options_change_nothing(argv, message, capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(run, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(cli, "ensure_up", lambda s: pytest.fail("must not bring anything up"))
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+
+
+def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert "not a run folder" in capsys.readouterr().err
