@@ -236,12 +236,17 @@ def cmd_report(run_dir: Path, warmup_s: int | None) -> int:
     return subprocess.run([sys.executable, "-m", "report", str(run_dir), *extra], cwd=paths.ROOT).returncode
 
 
-def cmd_run(args, s: settings.Settings) -> int:
+def run_options(args) -> run.Options:
+    """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
     profile = load.Profile(model=args.model, users=args.users, ramp_up_s=args.ramp_up, duration_s=args.duration,
                            rate_per_s=args.rate, keep_alive=not args.no_keep_alive)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=args.overrides,
                        down=args.down)
-    provision.parse_overrides(opts.overrides)          # a bad --set fails before anything starts
+    provision.parse_overrides(opts.overrides)
+    return opts
+
+
+def cmd_run(opts: run.Options, s: settings.Settings) -> int:
     return run.execute(opts, ensure_up=lambda: ensure_up(s))
 
 
@@ -250,13 +255,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             return cmd_report(args.run_dir, args.warmup)
+        opts = run_options(args) if args.command is None else None
+        overrides = provision.parse_overrides(args.overrides) if args.command == "provision" else None
         s = settings.load()
         owner = netns.foreign_owner()
         if owner and args.command in ("up", "down", "exec", None):
             raise LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
                            f"run ./start.sh down there first (only one lab can run on a host)")
         if args.command is None:
-            return cmd_run(args, s)
+            return cmd_run(opts, s)
         if args.command == "up":
             return cmd_up(s)
         if args.command == "down":
@@ -266,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "prereqs":
             return cmd_prereqs()
         if args.command == "provision":
-            return cmd_provision(provision.parse_overrides(args.overrides))
+            return cmd_provision(overrides)
         return cmd_exec(args.argv)
     except settings.SettingsError as bad:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)

@@ -122,7 +122,10 @@ def test_guest_script_refuses_bad_run_ids():
     (["--set", "nomachine:tomcat_threads_max=1"], "unknown machine"),
     (["--duration", "1m", "--ramp-up", "10s", "--warmup", "5m"], "--warmup"),
 ])
-def test_bad_run_options_change_nothing(argv, message, capsys, monkeypatch, tmp_path):
+@pytest.mark.parametrize("foreign_lab", [None, "/another/checkout"])
+def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monkeypatch, tmp_path):
+    # bad input is named first, whether or not another checkout's lab holds the namespace
+    monkeypatch.setattr(cli.netns, "foreign_owner", lambda: foreign_lab)
     monkeypatch.setattr(run, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(cli, "ensure_up", lambda s: pytest.fail("must not bring anything up"))
     assert cli.main(argv) == 2
