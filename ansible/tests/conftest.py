@@ -1,0 +1,103 @@
+"""Helpers for the Ansible tests: run ansible-playbook from the lab's venv, read what it printed.
+
+Nothing here reaches a machine: tests/unreachable.yml names `default` and `tuned` at 127.0.0.1:9,
+where nothing listens, so a run that gets past the validation play ends UNREACHABLE (exit 4).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ANSIBLE_DIR = Path(__file__).resolve().parent.parent
+ROOT = ANSIBLE_DIR.parent
+TESTS_DIR = ANSIBLE_DIR / "tests"
+INVENTORY = TESTS_DIR / "unreachable.yml"
+VENV_BIN = Path(sys.executable).parent
+if str(ROOT) not in sys.path:      # lab.provision (parse_overrides) and lab.knob_table
+    sys.path.insert(0, str(ROOT))
+# The machine has two cores (and often VMs beside the tests): two ansible-playbook runs at a time.
+WORKERS = 2
+
+PROVISION_PLAY = "PLAY [Provision the lab machines]"
+
+
+def ansible_env() -> dict:
+    return {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0", "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONUNBUFFERED": "1"}
+
+
+@dataclass
+class Run:
+    """One ansible-playbook run: its exit status and everything it printed (stdout and stderr)."""
+    args: list[str]
+    rc: int
+    out: str
+
+    def results(self) -> list[dict]:
+        """Each host result the default callback printed with a body (`ok: [host] =>`, `failed: [host]
+        (item=…) =>`, `fatal: [host]: FAILED! =>`, …): the YAML body parsed, plus `host`, `status`
+        (ok, changed, failed, unreachable) and `msg` with its line wrapping undone."""
+        found = []
+        lines = self.out.splitlines()
+        head = re.compile(r"^(?P<status>ok|changed|failed|fatal): \[(?P<host>[^\]]+)\]"
+                          r"(?: \(item=.*\))?(?::\s*(?P<what>FAILED|UNREACHABLE)!)? =>\s*$")
+        for i, line in enumerate(lines):
+            m = head.match(line)
+            if not m:
+                continue
+            body = []
+            for more in lines[i + 1:]:
+                if more.startswith("    ") or not more.strip():
+                    body.append(more)
+                else:
+                    break
+            data = yaml.safe_load(textwrap.dedent("\n".join(body))) or {}
+            status = m.group("status")
+            if status == "fatal":
+                status = "unreachable" if m.group("what") == "UNREACHABLE" else "failed"
+            data.update(host=m.group("host"), status=status, msg=" ".join(str(data.get("msg", "")).split()))
+            found.append(data)
+        return found
+
+    def failures(self) -> list[dict]:
+        """The failed results (not the unreachable ones)."""
+        return [r for r in self.results() if r["status"] == "failed"]
+
+    def messages(self, host: str | None = None) -> list[str]:
+        return [r["msg"] for r in self.results() if host in (None, r["host"]) and r["msg"]]
+
+    def describe(self) -> str:
+        return f"$ {' '.join(self.args)}\n(exit {self.rc})\n{self.out[-6000:]}"
+
+
+def ansible_playbook(*args: str, overrides: dict | None = None, tmp: Path | None = None,
+                     timeout: float = 300) -> Run:
+    """ansible-playbook ARGS, run in ansible/ with the lab's ansible.cfg; `overrides` is passed as
+    `-e @file.json` with {"lab_overrides": overrides}, exactly as lab/provision.py does."""
+    command = [str(VENV_BIN / "ansible-playbook"), *args]
+    if overrides is not None:
+        assert tmp is not None, "overrides need a folder for their JSON file"
+        tmp.mkdir(parents=True, exist_ok=True)
+        path = tmp / "overrides.json"
+        path.write_text(json.dumps({"lab_overrides": overrides}, indent=2))
+        command += ["-e", f"@{path}"]
+    result = subprocess.run(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    return Run(command, result.returncode, result.stdout)
+
+
+def run_all(jobs: dict[str, callable]) -> dict[str, Run]:
+    """Runs the callables WORKERS at a time; {name: its Run}."""
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+        return {name: future.result() for name, future in futures.items()}

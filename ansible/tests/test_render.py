@@ -1,0 +1,339 @@
+"""What each machine's configuration files would contain, rendered without a VM (tests/render.yml).
+
+Three renders, two at a time: the catalog and tuned.yml as they are; with --set overrides (parsed by
+lab/provision.py, passed as -e @overrides.json as ./start.sh does); and tuned alone with an inventory
+that sets its own lab_networks.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ANSIBLE_DIR, INVENTORY, ROOT, TESTS_DIR, ansible_playbook, run_all
+from lab import provision
+
+SECRET = "render-test-secret"   # render.yml's stand-in for lab_ajp_secret
+OVERRIDES = ["tuned:tomcat_threads_max=250", "tuned:tomcat_threads_min_spare=250", "tuned:httpd_proxy_timeout_s=null",
+             "default:httpd_mpm=prefork", "jvm_gc=parallel"]
+
+
+def render(folder: Path, overrides: dict | None, *args: str, inventory: Path = INVENTORY):
+    """render.yml copied into `folder` beside links to ansible's group_vars and host_vars (the vars
+    site.yml gets), run; {machine: {"<role>/<file>": text}}."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TESTS_DIR / "render.yml", folder / "render.yml")
+    for name in ("group_vars", "host_vars"):
+        os.symlink(ANSIBLE_DIR / name, folder / name)
+    run = ansible_playbook("-i", str(inventory), *args, str(folder / "render.yml"), "-e", f"render_dir={folder / 'out'}",
+                           overrides=overrides, tmp=folder)
+    assert run.rc == 0, run.describe()
+    return {m.stem: json.loads(m.read_text()) for m in (folder / "out").glob("*.json")}
+
+
+def inventory_with_other_networks(folder: Path) -> Path:
+    """tests/unreachable.yml, but its all:vars say lab_networks [10.9.9.0/24] (as the lab's generated
+    inventory sets the networks it made)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = yaml.safe_load(INVENTORY.read_text())
+    data["all"]["vars"]["lab_networks"] = ["10.9.9.0/24"]
+    (folder / "inventory.yml").write_text(yaml.safe_dump(data))
+    return folder / "inventory.yml"
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """{"plain" | "override" | "inventory": {machine: {"<role>/<file>": text}}}; the three renders two at a time."""
+    base = tmp_path_factory.mktemp("render")
+    return run_all({
+        "plain": lambda: render(base / "plain", None),
+        "override": lambda: render(base / "override", provision.parse_overrides(OVERRIDES)),
+        "inventory": lambda: render(base / "inventory", None, "--limit", "tuned",
+                                    inventory=inventory_with_other_networks(base / "inventory")),
+    })
+
+
+@pytest.fixture(scope="module")
+def tuned(rendered):
+    return rendered["plain"]["tuned"]
+
+
+@pytest.fixture(scope="module")
+def default(rendered):
+    return rendered["plain"]["default"]
+
+
+def directives(text: str) -> dict[str, str]:
+    """Apache-style `Name value…` lines (not comments or <sections>) → {Name: value…}; a repeated name
+    keeps its last value, as HTTPD does for these."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", "<")):
+            name, _, value = line.partition(" ")
+            out[name] = value.strip()
+    return out
+
+
+def proxy_pass(text: str) -> list[list[str]]:
+    return [line.split()[1:] for line in text.splitlines() if line.startswith("ProxyPass ")]
+
+
+def jvm_options(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+# --- every template, for both machines ---------------------------------------------------------------
+
+def expected_files(mpm: str) -> set[str]:
+    """roles/*/templates/*.j2 as render.yml names them: only the chosen MPM's file, as the httpd role."""
+    names = set()
+    for path in glob.glob(str(ANSIBLE_DIR / "roles" / "*" / "templates" / "*.j2")):
+        role, name = Path(path).parent.parent.name, Path(path).name[:-len(".j2")]
+        if re.fullmatch(r"mpm_\w+\.conf", name) and name != f"mpm_{mpm}.conf":
+            continue
+        names.add(f"{role}/{name}")
+    return names
+
+
+def test_every_role_template_is_rendered(rendered):
+    for variant, mpms in (("plain", {"default": "event", "tuned": "worker"}),
+                          ("override", {"default": "prefork", "tuned": "worker"}), ("inventory", {"tuned": "worker"})):
+        for machine, mpm in mpms.items():
+            got = set(rendered[variant][machine])
+            assert got == expected_files(mpm), (
+                f"{variant} {machine}: rendered {sorted(got)}; a role or template not in tests/render.yml "
+                f"(render_roles and the roles: list) is missing there")
+
+
+def all_files(rendered):
+    return [(f"{variant}/{machine}/{name}", text) for variant in ("plain", "override")
+            for machine in rendered[variant] for name, text in rendered[variant][machine].items()]
+
+
+def test_nothing_is_left_unrendered(rendered):
+    for where, text in all_files(rendered):
+        assert "{{" not in text and "{%" not in text and "}}" not in text, where
+
+
+def test_no_control_characters(rendered):
+    for where, text in all_files(rendered):
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text), f"{where}: {text!r}"
+
+
+def test_ansible_managed_header(rendered):
+    """group_vars' ansible_managed reaches the files (hotproc.conf must start with #pmdahotproc instead)."""
+    for where, text in all_files(rendered):
+        if not where.endswith("pcp/hotproc.conf"):
+            assert "# Managed by the Camel Tuning Lab" in "\n".join(text.splitlines()[:2]), where
+
+
+def test_hotproc_follows_the_jvm_httpd_and_the_mock(tuned):
+    lines = tuned["pcp/hotproc.conf"].splitlines()
+    assert lines[:2] == ["#pmdahotproc", "Version 1.0"]
+    assert lines[2] == 'fname == "java" || fname == "apache2" || psargs ~ "-m mock_service"'
+
+
+# --- tuned ----------------------------------------------------------------------------------------------
+
+def test_tuned_httpd_worker_mpm(tuned):
+    assert "httpd/mpm_worker.conf" in tuned and "httpd/mpm_event.conf" not in tuned
+    text = tuned["httpd/mpm_worker.conf"]
+    assert "<IfModule mpm_worker_module>" in text
+    assert directives(text) == {"ThreadLimit": "30", "ServerLimit": "10", "StartServers": "3", "MinSpareThreads": "5",
+                                "MaxSpareThreads": "20", "MaxRequestWorkers": "300", "ThreadsPerChild": "30",
+                                "MaxConnectionsPerChild": "0"}
+
+
+def test_tuned_httpd_timeouts(tuned):
+    d = directives(tuned["httpd/lab-tuning.conf"])
+    assert (d["Timeout"], d["ProxyTimeout"]) == ("30", "30")
+    assert (d["KeepAlive"], d["MaxKeepAliveRequests"], d["KeepAliveTimeout"]) == ("On", "100", "5")
+
+
+def test_tuned_proxies_over_ajp_with_the_secret(tuned):
+    site = tuned["httpd/lab-site.conf"]
+    assert proxy_pass(site) == [["/api/", "ajp://127.0.0.1:8009/api/", f"secret={SECRET}"]], \
+        "one ProxyPass (a second to the same AJP URL would share its worker and drop its secret=)"
+    assert "ProxyPassReverse /api/ ajp://127.0.0.1:8009/api/" in site
+    assert site.count("ServerName tuned") == 2
+
+
+def test_tuned_application_yml(tuned):
+    config = yaml.safe_load(tuned["app/application.yml"])
+    tomcat = config["server"]["tomcat"]
+    assert tomcat["threads"] == {"max": 300, "min-spare": 300}
+    assert (tomcat["max-connections"], tomcat["accept-count"], tomcat["connection-timeout"]) == (400, 100, "30000ms")
+    assert "keep-alive-timeout" not in tomcat
+    assert config["server"]["compression"]["enabled"] is False
+    assert config["lab"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1", "secret": SECRET,
+                                    "protocol": "apr"}
+    audit = config["lab"]["log"]["audit"]
+    assert (audit["appender"], audit["queue-size"], audit["discarding-threshold"]) == ("ASYNC", 500, 0)
+
+
+def test_tuned_jvm_options(tuned):
+    options = jvm_options(tuned["app/jvm.options"])
+    assert "-XX:+UseG1GC" in options
+    assert any(o.startswith("-Xlog:gc*:file=/var/log/camel-app/gc.log") for o in options)
+    assert "-XX:+HeapDumpOnOutOfMemoryError" in options and "-XX:HeapDumpPath=/var/lib/camel-app" in options
+    assert not any(o.startswith("-Djava.library.path") for o in options), "APR needs Tomcat Native on the path"
+    assert not any(o.startswith(("-Xmx", "-Xms")) for o in options), "heap: ergonomics on both machines"
+
+
+# --- default ----------------------------------------------------------------------------------------------
+
+def test_default_httpd_event_mpm_with_debians_values(default):
+    assert "httpd/mpm_event.conf" in default and "httpd/mpm_worker.conf" not in default
+    text = default["httpd/mpm_event.conf"]
+    assert "<IfModule mpm_event_module>" in text
+    # Debian's mods-available/mpm_event.conf, plus HTTPD's compiled-in ServerLimit
+    assert directives(text) == {"StartServers": "2", "ServerLimit": "16", "ThreadLimit": "64", "ThreadsPerChild": "25",
+                                "MinSpareThreads": "25", "MaxSpareThreads": "75", "MaxRequestWorkers": "150",
+                                "MaxConnectionsPerChild": "0"}
+
+
+def test_default_httpd_timeouts(default):
+    d = directives(default["httpd/lab-tuning.conf"])
+    assert d["Timeout"] == "300" and "ProxyTimeout" not in d
+
+
+def test_default_proxies_over_http_without_secret(default):
+    site = default["httpd/lab-site.conf"]
+    assert proxy_pass(site) == [["/api/", "http://127.0.0.1:8080/api/"]]
+    settings = "\n".join(line for line in site.splitlines() if not line.lstrip().startswith("#"))
+    assert "secret=" not in settings and "ajp://" not in settings and SECRET not in settings
+
+
+def test_default_application_yml(default):
+    config = yaml.safe_load(default["app/application.yml"])
+    tomcat = config["server"]["tomcat"]
+    assert tomcat["threads"] == {"max": 200, "min-spare": 10}
+    assert (tomcat["max-connections"], tomcat["accept-count"]) == (8192, 100)
+    assert "connection-timeout" not in tomcat and "keep-alive-timeout" not in tomcat
+    assert config["lab"]["ajp"]["enabled"] is False and config["lab"]["ajp"]["protocol"] == "nio"
+    assert config["lab"]["log"]["audit"]["appender"] == "SYNC"
+    assert config["lab"]["log"]["audit"]["discarding-threshold"] == -1, "-1: Logback's own default (queueSize/5)"
+
+
+def test_default_jvm_options(default):
+    options = jvm_options(default["app/jvm.options"])
+    assert not [o for o in options if re.match(r"-XX:\+Use\w+GC|-Xlog:gc|-XX:\+HeapDump|-Xm[sx]", o)], options
+    assert "-Djava.library.path=/nonexistent" in options, "no Tomcat Native: a clean NIO baseline"
+
+
+# --- both -------------------------------------------------------------------------------------------------
+
+def test_the_app_keys_are_documented(rendered):
+    """Every lab.* key of application.yml is in app/README.md (what the app reads)."""
+    readme = (ROOT / "app" / "README.md").read_text()
+
+    def keys(node, prefix):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                yield from keys(value, f"{prefix}{key}.")
+            else:
+                yield f"{prefix}{key}"
+
+    for variant in ("plain", "override"):
+        for machine, files in rendered[variant].items():
+            config = yaml.safe_load(files["app/application.yml"])
+            missing = [k for k in keys(config["lab"], "lab.") if f"`{k}`" not in readme]
+            assert not missing, f"{variant}/{machine}: not in app/README.md: {missing}"
+
+
+def test_jvm_options_are_one_option_per_line(rendered):
+    for variant in ("plain", "override"):
+        for machine, files in rendered[variant].items():
+            for option in jvm_options(files["app/jvm.options"]):
+                assert option.startswith("-") and " " not in option, f"{variant}/{machine}: {option!r}"
+
+
+def test_mock_settings(tuned, default):
+    for files in (tuned, default):
+        env = dict(line.split("=", 1) for line in files["mock_service/mock-service.env"].splitlines()
+                   if line and not line.startswith("#"))
+        assert env["MOCK_PORT"] == "9080" and env["MOCK_LATENCY"] == "lognormal:20,0.5"
+        assert env["MOCK_KEEP_ALIVE"] == "on" and env["MOCK_SEED"] == "42"
+
+
+def test_pmlogger_interval(tuned):
+    assert "log mandatory on every 1 second {" in tuned["pcp/pmlogger.config"]
+
+
+def nft_usable() -> str | None:
+    """Why `nft -c` cannot check a ruleset here, or None when it can."""
+    nft = shutil.which("nft") or ("/usr/sbin/nft" if os.path.exists("/usr/sbin/nft") else None)
+    if not nft:
+        return "nft is not installed on this host (apt-get install nftables)"
+    probe = subprocess.run([nft, "-c", "-f", "-"], input="table inet probe { }\n", capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"nft -c cannot run here (needs CAP_NET_ADMIN for its netlink checks): {probe.stderr.strip()}"
+    return None
+
+
+@pytest.mark.parametrize("machine", ["default", "tuned"])
+def test_nftables_ruleset_is_accepted_by_nft(rendered, tmp_path, machine):
+    why = nft_usable()
+    if why:
+        pytest.skip(why)
+    ruleset = tmp_path / "nftables.conf"
+    ruleset.write_text(rendered["plain"][machine]["base/nftables.conf"])
+    check = subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "-c", "-f", str(ruleset)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    text = ruleset.read_text()
+    assert "elements = { 192.168.56.0/24 }" in text and "tcp dport { 22, 80, 443, 44321 } accept" in text
+
+
+def test_nft_rejects_a_broken_ruleset(tmp_path):
+    """The check above can fail: nft -c refuses a ruleset with a syntax error."""
+    why = nft_usable()
+    if why:
+        pytest.skip(why)
+    bad = tmp_path / "bad.conf"
+    bad.write_text("table inet filter { chain input { tcp dport { 22, } accept } }\n")
+    assert subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "-c", "-f", str(bad)], capture_output=True).returncode != 0
+
+
+def test_the_inventory_sets_lab_networks(rendered):
+    nft = rendered["inventory"]["tuned"]["base/nftables.conf"]
+    assert "elements = { 10.9.9.0/24 }" in nft
+
+
+# --- with --set overrides -----------------------------------------------------------------------------------
+
+def test_overrides_land(rendered):
+    tuned, default = rendered["override"]["tuned"], rendered["override"]["default"]
+    config = yaml.safe_load(tuned["app/application.yml"])
+    assert config["server"]["tomcat"]["threads"] == {"max": 250, "min-spare": 250}
+    assert config["server"]["tomcat"]["max-connections"] == 400, "the rest of tuned.yml still applies"
+    assert "ProxyTimeout" not in directives(tuned["httpd/lab-tuning.conf"]), "null: back to HTTPD's own (= Timeout)"
+    assert directives(tuned["httpd/lab-tuning.conf"])["Timeout"] == "30"
+    for files in (tuned, default):
+        options = jvm_options(files["app/jvm.options"])
+        assert "-XX:+UseParallelGC" in options and "-XX:+UseG1GC" not in options
+
+
+def test_override_switches_default_to_prefork(rendered):
+    default = rendered["override"]["default"]
+    assert "httpd/mpm_prefork.conf" in default and "httpd/mpm_event.conf" not in default
+    text = default["httpd/mpm_prefork.conf"]
+    assert "<IfModule mpm_prefork_module>" in text
+    assert directives(text) == {"StartServers": "5", "ServerLimit": "256", "MinSpareServers": "5",
+                                "MaxSpareServers": "10", "MaxRequestWorkers": "150", "MaxConnectionsPerChild": "0"}
+
+
+def test_overrides_touch_only_their_machine(rendered):
+    """tuned's overrides leave default's files as they were, and the reverse."""
+    plain, override = rendered["plain"], rendered["override"]
+    for name in ("app/application.yml", "httpd/lab-site.conf", "httpd/lab-tuning.conf"):
+        assert override["default"][name] == plain["default"][name], name
+    assert override["tuned"]["httpd/mpm_worker.conf"] == plain["tuned"]["httpd/mpm_worker.conf"]

@@ -1,0 +1,268 @@
+"""The validation play (roles/knobs) refuses bad knobs before any machine is touched.
+
+Each case is `ansible-playbook -i tests/unreachable.yml site.yml -e @overrides.json` with the case's
+lab_overrides. A refused case must exit 2 (a failed task), print a failure for the case's machine whose
+message names the knob(s), and never reach the provisioning play (no host UNREACHABLE: the validation
+play connects to nothing, so an unreachable host would mean validation let the knobs through).
+
+To keep the stage short, cases whose failures stay apart share a run: both machines of a run fail in the
+same task (any_errors_fatal ends the play at the first failed task), one that checks each knob or rule
+separately and prints one failure per knob, or one assert per machine.
+Each run's test also checks it failed for exactly its cases and nothing else, so no case can pass on
+another case's failure.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pytest
+import yaml
+
+from conftest import INVENTORY, PROVISION_PLAY, ansible_playbook, run_all
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    run: str                    # cases with the same run go into one ansible-playbook call
+    machine: str                # the machine whose lab_overrides carry the knobs
+    knobs: dict
+    names: tuple[str, ...]      # knobs the failure message must name
+    says: str                   # part of the message
+    assertion: str | None = None  # the failed condition, where one assert checks several
+    hosts: tuple[str, ...] = field(default=())  # machines that fail (default: just `machine`)
+
+    def fails_on(self) -> tuple[str, ...]:
+        return self.hosts or (self.machine,)
+
+    def matches(self, failure: dict) -> bool:
+        msg = failure["msg"]
+        return (failure["host"] in self.fails_on()
+                and all(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", msg) for n in self.names)
+                and self.says in msg
+                and (self.assertion is None or failure.get("assertion") == self.assertion))
+
+
+THREADED = "mpm.threads_per_child <= mpm.thread_limit"
+WORKERS = "mpm.max_request_workers <= mpm.server_limit * mpm.threads_per_child"
+SPARE = "mpm.min_spare_threads <= mpm.max_spare_threads"
+
+CASES = [
+    # --- types, ranges, choices (tasks/types.yml: one failure per knob) -------------------------------
+    Case("string for int", "types", "tuned", {"tomcat_threads_max": "many"},
+         ("tomcat_threads_max",), "must be an integer"),
+    Case("numeric string for int", "types", "tuned", {"tomcat_max_connections": "400"},
+         ("tomcat_max_connections",), "must be an integer"),
+    Case("bool for int", "types", "default", {"app_compose_queue_size": True},
+         ("app_compose_queue_size",), "must be an integer"),
+    Case("string for bool", "types", "tuned", {"app_audit_enabled": "yes"},
+         ("app_audit_enabled",), "must be true or false"),
+    Case("string for number", "types", "default", {"mock_error_rate": "often"},
+         ("mock_error_rate",), "must be a number"),
+    Case("string for list", "types", "tuned", {"jvm_extra_options": "-Xss512k"},
+         ("jvm_extra_options",), "must be a list"),
+    Case("list for mapping", "types", "default", {"base_sysctl": ["net.core.somaxconn=1024"]},
+         ("base_sysctl",), "must be a mapping"),
+    Case("null where not allowed", "types", "default", {"tomcat_threads_min_spare": None},
+         ("tomcat_threads_min_spare",), "must be set (null is not allowed)"),
+    Case("below minimum", "types", "tuned", {"tomcat_accept_count": 0},
+         ("tomcat_accept_count",), "must be at least 1"),
+    Case("below minimum (heap)", "types", "default", {"jvm_heap_max_mb": 16},
+         ("jvm_heap_max_mb",), "must be at least 32"),
+    Case("privileged port", "types", "default", {"mock_port": 80},
+         ("mock_port",), "must be at least 1024"),
+    Case("above maximum", "types", "tuned", {"httpd_timeout_s": 5000},
+         ("httpd_timeout_s",), "must be at most 3600"),
+    Case("probability above 1", "types", "tuned", {"mock_error_rate": 1.5},
+         ("mock_error_rate",), "must be at most 1"),
+    Case("machine memory too small", "types", "default", {"lab_memory_mb": 64},
+         ("lab_memory_mb",), "must be at least 128"),
+    Case("excluded value", "types", "tuned", {"tomcat_max_keep_alive_requests": 0},
+         ("tomcat_max_keep_alive_requests",), "must not be 0"),
+    Case("bad MPM", "types", "tuned", {"httpd_mpm": "threaded"},
+         ("httpd_mpm",), "must be one of prefork, worker, event"),
+    Case("bad collector", "types", "default", {"jvm_gc": "cms"},
+         ("jvm_gc",), "must be one of serial, parallel, g1, shenandoah, zgc"),
+    Case("bad stack", "types", "default", {"app_stack": "camel5"},
+         ("app_stack",), "must be one of camel3, camel4"),
+    Case("lower-case log level", "types", "default", {"logback_root_level": "debug"},
+         ("logback_root_level",), "must be one of TRACE, DEBUG, INFO, WARN, ERROR"),
+    Case("JIT level other than 1", "types", "default", {"jvm_tiered_stop_at_level": 2},
+         ("jvm_tiered_stop_at_level",), "must be one of 1"),
+    Case("bad latency spec", "types", "tuned", {"mock_latency": "slow"},
+         ("mock_latency",), "must match"),
+    Case("path as time zone", "types", "default", {"base_timezone": "../../etc/passwd"},
+         ("base_timezone",), "must match"),
+    # --- lab_overrides itself (tasks/overrides.yml) ---------------------------------------------------
+    Case("unknown knob", "unknown", "tuned", {"tomcat_threads": 250},
+         ("tomcat_threads",), "unknown knob(s) in --set for tuned"),
+    Case("unknown knob (default)", "unknown", "default", {"jvm_heap": 256},
+         ("jvm_heap",), "unknown knob(s) in --set for default"),
+    Case("unknown machine", "machine", "tunned", {"tomcat_threads_max": 250},
+         ("tunned",), "lab_overrides names unknown machine(s)", hosts=("default", "tuned")),
+    # --- the MPM's limits (tasks/rules.yml; a null knob takes Debian's value for the MPM). One assert
+    # checks all of an MPM's limits and stops at the first false condition; its message names them all.
+    # Under any_errors_fatal a failure ends the play for both machines, so both machines of a run fail
+    # in the same task: the threaded one, or prefork's.
+    Case("ThreadsPerChild above ThreadLimit", "mpm1", "tuned", {"httpd_threads_per_child": 40},
+         ("httpd_threads_per_child", "httpd_thread_limit"), "httpd_threads_per_child (40) must be ≤ httpd_thread_limit (30)",
+         assertion=THREADED),
+    Case("MaxRequestWorkers above Debian's ServerLimit × ThreadsPerChild", "mpm1", "default",
+         {"httpd_max_request_workers": 500},
+         ("httpd_max_request_workers", "httpd_server_limit", "httpd_threads_per_child"),
+         "httpd_max_request_workers (500) ≤ httpd_server_limit × httpd_threads_per_child (16 × 25)",
+         assertion=WORKERS),
+    Case("MaxRequestWorkers above ServerLimit × ThreadsPerChild", "mpm2", "tuned",
+         {"httpd_max_request_workers": 400},
+         ("httpd_max_request_workers", "httpd_server_limit", "httpd_threads_per_child"),
+         "httpd_max_request_workers (400) ≤ httpd_server_limit × httpd_threads_per_child (10 × 30)",
+         assertion=WORKERS),
+    Case("MinSpareThreads above Debian's MaxSpareThreads (event)", "mpm2", "default",
+         {"httpd_min_spare_threads": 100},
+         ("httpd_min_spare_threads", "httpd_max_spare_threads"),
+         "httpd_min_spare_threads (100) ≤ httpd_max_spare_threads (75)", assertion=SPARE),
+    Case("MinSpareThreads above MaxSpareThreads", "mpm3", "tuned", {"httpd_min_spare_threads": 30},
+         ("httpd_min_spare_threads", "httpd_max_spare_threads"),
+         "httpd_min_spare_threads (30) ≤ httpd_max_spare_threads (20)", assertion=SPARE),
+    Case("ThreadsPerChild above Debian's ThreadLimit", "mpm3", "default", {"httpd_threads_per_child": 100},
+         ("httpd_threads_per_child", "httpd_thread_limit"), "httpd_threads_per_child (100) must be ≤ httpd_thread_limit (64)",
+         assertion=THREADED),
+    Case("prefork MaxRequestWorkers above Debian's ServerLimit", "prefork", "default",
+         {"httpd_mpm": "prefork", "httpd_max_request_workers": 300},
+         ("httpd_max_request_workers", "httpd_server_limit"), "httpd_max_request_workers (300) must be ≤ httpd_server_limit (256)",
+         assertion="mpm.max_request_workers <= mpm.server_limit"),
+    Case("prefork MinSpareServers above MaxSpareServers", "prefork", "tuned",
+         {"httpd_mpm": "prefork", "httpd_server_limit": 300, "httpd_min_spare_servers": 20},
+         ("httpd_min_spare_servers", "httpd_max_spare_servers"),
+         "httpd_min_spare_servers (20) ≤ httpd_max_spare_servers (10)",
+         assertion="mpm.min_spare_servers <= mpm.max_spare_servers"),
+    # --- pairs of knobs (tasks/rules.yml: one failure per rule) ----------------------------------------
+    Case("APR on camel4", "pairs", "tuned", {"app_stack": "camel4"},
+         ("tomcat_ajp_connector", "app_stack"), "needs app_stack=camel3"),
+    Case("AJP connector without AJP proxying", "pairs", "default", {"tomcat_ajp_connector": "nio2"},
+         ("tomcat_ajp_connector", "httpd_proxy_protocol"), "has no effect unless httpd_proxy_protocol=ajp"),
+    Case("Tomcat min spare above max", "pairs", "tuned", {"tomcat_threads_min_spare": 301},
+         ("tomcat_threads_min_spare", "tomcat_threads_max"), "(301) must be ≤ tomcat_threads_max (300)"),
+    Case("heap min above max", "pairs", "tuned", {"jvm_heap_min_mb": 512, "jvm_heap_max_mb": 256},
+         ("jvm_heap_min_mb", "jvm_heap_max_mb"), "(512) must be ≤ jvm_heap_max_mb (256)"),
+    Case("compose core pool above max", "pairs", "default", {"app_compose_pool_size": 30},
+         ("app_compose_pool_size", "app_compose_max_pool_size"), "(30) must be ≤ app_compose_max_pool_size (20)"),
+    Case("per-route pool above total", "pairs", "default",
+         {"app_backend_connections_per_route": 300, "app_backend_max_connections": 200},
+         ("app_backend_connections_per_route", "app_backend_max_connections"), "(300) must be ≤"),
+    Case("AJP port on the HTTP port", "pairs", "default", {"tomcat_ajp_port": 8080},
+         ("tomcat_http_port", "tomcat_ajp_port"), "must all differ"),
+    Case("mock on the AJP port", "pairs", "tuned", {"mock_port": 8009},
+         ("tomcat_ajp_port", "mock_port"), "mock_port (8009) must all differ"),
+    Case("discarding threshold not below queue", "pairs", "tuned", {"logback_async_discarding_threshold": 500},
+         ("logback_async_discarding_threshold", "logback_async_queue_size"), "(500) must be < logback_async_queue_size (500)"),
+]
+
+RUNS = sorted({c.run for c in CASES})
+
+
+def overrides_of(run: str) -> dict:
+    out: dict[str, dict] = {}
+    for case in CASES:
+        if case.run == run:
+            mine = out.setdefault(case.machine, {})
+            assert not set(mine) & set(case.knobs), f"run {run}: two cases set the same knob on {case.machine}"
+            mine.update(case.knobs)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every validation run, two at a time: the refused batches, the catalog as is, and a memory warning."""
+    jobs = {run: (lambda run=run: ansible_playbook("-i", str(INVENTORY), "site.yml", overrides=overrides_of(run),
+                                                    tmp=tmp_path_factory.mktemp(run)))
+            for run in RUNS}
+    jobs["good"] = lambda: ansible_playbook("-i", str(INVENTORY), "site.yml", overrides={"default": {}, "tuned": {}},
+                                            tmp=tmp_path_factory.mktemp("good"))
+    jobs["memory"] = lambda: ansible_playbook("-i", str(INVENTORY), "site.yml",
+                                              overrides={"tuned": {"jvm_heap_max_mb": 1024}},
+                                              tmp=tmp_path_factory.mktemp("memory"))
+    jobs["bare_inventory"] = lambda: ansible_playbook("-i", str(bare_inventory(tmp_path_factory.mktemp("bare"))),
+                                                      "site.yml")
+    return run_all(jobs)
+
+
+def bare_inventory(folder) -> str:
+    """tests/unreachable.yml without the two variables only an inventory can give (lab_networks, lab_memory_mb)."""
+    data = yaml.safe_load(INVENTORY.read_text())
+    for name in ("lab_networks", "lab_memory_mb"):
+        del data["all"]["vars"][name]
+    (folder / "inventory.yml").write_text(yaml.safe_dump(data))
+    return folder / "inventory.yml"
+
+
+def test_there_are_enough_cases():
+    assert len(CASES) >= 20
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_refused_before_any_connection(runs, case):
+    run = runs[case.run]
+    assert run.rc == 2, f"expected exit 2 (a failed validation task)\n{run.describe()}"
+    assert "UNREACHABLE" not in run.out and PROVISION_PLAY not in run.out, \
+        f"validation let the knobs through: the provisioning play started\n{run.describe()}"
+    mine = [f for f in run.failures() if case.matches(f)]
+    assert mine, (f"no failure on {case.fails_on()} naming {', '.join(case.names)} and saying {case.says!r}; "
+                  f"failures: {[(f['host'], f['msg']) for f in run.failures()]}\n{run.describe()}")
+    for name in case.names:
+        assert name in run.out
+
+
+@pytest.mark.parametrize("run_name", RUNS)
+def test_each_run_fails_for_its_cases_only(runs, run_name):
+    """A shared run must not hide a case behind another: every failure belongs to exactly one case."""
+    run = runs[run_name]
+    cases = [c for c in CASES if c.run == run_name]
+    for failure in run.failures():
+        owners = [c.id for c in cases if c.matches(failure)]
+        assert len(owners) == 1, f"failure {failure['host']}: {failure['msg']!r} matches cases {owners}\n{run.describe()}"
+    for machine in {h for c in cases for h in c.fails_on()}:
+        assert re.search(rf"^{machine}\s+: .*failed=1", run.out, re.M), f"{machine} did not fail\n{run.describe()}"
+
+
+def test_catalog_and_tuned_values_pass(runs):
+    """No overrides: validation passes for both machines and the provisioning play starts (and, at
+    127.0.0.1:9, finds the machines unreachable: exit 4)."""
+    run = runs["good"]
+    assert run.rc == 4, run.describe()
+    assert not run.failures(), run.describe()
+    before, _, after = run.out.partition(PROVISION_PLAY)
+    assert after, f"the provisioning play never started\n{run.describe()}"
+    assert "fatal: [default]: UNREACHABLE!" in after and "fatal: [tuned]: UNREACHABLE!" in after
+
+
+WARNING = re.compile(r"^WARNING: by the lab's estimate these knobs need ~(\d+) MB on a (\d+) MB machine")
+
+
+def test_the_scenario_fits_its_machines(runs):
+    """The catalog and the tuned values fit 512 MB machines by the knobs role's own estimate."""
+    run = runs["good"]
+    assert not [m for m in run.messages() if WARNING.match(m)], run.describe()
+
+
+def test_memory_estimate_warns_without_failing(runs):
+    run = runs["memory"]
+    assert run.rc == 4, run.describe()
+    assert not run.failures(), run.describe()
+    assert PROVISION_PLAY in run.out, f"the warning stopped the run\n{run.describe()}"
+    warnings = [(r["host"], WARNING.match(r["msg"])) for r in run.results() if WARNING.match(r["msg"])]
+    assert [host for host, _ in warnings] == ["tuned"], f"only tuned asks for too much\n{run.describe()}"
+    need, have = int(warnings[0][1].group(1)), int(warnings[0][1].group(2))
+    assert have == 512 and need > 1024, warnings[0][1].group(0)
+    assert "jvm_heap_max_mb" in warnings[0][1].string, "the warning names the knobs behind it"
+
+
+def test_an_inventory_without_the_machines_networks_and_memory_is_refused(runs):
+    """lab_networks and lab_memory_mb come from the inventory (a real-host inventory must set them)."""
+    run = runs["bare_inventory"]
+    assert run.rc == 2 and PROVISION_PLAY not in run.out, run.describe()
+    for host in ("default", "tuned"):
+        said = " ".join(run.messages(host))
+        for name in ("lab_networks", "lab_memory_mb"):
+            assert f"knob {name} = " in said and "the inventory must set it in all:vars" in said, run.describe()
