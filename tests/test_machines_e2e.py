@@ -3,8 +3,11 @@
 Needs root and QEMU (KVM or TCG). Outside CI it skips loudly where the lab cannot run; under CI=true it
 always runs. A whole pass takes ~10-15 minutes under TCG (box build the first time, two boots).
 """
+import csv
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,3 +135,109 @@ def test_a_second_up_changes_nothing(lab_up):
     again = start("up", timeout=600)
     assert again.returncode == 0, again.stderr
     assert "already up; nothing changed" in again.stdout
+
+
+# --- the whole pipeline: provision, a short load on both at once, collect, report --------------------------
+
+# Small enough for CI under TCG (DESIGN: 10–20 users, 2–3 minutes); the scenario's 150 users is a benchmark.
+SHORT_RUN = ["--users", "10", "--ramp-up", "30s", "--duration", "3m", "--label", "e2e"]
+# What the report's charts draw from each machine's PCP archive (the JMeter charts come from the JTL).
+CHART_METRICS = ("kernel.all.load", "kernel.all.cpu.user", "mem.util.used", "hotproc.psinfo.rss",
+                 "apache.busy_servers", "openmetrics.app.jvm_memory_used_bytes",
+                 "openmetrics.app.tomcat_connector_threads_busy", "openmetrics.app.jvm_gc_pause_seconds_sum",
+                 "openmetrics.mock.mock_http_request_duration_seconds_count", "network.tcpconn.established")
+
+
+@pytest.fixture(scope="module")
+def short_run(lab_up):
+    """./start.sh with a short load: provisions both machines (the first time), checks them, loads, collects
+    and reports. {"result": CompletedProcess, "folder": the run folder}."""
+    results = ROOT / "results"
+    before = set(results.iterdir()) if results.exists() else set()
+    run = start(*SHORT_RUN, timeout=45 * 60)
+    print(run.stdout[-6000:], run.stderr[-3000:])
+    made = sorted(set(results.iterdir()) - before) if results.exists() else []
+    assert run.returncode == 0, f"./start.sh {' '.join(SHORT_RUN)} failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
+    assert len(made) == 1, f"expected one new run folder, got {made}"
+    return {"result": run, "folder": made[0]}
+
+
+def run_json(short_run):
+    return json.loads((short_run["folder"] / "run.json").read_text())
+
+
+def test_run_is_recorded_complete(short_run):
+    record = run_json(short_run)
+    assert record["status"] == "complete" and not record.get("error"), record
+    assert record["load"]["users"] == 10 and record["load"]["duration_s"] == 180
+    assert not record.get("collect_errors"), record["collect_errors"]
+    for name in ("default", "tuned"):
+        versions = record["machines"][name]["versions"]
+        assert versions.get("java") and versions.get("httpd") and versions.get("pcp"), versions
+    assert "httpd_proxy_protocol" in record["knob_diff"] and "tomcat_ajp_connector" in record["knob_diff"]
+
+
+def successful_samples(jtl: Path) -> int:
+    with jtl.open(newline="") as f:
+        return sum(1 for row in csv.DictReader(f) if row.get("success") == "true")
+
+
+def test_both_machines_served_requests(short_run):
+    for name in ("default", "tuned"):
+        jtl = short_run["folder"] / name / "jmeter.jtl"
+        assert jtl.is_file(), f"{name}: no JTL"
+        ok = successful_samples(jtl)
+        # 10 users for 3 minutes against a service that answers in well under a second
+        assert ok >= 300, f"{name}: only {ok} successful requests"
+        access = (short_run["folder"] / name / "logs" / "httpd-access.log").read_text(errors="replace")
+        assert access.count(" 200 ") >= 300, f"{name}: HTTPD logged few successful requests"
+
+
+def test_tuned_goes_through_ajp_with_apr_and_default_through_http(short_run):
+    tuned = json.loads((short_run["folder"] / "tuned" / "actuator-info.json").read_text())["lab"]
+    assert tuned["tcnative"] != "not loaded", tuned
+    assert any(key.startswith("AjpAprProtocol:8009") for key in tuned["connectors"]), tuned["connectors"]
+    sites = {p.name: p.read_text(errors="replace") for p in (short_run["folder"] / "tuned" / "config").rglob("lab*.conf")}
+    assert any("ProxyPass /api/ ajp://127.0.0.1:8009/api/" in text for text in sites.values()), sites.keys()
+    default = json.loads((short_run["folder"] / "default" / "actuator-info.json").read_text())["lab"]
+    assert default["tcnative"] == "not loaded" and not any(k.startswith("Ajp") for k in default["connectors"]), default
+
+
+def test_pcp_archives_hold_the_expected_metrics(short_run):
+    for name in ("default", "tuned"):
+        pcp = short_run["folder"] / name / "pcp"
+        assert (pcp / "archive.0").is_file() and (pcp / "archive.meta").is_file(), sorted(pcp.iterdir())
+        seen: dict[str, int] = {}
+        instances: set[str] = set()
+        with (pcp / "metrics.csv").open() as f:
+            next(f)
+            for line in f:
+                _, metric, instance, _ = line.rstrip("\n").split(",", 3) if line.count(",") >= 3 else ("", "", "", "")
+                seen[metric] = seen.get(metric, 0) + 1
+                if metric == "hotproc.psinfo.rss":
+                    instances.add(instance)
+        missing = [m for m in CHART_METRICS if seen.get(m, 0) < 30]
+        assert not missing, f"{name}: too few values of {missing} (seen: {sorted(seen)})"
+        assert any("java" in i for i in instances) and any("apache2" in i for i in instances) \
+            and any("mock_service" in i for i in instances), f"{name}: hotproc followed {sorted(instances)}"
+
+
+def test_report_holds_every_chart_with_data(short_run):
+    sys.path.insert(0, str(ROOT))
+    from report.charts import CHARTS
+    from report.machine import load_machine
+    from report.runinfo import RunInfo
+
+    html = (short_run["folder"] / "report.html").read_text()
+    for chart in CHARTS:
+        assert f"id='{chart.key}'" in html, f"chart {chart.key} is missing from report.html"
+    run = RunInfo(short_run["folder"])
+    for name in ("default", "tuned"):
+        machine = load_machine(run, name, run.warmup_s)
+        for chart in CHARTS:
+            panel = chart.build(machine, 240.0)
+            if chart.key == "errors" and panel.note == "no errors":
+                continue
+            assert panel.series, f"{name}: chart {chart.key} has no data ({panel.note})"
+    summary = (short_run["folder"] / "summary.md").read_text()
+    assert "the successful TPS of default" in summary, summary[:1500]

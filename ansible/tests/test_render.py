@@ -179,6 +179,12 @@ def test_tuned_application_yml(tuned):
     assert (audit["appender"], audit["queue-size"], audit["discarding-threshold"]) == ("ASYNC", 500, 0)
 
 
+def test_tuned_app_may_start_its_threads(tuned, default):
+    """systemd's default task limit (497 on 512 MB) is below 2 × 300 pre-started Tomcat threads."""
+    assert "TasksMax=1024" in tuned["app/camel-app.service"].splitlines()
+    assert "TasksMax" not in default["app/camel-app.service"]
+
+
 def test_tuned_jvm_options(tuned):
     options = jvm_options(tuned["app/jvm.options"])
     assert "-XX:+UseG1GC" in options
