@@ -49,8 +49,9 @@ def box_file(suite: str) -> Path:
     return paths.BOX_DIR / f"{suite}-{recipe_hash(suite)[:12]}.box"
 
 
-def packages(recipe_dir: Path = RECIPE_DIR) -> list[str]:
-    lines = (recipe_dir / "packages.txt").read_text().splitlines()
+def packages(recipe_dir: Path = RECIPE_DIR, listing: str = "packages.txt") -> list[str]:
+    """The box's package list: packages.txt (debootstrap's), or preload.txt (the roles' packages)."""
+    lines = (recipe_dir / listing).read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
@@ -123,6 +124,7 @@ def build(settings, target: Path) -> None:
         shutil.copy(vagrant_public_key(), mnt / "tmp" / "vagrant.pub")
         (mnt / "etc" / "fstab").write_text(f"UUID={uuid} / ext4 errors=remount-ro 0 1\n")
         shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
+        shutil.copy(RECIPE_DIR / "preload.txt", mnt / "tmp" / "preload.txt")
         for fs, where in (("proc", "proc"), ("sysfs", "sys"), ("devtmpfs", "dev")):
             _run(["mount", "-t", fs, fs, str(mnt / where)], f"mounting {where} for the chroot")
             mounted.append(mnt / where)

@@ -10,6 +10,16 @@ deb $mirror $suite-updates main
 deb ${mirror%/debian}/debian-security $suite-security main
 LIST
 
+# The roles' packages (preload.txt), installed without recommends as the roles do. No service may start
+# inside the chroot (policy-rc.d 101); they start, enabled by their packages, on the guest's first boot.
+if [ -s /tmp/preload.txt ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod 755 /usr/sbin/policy-rc.d
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends $(grep -v '^#' /tmp/preload.txt)
+  rm -f /usr/sbin/policy-rc.d /tmp/preload.txt
+fi
+
 echo lab-box > /etc/hostname
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tlab-box\n' > /etc/hosts
 

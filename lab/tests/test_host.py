@@ -3,7 +3,9 @@ import shutil
 
 import pytest
 
-from lab import accel, box, netns, placement, prereqs
+import yaml
+
+from lab import accel, box, netns, paths, placement, prereqs
 
 CPUINFO_VMX = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr vmx sse\n"
 CPUINFO_PLAIN = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr sse hypervisor\n"
@@ -101,6 +103,29 @@ def test_recipe_hash_changes_with_any_recipe_file(tmp_path):
     (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "htop\n")
     assert box.recipe_hash("bookworm", recipe) != first
     assert "htop" in box.packages(recipe)
+
+
+def _role_apt_packages() -> set[str]:
+    """Every package an apt task of the roles names, with role-default lists resolved."""
+    roles = paths.ROOT / "ansible" / "roles"
+    defaults = {}
+    for f in roles.glob("*/defaults/main.yml"):
+        defaults.update(yaml.safe_load(f.read_text()) or {})
+    found = set()
+    for f in roles.glob("*/tasks/*.yml"):
+        for task in yaml.safe_load(f.read_text()) or []:
+            names = (task.get("ansible.builtin.apt") or {}).get("name") if isinstance(task, dict) else None
+            if isinstance(names, str) and names.startswith("{{"):
+                names = defaults[names.strip("{} ")]
+            found.update([names] if isinstance(names, str) else names or [])
+    return found
+
+
+def test_box_preloads_every_package_the_roles_install():
+    wanted = _role_apt_packages()
+    assert {"apache2", "openjdk-17-jre-headless", "pcp", "python3-apt"} <= wanted, wanted
+    missing = wanted - set(box.packages()) - set(box.packages(listing="preload.txt"))
+    assert not missing, f"add to lab/box/preload.txt (provisioning under TCG would install them): {sorted(missing)}"
 
 
 def test_box_name_carries_the_recipe():
