@@ -125,6 +125,11 @@ def build(settings, target: Path) -> None:
         (mnt / "etc" / "fstab").write_text(f"UUID={uuid} / ext4 errors=remount-ro 0 1\n")
         shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
         shutil.copy(RECIPE_DIR / "preload.txt", mnt / "tmp" / "preload.txt")
+        # apt in the chroot resolves the mirror with the host's resolver (systemd-resolved's symlink points
+        # into an empty /run there); customize.sh links the guest's own resolv.conf at the end.
+        resolv = mnt / "etc" / "resolv.conf"
+        resolv.unlink(missing_ok=True)
+        shutil.copy("/etc/resolv.conf", resolv)
         for fs, where in (("proc", "proc"), ("sysfs", "sys"), ("devtmpfs", "dev")):
             _run(["mount", "-t", fs, fs, str(mnt / where)], f"mounting {where} for the chroot")
             mounted.append(mnt / where)

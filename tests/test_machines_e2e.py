@@ -149,9 +149,14 @@ CHART_METRICS = ("kernel.all.load", "kernel.all.cpu.user", "mem.util.used", "hot
 
 
 @pytest.fixture(scope="module")
-def short_run(lab_up):
+def short_run(request):
     """./start.sh with a short load: provisions both machines (the first time), checks them, loads, collects
-    and reports. {"result": CompletedProcess, "folder": the run folder}."""
+    and reports. {"result": CompletedProcess, "folder": the run folder}. LAB_E2E_RUN_FOLDER=results/<id>
+    checks that folder instead (made by `./start.sh` + SHORT_RUN), without bringing anything up."""
+    given = os.environ.get("LAB_E2E_RUN_FOLDER")
+    if given:
+        return {"result": None, "folder": Path(given).resolve()}
+    request.getfixturevalue("lab_up")
     results = ROOT / "results"
     before = set(results.iterdir()) if results.exists() else set()
     run = start(*SHORT_RUN, timeout=45 * 60)

@@ -15,9 +15,16 @@ LIST
 if [ -s /tmp/preload.txt ]; then
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
   chmod 755 /usr/sbin/policy-rc.d
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends $(grep -v '^#' /tmp/preload.txt)
-  rm -f /usr/sbin/policy-rc.d /tmp/preload.txt
+  apt-get update -q --error-on=any
+  # pcp's postinst runs `systemctl start pmcd` whenever systemctl exists, and fails without a running
+  # systemd: a systemctl that does nothing comes first in PATH for this install only.
+  mkdir -p /tmp/chroot-bin
+  printf '#!/bin/sh\nexit 0\n' > /tmp/chroot-bin/systemctl
+  chmod 755 /tmp/chroot-bin/systemctl
+  # (apt gives dpkg its own PATH: DPkg::Path)
+  apt-get install -y -q --no-install-recommends -o DPkg::Path=/tmp/chroot-bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    $(grep -v '^#' /tmp/preload.txt)
+  rm -rf /usr/sbin/policy-rc.d /tmp/preload.txt /tmp/chroot-bin
 fi
 
 echo lab-box > /etc/hostname
