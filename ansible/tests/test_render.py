@@ -138,7 +138,7 @@ def test_ansible_managed_header(rendered):
 def test_hotproc_follows_the_jvm_httpd_and_the_mock(tuned):
     lines = tuned["pcp/hotproc.conf"].splitlines()
     assert lines[:2] == ["#pmdahotproc", "Version 1.0"]
-    assert lines[2] == 'fname == "java" || fname == "apache2" || psargs ~ "-m mock_service"'
+    assert lines[2] == 'fname == "java" || fname == "apache2" || psargs ~ /mock_service/'
 
 
 # --- tuned ----------------------------------------------------------------------------------------------
