@@ -211,6 +211,8 @@ def _finish(opts: Options, record: Record, run_dir: Path, run_id: str, marked_at
         if machines_info[name]["versions"] and (paths.STATE_DIR / "jmeter" / "home").exists():
             machines_info[name]["versions"]["jmeter"] = record.data.get("load", {}).get("jmeter_version")
     record.update(machines=machines_info, knob_diff=knob_diff(knobs), ended=_utc_now())
+    if record.data["status"] == "running":      # everything is gathered; the report is derived from it
+        record.update(status="complete")
     if any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES):
         with steps.step("JMeter dashboards"):
             load.dashboards(run_dir, progress=log)
