@@ -66,6 +66,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
                    help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
     r.add_argument("--down", action="store_true", help="destroy the machines after the run")
+    r.add_argument("--provision", action="store_true",
+                   help="run Ansible even when nothing changed since the machines were last provisioned")
     sub = p.add_subparsers(dest="command", metavar="command")
     sub.add_parser("up", help="bring both machines up")
     sub.add_parser("status", help="show the machines")
@@ -241,7 +243,7 @@ def run_options(args) -> run.Options:
     profile = load.Profile(model=args.model, users=args.users, ramp_up_s=args.ramp_up, duration_s=args.duration,
                            rate_per_s=args.rate, keep_alive=not args.no_keep_alive)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=args.overrides,
-                       down=args.down)
+                       down=args.down, provision=args.provision)
     provision.parse_overrides(opts.overrides)
     return opts
 

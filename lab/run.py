@@ -37,6 +37,7 @@ class Options:
     label: str = ""
     overrides: list[str] = field(default_factory=list)   # --set items as typed
     down: bool = False
+    provision: bool = False      # provision even when nothing changed since the last time
 
     def __post_init__(self) -> None:
         if self.label and not LABEL_RE.fullmatch(self.label):
@@ -156,7 +157,8 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
                       placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
         targets = {name: f"http://{ip}" for name, ip in resolved["machines"].items()}
         with phase("provision", "build and provision both machines (Ansible)"):
-            provision.run(resolved, overrides, log=log)
+            ran = provision.run(resolved, overrides, log=log, force=opts.provision)
+        record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
         with phase("check", "both machines answer through HTTPD"):
             check_answers(targets, log)
         with phase("load", "the load, on both machines at once"):

@@ -136,3 +136,75 @@ def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monk
 def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path)]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+# --- provisioning is skipped when nothing changed ------------------------------------------------------------
+
+@pytest.fixture
+def fake_provisioning(monkeypatch, tmp_path):
+    """provision.run without Ansible or machines: counts the playbook runs; the stamp in tmp_path."""
+    from lab import provision
+    jar = tmp_path / "app.jar"
+    jar.write_bytes(b"jar v1")
+    calls = []
+
+    class Done:
+        returncode = 0
+        stdout = iter(["PLAY RECAP\n"])
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(provision, "STAMP", tmp_path / "provisioned.sha256")
+    monkeypatch.setattr(provision, "ensure_jar", lambda stack, log=print: jar)
+    monkeypatch.setattr(provision, "_machine_ids", lambda: {"default": "id-d", "tuned": "id-t"})
+    monkeypatch.setattr(provision, "write_inventory", lambda resolved: tmp_path / "inventory.yml")
+    monkeypatch.setattr(provision.paths, "LOG_DIR", tmp_path / "log")
+    monkeypatch.setattr(provision.subprocess, "Popen", lambda *a, **k: calls.append(a) or Done())
+    return provision, calls, jar
+
+
+def test_provisioning_is_skipped_only_when_nothing_changed(fake_provisioning):
+    provision, calls, jar = fake_provisioning
+    resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
+    quiet = dict(log=lambda *a: None, out=io.StringIO())
+    assert provision.run(resolved, {}, force=False, **quiet) is True          # first time: runs
+    assert provision.run(resolved, {}, force=False, **quiet) is False         # unchanged: skipped
+    assert provision.run(resolved, {}, force=True, **quiet) is True           # ./start.sh provision
+    assert provision.run(resolved, {"tuned": {"tomcat_threads_max": 250}}, force=False, **quiet) is True
+    assert provision.run(resolved, {"tuned": {"tomcat_threads_max": 250}}, force=False, **quiet) is False
+    jar.write_bytes(b"jar v2")                                                 # a new build of the app
+    assert provision.run(resolved, {"tuned": {"tomcat_threads_max": 250}}, force=False, **quiet) is True
+    assert len(calls) == 4
+
+
+def test_fingerprint_follows_ansible_files_and_machine_identity(fake_provisioning, tmp_path, monkeypatch):
+    provision, _, jar = fake_provisioning
+    ansible = tmp_path / "ansible"
+    (ansible / "roles" / "app").mkdir(parents=True)
+    (ansible / "tests").mkdir()
+    (ansible / "roles" / "app" / "main.yml").write_text("a: 1\n")
+    monkeypatch.setattr(provision, "ANSIBLE_DIR", ansible)
+    ids = {"default": "id-d", "tuned": "id-t"}
+    first = provision.fingerprint({}, {}, [jar], ids)
+    (ansible / "tests" / "test_x.py").write_text("changed\n")
+    assert provision.fingerprint({}, {}, [jar], ids) == first, "tests do not reach the machines"
+    assert provision.fingerprint({}, {}, [jar], {**ids, "tuned": "re-created"}) != first
+    (ansible / "roles" / "app" / "main.yml").write_text("a: 2\n")
+    assert provision.fingerprint({}, {}, [jar], ids) != first
+
+
+def test_a_failed_provisioning_is_not_remembered(fake_provisioning, monkeypatch):
+    provision, calls, _ = fake_provisioning
+
+    class Failed:
+        returncode = 2
+        stdout = iter(["fatal: [tuned]: FAILED!\n"])
+
+        def wait(self):
+            return 2
+
+    monkeypatch.setattr(provision.subprocess, "Popen", lambda *a, **k: Failed())
+    with pytest.raises(provision.ProvisionError):
+        provision.run({}, {}, force=False, log=lambda *a: None, out=io.StringIO())
+    assert not provision.STAMP.exists()
