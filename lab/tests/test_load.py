@@ -425,7 +425,10 @@ def test_open_model_reaches_its_rate_and_unreachable_targets_fail(app, tmp_path)
     hold_from = result.test_start_ms + (ramp + 1) * 1000
     hold_to = result.test_start_ms + (ramp + hold) * 1000
     in_hold = [s for s in default if hold_from <= int(s["timeStamp"]) < hold_to]
-    assert abs(len(in_hold) / (hold - 1) - rate) <= 0.2 * rate, len(in_hold) / (hold - 1)   # Poisson: ±5 % is 1 σ
+    # Poisson alone is ±5 % (1 σ); on a loaded host JMeter also catches up owed arrivals in bursts (seen +22 %
+    # with two VMs busy). ±35 % still tells the hold's rate from the ramp's mean (half) or a double schedule;
+    # the whole schedule's count is checked to ±10 % above.
+    assert abs(len(in_hold) / (hold - 1) - rate) <= 0.35 * rate, len(in_hold) / (hold - 1)
     tuned = rows(tmp_path / "tuned" / "jmeter.jtl")
     assert all(s["success"] == "false" and "Non HTTP response code" in s["responseCode"] for s in tuned)
     assert all(s["failureMessage"].startswith("expected HTTP status") for s in tuned)
