@@ -6,7 +6,8 @@
 #   ./test.sh mock lab     only these stages
 #
 # Stages: mock (mock-service pytest), app (Maven verify of both stacks), lab (host plumbing unit tests
-# and Vagrantfile validation), ansible (lint, knob validation and template renders, no VM), report (report/ pytest on a recorded run folder), e2e (real machines: up,
+# and Vagrantfile validation), ansible (lint, knob validation and template renders, no VM), report
+# (report/ pytest on a recorded run folder), e2e (real machines: up, provision, a short run checked,
 # checks, down). Outside CI, e2e skips loudly where no machine can be brought up; under CI=true it always runs.
 set -uo pipefail
 
