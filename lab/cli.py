@@ -96,9 +96,13 @@ def cmd_prereqs() -> int:
     return 0
 
 
+def _machines_running() -> bool:
+    return netns.healthy() and set(machines.states().values()) == {"running"}
+
+
 def _is_up(s: settings.Settings) -> bool:
     """Both machines running in a healthy lab; an error when they were made with other settings."""
-    if not (netns.healthy() and set(machines.states().values()) == {"running"}):
+    if not _machines_running():
         return False
     previous = machines.read_resolved() or {}
     if previous.get("requested") != json.loads(json.dumps(asdict(s))):
@@ -192,7 +196,7 @@ def cmd_down() -> int:
 
 
 def cmd_provision(overrides: dict) -> int:
-    if not (netns.healthy() and set(machines.states().values()) == {"running"}):
+    if not _machines_running():
         raise LabError("the machines are not up (./start.sh up)")
     with steps.step("provision both machines (Ansible)"):
         provision.run(machines.read_resolved() or {}, overrides, log=steps.note)

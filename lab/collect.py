@@ -54,7 +54,7 @@ class CollectError(RuntimeError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""
 
 
-def _guest(name: str, args: list[str], timeout: float, binary: bool = False) -> subprocess.CompletedProcess:
+def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
     """lab/guest/run.sh ARGS as root on a machine, the script on stdin (inside the lab namespace)."""
     command = machines.ssh_command(name, "sudo bash -s -- " + " ".join(args))
     return subprocess.run(command, input=GUEST_SCRIPT.read_bytes(), capture_output=True, timeout=timeout)

@@ -133,12 +133,11 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
     run_dir = RESULTS / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
     overrides = provision.parse_overrides(opts.overrides)
-    profile = asdict(opts.profile)
     record = Record(run_dir, {
         "run_id": run_id, "label": opts.label or None, "started": _utc_now(), "ended": None,
         "status": "running", "phase": "start", "stopped_at": None, "error": None,
         "git_commit": _git_commit(), "command": sys.argv[1:],
-        "load": {**profile, "warmup_s": opts.effective_warmup_s},
+        "load": _load_record(opts),
         "overrides": {m: o for m, o in overrides.items() if o}, "host": _host(), "phases": {}})
     print(f"run {run_id}: results in {run_dir}", flush=True)
     marked_at = None
@@ -165,8 +164,7 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
             collect.mark(run_id)
             marked_at = time.time()
             result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log)
-            record.update(load={**profile, "warmup_s": opts.effective_warmup_s,
-                                **{k: v for k, v in result.to_dict().items() if k != "profile"}})
+            record.update(load=_load_record(opts, result))
             if result.interrupted:
                 record.update(status="interrupted", stopped_at="load")
                 exit_code = 130
@@ -177,8 +175,7 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
         exit_code = 130
     except load.LoadError as failure:
         if failure.result is not None:
-            record.update(load={**profile, "warmup_s": opts.effective_warmup_s,
-                                **{k: v for k, v in failure.result.to_dict().items() if k != "profile"}})
+            record.update(load=_load_record(opts, failure.result))
         record.update(status="failed", stopped_at="load", error=str(failure))
         print(f"start.sh: the load failed: {failure}", file=sys.stderr)
         exit_code = 1
@@ -188,12 +185,16 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
         exit_code = 1
     finally:
         _finish(opts, record, run_dir, run_id, marked_at, log)
-    if record.data["status"] == "running":
-        record.update(status="complete")
     if opts.down:
         from lab import cli      # the teardown lives with the up/down commands
         cli.cmd_down()
     return exit_code
+
+
+def _load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
+    """run.json's load: the profile, the warm-up, and (once it ran) what the load did (samples, errors, …)."""
+    done = {} if result is None else {k: v for k, v in result.to_dict().items() if k != "profile"}
+    return {**asdict(opts.profile), "warmup_s": opts.effective_warmup_s, **done}
 
 
 def _finish(opts: Options, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log) -> None:
@@ -205,10 +206,11 @@ def _finish(opts: Options, record: Record, run_dir: Path, run_id: str, marked_at
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
     machines_info = {}
     knobs = {}
+    addresses = (machines.read_resolved() or {}).get("machines", {})
     for name in machines.NAMES:
         mdir = run_dir / name
         knobs[name] = collect.read_knobs(mdir)
-        machines_info[name] = {"ip": (machines.read_resolved() or {}).get("machines", {}).get(name),
+        machines_info[name] = {"ip": addresses.get(name),
                                "knobs": knobs[name], "versions": collect.read_versions(mdir)}
         if machines_info[name]["versions"] and (paths.STATE_DIR / "jmeter" / "home").exists():
             machines_info[name]["versions"]["jmeter"] = record.data.get("load", {}).get("jmeter_version")

@@ -1,7 +1,9 @@
-"""End to end on real machines: ./start.sh up -> both twins answer as specified -> ./start.sh down.
+"""End to end on real machines: ./start.sh up -> both twins answer as specified -> a short full run
+(provisioning, load, collection, report) checked -> ./start.sh down.
 
 Needs root and QEMU (KVM or TCG). Outside CI it skips loudly where the lab cannot run; under CI=true it
-always runs. A whole pass takes ~10-15 minutes under TCG (box build the first time, two boots).
+always runs. A whole pass takes ~35-40 minutes under TCG (box build, boot ~9 min, provisioning ~21 min,
+the run ~5 min).
 """
 import csv
 import json
@@ -11,6 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the report package, to read what it wrote
+from report.charts import CHARTS  # noqa: E402
+from report.machine import load_machine  # noqa: E402
+from report.pcp import read_metrics  # noqa: E402
+from report.runinfo import RunInfo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 START = str(ROOT / "start.sh")
@@ -213,28 +221,16 @@ def test_pcp_archives_hold_the_expected_metrics(short_run):
     for name in ("default", "tuned"):
         pcp = short_run["folder"] / name / "pcp"
         assert (pcp / "archive.0").is_file() and (pcp / "archive.meta").is_file(), sorted(pcp.iterdir())
-        seen: dict[str, int] = {}
-        instances: set[str] = set()
-        with (pcp / "metrics.csv").open() as f:
-            next(f)
-            for line in f:
-                _, metric, instance, _ = line.rstrip("\n").split(",", 3) if line.count(",") >= 3 else ("", "", "", "")
-                seen[metric] = seen.get(metric, 0) + 1
-                if metric == "hotproc.psinfo.rss":
-                    instances.add(instance)
-        missing = [m for m in CHART_METRICS if seen.get(m, 0) < 30]
-        assert not missing, f"{name}: too few values of {missing} (seen: {sorted(seen)})"
+        metrics = read_metrics(pcp / "metrics.csv")           # the report's own reader
+        missing = [m for m in CHART_METRICS if len(metrics.by_metric.get(m, ((),))[0]) < 30]
+        assert not missing, f"{name}: too few values of {missing} (seen: {sorted(metrics.by_metric)})"
+        instances = metrics.instances("hotproc.psinfo.rss")
         assert any("java" in i for i in instances) and any("apache2" in i for i in instances) \
             and any("python3" in i for i in instances), f"{name}: hotproc followed {sorted(instances)}"
         # (hotproc names a process by its command only; the only python3 it follows is the mock: psargs rule)
 
 
 def test_report_holds_every_chart_with_data(short_run):
-    sys.path.insert(0, str(ROOT))
-    from report.charts import CHARTS
-    from report.machine import load_machine
-    from report.runinfo import RunInfo
-
     html = (short_run["folder"] / "report.html").read_text()
     for chart in CHARTS:
         assert f"id='{chart.key}'" in html, f"chart {chart.key} is missing from report.html"
