@@ -60,13 +60,17 @@ def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedPr
     return subprocess.run(command, input=GUEST_SCRIPT.read_bytes(), capture_output=True, timeout=timeout)
 
 
-def mark(run_id: str, names=machines.NAMES) -> None:
-    """Log offsets remembered and the run's PCP archive started, on both machines."""
+def mark(run_id: str, names=machines.NAMES, log=print) -> None:
+    """Log offsets remembered and the run's PCP archive started, on both machines; the guest's warnings
+    (a metric source that never answered) are passed on. Waits up to pcp_openmetrics_wait_s per source."""
     def one(name):
-        done = _guest(name, ["mark", run_id], timeout=120)
+        done = _guest(name, ["mark", run_id], timeout=300)
         if done.returncode != 0:
             raise CollectError(f"{name}: could not start the run's PCP archive: "
                                f"{done.stderr.decode(errors='replace').strip()[-400:]}")
+        for line in done.stderr.decode(errors="replace").splitlines():
+            if "warning" in line:
+                log(f"{name}: {line.strip()}")
     with ThreadPoolExecutor(len(names)) as pool:
         list(pool.map(one, names))
 

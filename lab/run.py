@@ -161,7 +161,7 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
         with phase("check", "both machines answer through HTTPD"):
             check_answers(targets, log)
         with phase("load", "the load, on both machines at once"):
-            collect.mark(run_id)
+            collect.mark(run_id, log=log)
             marked_at = time.time()
             result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log)
             record.update(load=_load_record(opts, result))
