@@ -198,8 +198,12 @@ class SlowApiHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class StandInServer(http.server.ThreadingHTTPServer):
+    request_queue_size = 128       # socketserver's 5 overflows when 20 connections a second meet a busy host
+
+
 def serve(handler):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = StandInServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
