@@ -169,7 +169,7 @@ def test_tuned_proxies_over_ajp_with_the_secret(tuned):
 def test_tuned_application_yml(tuned):
     config = yaml.safe_load(tuned["app/application.yml"])
     tomcat = config["server"]["tomcat"]
-    assert tomcat["threads"] == {"max": 300, "min-spare": 300}
+    assert tomcat["threads"] == {"max": 300, "min-spare": 25}
     assert (tomcat["max-connections"], tomcat["accept-count"], tomcat["connection-timeout"]) == (400, 100, "30000ms")
     assert "keep-alive-timeout" not in tomcat
     assert config["server"]["compression"]["enabled"] is False
@@ -180,7 +180,7 @@ def test_tuned_application_yml(tuned):
 
 
 def test_tuned_app_may_start_its_threads(tuned, default):
-    """systemd's default task limit (497 on 512 MB) is below 2 × 300 pre-started Tomcat threads."""
+    """systemd's default task limit (497 on 512 MB) is below 2 × 300 Tomcat threads."""
     assert "TasksMax=1024" in tuned["app/camel-app.service"].splitlines()
     assert "TasksMax" not in default["app/camel-app.service"]
 
@@ -192,6 +192,7 @@ def test_tuned_jvm_options(tuned):
     assert "-XX:+HeapDumpOnOutOfMemoryError" in options and "-XX:HeapDumpPath=/var/lib/camel-app" in options
     assert not any(o.startswith("-Djava.library.path") for o in options), "APR needs Tomcat Native on the path"
     assert not any(o.startswith(("-Xmx", "-Xms")) for o in options), "heap: ergonomics on both machines"
+    assert "-XX:TieredStopAtLevel=1" in options
 
 
 # --- default ----------------------------------------------------------------------------------------------
@@ -270,8 +271,13 @@ def test_mock_settings(tuned, default):
         assert env["MOCK_KEEP_ALIVE"] == "on" and env["MOCK_SEED"] == "42"
 
 
-def test_pmlogger_interval(tuned):
-    assert "log mandatory on every 1 second {" in tuned["pcp/pmlogger.config"]
+def test_pmlogger_intervals(tuned):
+    """Everything each second, but the scraped endpoints (each fetch costs the JVM a /actuator/prometheus)."""
+    groups = re.findall(r"log mandatory on every (\d+) seconds? \{([^}]*)\}", tuned["pcp/pmlogger.config"])
+    metrics = {interval: group.split() for interval, group in groups}
+    assert sorted(metrics) == ["1", "10"]
+    assert metrics["10"] == ["openmetrics.app", "openmetrics.mock"]
+    assert "kernel.all.load" in metrics["1"] and not any(m.startswith("openmetrics") for m in metrics["1"])
 
 
 def nft_usable() -> str | None:

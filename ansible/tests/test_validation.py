@@ -158,7 +158,7 @@ CASES = [
     Case("pre-started threads above systemd's default task limit", "tasks", "default",
          {"tomcat_threads_min_spare": 450, "tomcat_threads_max": 500},
          ("tomcat_threads_min_spare", "app_tasks_max"), "on 1 connector(s) + ~60 JVM threads exceed the app's task limit app_tasks_max (496, null"),
-    Case("pre-started threads on two connectors above app_tasks_max", "tasks", "tuned", {"app_tasks_max": 500},
+    Case("pre-started threads on two connectors above app_tasks_max", "tasks", "tuned", {"tomcat_threads_min_spare": 300, "app_tasks_max": 500},
          ("tomcat_threads_min_spare", "app_tasks_max"), "(300) on 2 connector(s) + ~60 JVM threads exceed the app's task limit app_tasks_max (500)"),
     Case("discarding threshold not below queue", "pairs", "tuned", {"logback_async_discarding_threshold": 500},
          ("logback_async_discarding_threshold", "logback_async_queue_size"), "(500) must be < logback_async_queue_size (500)"),

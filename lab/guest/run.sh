@@ -68,11 +68,22 @@ pack)
     echo "uptime_s=$(cut -d' ' -f1 /proc/uptime)"
   } > "$stage/config/versions.txt"
   # the run's PCP archive, and its values as CSV (pmrep converts counters to rates)
+  # (one archive-<time> per pmlogger start: several when it was restarted during the run, merged into one)
   archive=/var/log/pcp/lab/$run_id
   if [ -d "$archive" ]; then
-    cp -p "$archive"/* "$stage/pcp/"
-    if [ -f "$stage/pcp/archive.0" ] && [ $# -gt 0 ]; then
-      pmrep -a "$stage/pcp/archive" -t "$interval" -o csv -Z UTC -f '%s.%f' -I "$@" \
+    cp -p "$archive"/pmlogger*.log "$stage/pcp/" 2>/dev/null
+    parts=$(ls "$archive"/archive-*.meta 2>/dev/null | sed 's/\.meta$//' | tr '\n' ' ')
+    if [ -n "$parts" ]; then
+      # shellcheck disable=SC2086  # one word per archive
+      if ! pmlogextract $parts "$stage/pcp/archive" 2> "$stage/pcp/pmlogextract.err"; then
+        cp -p "$archive"/archive-* "$stage/pcp/"      # unmerged, but kept
+      fi
+      [ -s "$stage/pcp/pmlogextract.err" ] || rm -f "$stage/pcp/pmlogextract.err"
+    fi
+    read_from="$stage/pcp/archive"
+    [ -f "$read_from.0" ] || read_from=$(echo $parts | tr ' ' ',')
+    if [ -n "$read_from" ] && [ $# -gt 0 ]; then
+      pmrep -a "$read_from" -t "$interval" -o csv -Z UTC -f '%s.%f' -I "$@" \
         > "$stage/pcp/pmrep.csv" 2> "$stage/pcp/pmrep.err" || true
     fi
   fi
