@@ -147,8 +147,8 @@ def test_tuned_httpd_worker_mpm(tuned):
     assert "httpd/mpm_worker.conf" in tuned and "httpd/mpm_event.conf" not in tuned
     text = tuned["httpd/mpm_worker.conf"]
     assert "<IfModule mpm_worker_module>" in text
-    assert directives(text) == {"ThreadLimit": "30", "ServerLimit": "10", "StartServers": "3", "MinSpareThreads": "5",
-                                "MaxSpareThreads": "20", "MaxRequestWorkers": "300", "ThreadsPerChild": "30",
+    assert directives(text) == {"ThreadLimit": "30", "ServerLimit": "5", "StartServers": "3", "MinSpareThreads": "5",
+                                "MaxSpareThreads": "20", "MaxRequestWorkers": "150", "ThreadsPerChild": "30",
                                 "MaxConnectionsPerChild": "0"}
 
 
@@ -169,8 +169,8 @@ def test_tuned_proxies_over_ajp_with_the_secret(tuned):
 def test_tuned_application_yml(tuned):
     config = yaml.safe_load(tuned["app/application.yml"])
     tomcat = config["server"]["tomcat"]
-    assert tomcat["threads"] == {"max": 300, "min-spare": 25}
-    assert (tomcat["max-connections"], tomcat["accept-count"], tomcat["connection-timeout"]) == (400, 100, "30000ms")
+    assert tomcat["threads"] == {"max": 150, "min-spare": 25}
+    assert (tomcat["max-connections"], tomcat["accept-count"], tomcat["connection-timeout"]) == (200, 100, "30000ms")
     assert "keep-alive-timeout" not in tomcat
     assert config["server"]["compression"]["enabled"] is False
     assert config["lab"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1", "secret": SECRET,
@@ -180,7 +180,7 @@ def test_tuned_application_yml(tuned):
 
 
 def test_tuned_app_may_start_its_threads(tuned, default):
-    """systemd's default task limit (497 on 512 MB) is below 2 × 300 Tomcat threads."""
+    """Headroom over systemd's default task limit (497 on 512 MB) for 2 × 150 Tomcat threads and the JVM's."""
     assert "TasksMax=1024" in tuned["app/camel-app.service"].splitlines()
     assert "TasksMax" not in default["app/camel-app.service"]
 
@@ -326,7 +326,7 @@ def test_overrides_land(rendered):
     tuned, default = rendered["override"]["tuned"], rendered["override"]["default"]
     config = yaml.safe_load(tuned["app/application.yml"])
     assert config["server"]["tomcat"]["threads"] == {"max": 250, "min-spare": 250}
-    assert config["server"]["tomcat"]["max-connections"] == 400, "the rest of tuned.yml still applies"
+    assert config["server"]["tomcat"]["max-connections"] == 200, "the rest of tuned.yml still applies"
     assert "ProxyTimeout" not in directives(tuned["httpd/lab-tuning.conf"]), "null: back to HTTPD's own (= Timeout)"
     assert directives(tuned["httpd/lab-tuning.conf"])["Timeout"] == "30"
     for files in (tuned, default):

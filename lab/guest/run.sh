@@ -82,8 +82,15 @@ pack)
     fi
     read_from="$stage/pcp/archive"
     [ -f "$read_from.0" ] || read_from=$(echo $parts | tr ' ' ',')
-    if [ -n "$read_from" ] && [ $# -gt 0 ]; then
-      pmrep -a "$read_from" -t "$interval" -o csv -Z UTC -f '%s.%f' -I "$@" \
+    # pmrep refuses the whole list for one name the archive lacks (an agent that was down when pmlogger
+    # started): ask only for those it holds, and say which were missing
+    present=()
+    for metric in "$@"; do
+      if pminfo -a "$read_from" "$metric" >/dev/null 2>&1; then present+=("$metric"); else missing+=" $metric"; fi
+    done
+    [ -n "${missing:-}" ] && echo "not in the archive:${missing}" > "$stage/pcp/missing-metrics.txt"
+    if [ -n "$read_from" ] && [ ${#present[@]} -gt 0 ]; then
+      pmrep -a "$read_from" -t "$interval" -o csv -Z UTC -f '%s.%f' -I "${present[@]}" \
         > "$stage/pcp/pmrep.csv" 2> "$stage/pcp/pmrep.err" || true
     fi
   fi
