@@ -84,9 +84,10 @@ pack)
     [ -f "$read_from.0" ] || read_from=$(echo $parts | tr ' ' ',')
     # pmrep refuses the whole list for one name the archive lacks (an agent that was down when pmlogger
     # started): ask only for those it holds, and say which were missing
-    present=()
+    held=$(pminfo -a "$read_from" "$@" 2>/dev/null)      # the names it holds, one per line
+    present=(); missing=""
     for metric in "$@"; do
-      if pminfo -a "$read_from" "$metric" >/dev/null 2>&1; then present+=("$metric"); else missing+=" $metric"; fi
+      if grep -qxF -- "$metric" <<< "$held"; then present+=("$metric"); else missing+=" $metric"; fi
     done
     [ -n "${missing:-}" ] && echo "not in the archive:${missing}" > "$stage/pcp/missing-metrics.txt"
     if [ -n "$read_from" ] && [ ${#present[@]} -gt 0 ]; then
