@@ -9,7 +9,8 @@ from .charts import CHARTS, render
 from .html import render_html
 from .machine import load_machine
 from .runinfo import RunInfo
-from .summary import render_summary
+from .summary import render_summary, stop_phrase
+from .verdict import analyse_machines, latest_calibration, verdict_record, verdict_sentence, write_record
 
 
 def build_report(folder, warmup=None):
@@ -22,7 +23,11 @@ def build_report(folder, warmup=None):
     else:
         warmup_s, source = 0.0, "run.json has no load.warmup_s: nothing excluded"
     machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
-    summary = render_summary(run, machines, warmup_s, source)
+    analysis = analyse_machines(machines)
+    sentence = verdict_sentence(run, machines, analysis, stop_phrase)
+    calibration = latest_calibration(folder, run.run_id)
+    summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration)
+    write_record(folder, verdict_record(run, machines, analysis, sentence))
     charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
     page = render_html(f"Camel Tuning Lab — {run.run_id}", summary, charts, run.dashboards())
     summary_path, html_path = Path(folder) / "summary.md", Path(folder) / "report.html"

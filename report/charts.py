@@ -344,6 +344,11 @@ def _draw(ax, machine, panel, warmup_s, span, top):
     if warmup_s > 0:
         ax.axvspan(0, warmup_s, color="0.85", zorder=0)
         ax.text(warmup_s / 2, top * 0.97, "warm-up", ha="center", va="top", fontsize=7, color="0.4")
+    steady = getattr(machine, "steady", None)
+    if steady is not None and steady.settled:
+        ax.axvline(steady.start_s, color="tab:green", linestyle=":", linewidth=1.2)
+        ax.text(steady.start_s, top * 0.97, " steady ", color="tab:green", fontsize=7, va="top",
+                ha="right" if steady.start_s > 0.75 * span else "left")
     if machine.stop is not None:
         at = machine.stop.at - machine.t0
         ax.axvline(at, color="red", linestyle="--", linewidth=1)

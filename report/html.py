@@ -19,8 +19,10 @@ def render_html(title, summary_md, charts, dashboards):
     """charts: [(Chart, png bytes)]; dashboards: {machine: relative link}."""
     body = markdown.markdown(summary_md, extensions=["tables"])
     parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
-             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>", body,
-             "<h2>Charts</h2>",
+             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>", body]
+    if not charts and not dashboards:       # a page of tables only (combined trials, comparisons)
+        return "\n".join(parts + ["</body></html>"]) + "\n"
+    parts += ["<h2>Charts</h2>",
              "<p class='about'>Left: default, right: tuned, on the same y scale. x: seconds since the machine's "
              "first sample. Grey: warm-up (excluded from the figures above). Red dashed: the machine stopped "
              "answering.</p>"]

@@ -7,6 +7,7 @@ from .jtl import read_jtl
 from .logs import log_hints
 from .pcp import read_metrics
 from .stats import LoadFigures, SystemFigures, Window, load_figures, system_figures
+from .steady import find_steady
 from .stopped import find_stop
 
 
@@ -19,6 +20,7 @@ class Machine:
     load: LoadFigures = field(default_factory=LoadFigures)
     system: SystemFigures = field(default_factory=SystemFigures)
     stop: object = None      # stopped.Stop or None
+    steady: object = None    # steady.Steady (where its throughput settled), or None without samples
     hints: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # what could not be read
 
@@ -69,6 +71,7 @@ def load_machine(run, name, warmup_s):
     if has_samples:
         machine.load = load_figures(machine.samples, machine.window)
         machine.stop = find_stop(machine.samples)
+        machine.steady = find_steady(machine)
     if machine.metrics is not None and machine.window is not None:
         machine.system = system_figures(machine.metrics, machine.window)
     machine.hints = log_hints(mdir)

@@ -3,7 +3,10 @@ versions, log hints and what is missing from the run folder."""
 from . import MACHINES, fmt
 from .machine import utc_clock
 from .stats import PROCESS_GROUPS
+from .steady import BIN_S, MAX_DRIFT
 from .stopped import BUCKET_S, MAX_SUCCESS_RATE, MIN_ATTEMPTS, MIN_SPAN_S
+from .uncertainty import CONFIDENCE
+from .verdict import calibration_words, design, effect_text, signed
 
 TOP_ERRORS = 5
 
@@ -33,20 +36,6 @@ def stop_phrase(machine):
         error, n = stop.errors.most_common(1)[0]
         text += f": {100.0 * n / stop.attempts:.0f} % {error}"
     return text
-
-
-def verdict(machines):
-    parts = []
-    d, t = machines["default"], machines["tuned"]
-    if not fmt.missing(d.load.tps) and not fmt.missing(t.load.tps) and d.load.tps > 0:
-        parts.append(f"tuned served {t.load.tps / d.load.tps:.2f}× the successful TPS of default "
-                     f"({fmt.num(t.load.tps)} vs {fmt.num(d.load.tps)} req/s)")
-    for m in machines.values():
-        if m.samples is None:
-            parts.append(f"{m.name} has no load results (jmeter.jtl missing or unreadable)")
-        elif m.stop is not None:
-            parts.append(stop_phrase(m))
-    return "; ".join(parts) + "." if parts else "No load results in this run folder."
 
 
 def _status_lines(run):
@@ -90,29 +79,93 @@ def _warmup_line(warmup_s, source):
             f"{source}); the window ends at the machine's last sample.")
 
 
-def results_table(machines):
+def results_table(machines, analysis=None):
     d, t = machines["default"], machines["tuned"]
     rows = []
 
-    def row(name, dv, tv, text, ratio=None):
-        rows.append([name, text(dv), text(tv), ratio if ratio is not None else fmt.ratio(tv, dv)])
+    def ci(figure):
+        return effect_text(analysis.effects[figure]) if analysis is not None else "—"
+
+    def row(name, dv, tv, text, ratio=None, figure=None):
+        rows.append([name, text(dv), text(tv), ratio if ratio is not None else fmt.ratio(tv, dv),
+                     ci(figure) if figure else ""])
 
     row("measured window", d.load.window_s, t.load.window_s, fmt.seconds, "")
     row("requests", d.load.requests, t.load.requests, fmt.count)
     rows.append(["successful TPS (mean ± σ of 1 s)", fmt.mean_sd(d.load.tps, d.load.tps_sd, 1, "req/s"),
                  fmt.mean_sd(t.load.tps, t.load.tps_sd, 1, "req/s"),
-                 fmt.ratio(t.load.tps, d.load.tps)])
-    row("errors", d.load.error_pct, t.load.error_pct, lambda x: fmt.percent(x, 2))
+                 fmt.ratio(t.load.tps, d.load.tps), ci("tps")])
+    row("errors", d.load.error_pct, t.load.error_pct, lambda x: fmt.percent(x, 2), figure="error_pct")
     for p in ("p50", "p95", "p99"):
-        row(f"latency {p} (successful)", getattr(d.load, p), getattr(t.load, p), lambda x: fmt.num(x, 0, "ms"))
+        row(f"latency {p} (successful)", getattr(d.load, p), getattr(t.load, p), lambda x: fmt.num(x, 0, "ms"),
+            figure=p)
     rows.append(["latency mean ± σ (successful)", fmt.mean_sd(d.load.mean_ms, d.load.sd_ms, 1, "ms"),
-                 fmt.mean_sd(t.load.mean_ms, t.load.sd_ms, 1, "ms"), fmt.ratio(t.load.mean_ms, d.load.mean_ms)])
+                 fmt.mean_sd(t.load.mean_ms, t.load.sd_ms, 1, "ms"), fmt.ratio(t.load.mean_ms, d.load.mean_ms), ""])
     row("max load average (1 min)", d.system.max_load1, t.system.max_load1, lambda x: fmt.num(x, 2))
     for group in PROCESS_GROUPS:
         row(f"peak RSS {group}", d.system.peak_rss_mib.get(group), t.system.peak_rss_mib.get(group),
             lambda x: fmt.num(x, 1, "MiB"))
-    rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s)])
-    return _table(["", "default", "tuned", "tuned/default"], rows)
+    rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s), ""])
+    return _table(["", "default", "tuned", "tuned/default",
+                   f"tuned vs default ({CONFIDENCE:.0%} CI, paired windows)"], rows)
+
+
+def uncertainty_lines(analysis):
+    """How the intervals were computed, in one paragraph."""
+    if analysis is None:
+        return ["No intervals: the two machines have no common measured window.", ""]
+    p = analysis.paired
+    return [f"Intervals: {CONFIDENCE:.0%} confidence, circular block bootstrap over the {p.n:,} paired 1 s windows "
+            f"both machines were measured in (from {utc_clock(p.start)} UTC), blocks of {analysis.block} s, "
+            f"{analysis.resamples:,} resamples (seed {analysis.seed}), Student t with {analysis.df} degrees of freedom "
+            "on the log ratio (errors: on the difference in percentage points). Latency percentiles are compared "
+            "only when both machines served enough successful requests (p50 ≥ 20, p95 ≥ 200, p99 ≥ 1,000). "
+            "See report/README.md (Uncertainty).", ""]
+
+
+def steady_lines(machines):
+    """Where each machine's throughput settled (steady.py), one sentence."""
+    bits = []
+    for m in machines.values():
+        st = m.steady
+        if st is None:
+            continue
+        if st.why:
+            bits.append(f"{m.name}: not judged ({st.why})")
+        elif st.settled:
+            bits.append(f"{m.name} from +{st.start_s:.0f} s")
+        else:
+            drift = "" if fmt.missing(st.drift) else f" (TPS {signed(100 * st.drift, 0)} % across the window)"
+            bits.append(f"{m.name} never settled{drift}")
+    if not bits:
+        return []
+    return [f"Steady state (successful TPS in {BIN_S:.0f} s bins; steady once the fitted trend over the rest of "
+            f"the run changes it by at most {MAX_DRIFT:.0%}): " + "; ".join(bits) + ".", ""]
+
+
+def design_lines(run):
+    """Which machine ran which configuration, for A/A runs and crossover trials."""
+    d = design(run)
+    lines = []
+    if d["kind"] == "aa":
+        lines.append(f"A/A run: both machines ran the {d['configurations']['default']} configuration; the columns "
+                     "are machines (default, tuned), so any difference is the twins' own.")
+    swapped = {side: vm for side, vm in d["machines"].items() if side != vm}
+    if d["trial"]:
+        lines.append(f"Trial {d['trial']} of {d['trials']}" + (f" (series {d['series']})" if d["series"] else "")
+                     + (": roles swapped — " + ", ".join(f"the {side} configuration ran on machine {vm}"
+                                                        for side, vm in sorted(d["machines"].items()))
+                        if swapped else ": each configuration on its own machine") + ".")
+    starts = run.get("service_starts", default={})
+    if starts:
+        spread = starts.get("spread_s")
+        lines.append(f"Equal start: every service of both machines (app, HTTPD, mock, PCP) was restarted together "
+                     f"before the load" + (f"; the apps became ready {spread:.0f} s apart" if spread is not None else "")
+                     + ".")
+    else:
+        lines.append("Start not equalised: this run did not restart both machines' services together "
+                     "(their JVMs may have different histories).")
+    return lines + [""]
 
 
 def _gc(machine):
@@ -201,12 +254,17 @@ def missing_section(run, machines):
     return ["## Missing or unreadable", ""] + [f"- {i}" for i in items] + [""]
 
 
-def render_summary(run, machines, warmup_s, warmup_source):
+def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=None, calibration=None):
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
-    lines += [f"**Verdict:** {verdict(machines)}", "", _run_line(run), "",
-              _warmup_line(warmup_s, warmup_source), ""]
-    lines += ["## Results", ""] + results_table(machines) + [""]
+    lines += [f"**Verdict:** {sentence}", ""]
+    if design(run)["kind"] != "aa":
+        lines += [calibration_words(calibration), ""]
+    lines += [_run_line(run), "", _warmup_line(warmup_s, warmup_source), ""]
+    lines += design_lines(run)
+    lines += ["## Results", ""] + results_table(machines, analysis) + [""]
+    lines += uncertainty_lines(analysis)
+    lines += steady_lines(machines)
     lines += stops_section(machines)
     lines += errors_section(machines)
     lines += knobs_section(run)

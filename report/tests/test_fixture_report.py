@@ -13,12 +13,12 @@ WARMUP = json.loads((FIXTURE / "run.json").read_text())["load"]["warmup_s"]
 
 
 def table(summary):
-    """The Results table: {row name: (default cell, tuned cell, ratio cell)}."""
+    """The Results table: {row name: (default cell, tuned cell, ratio cell, interval cell)}."""
     section = summary.split("## Results", 1)[1].split("\n## ", 1)[0]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 4 and not set(cells[1]) <= {"-", ":"}:
+        if len(cells) == 5 and not set(cells[1]) <= {"-", ":"}:
             rows[cells[0]] = tuple(cells[1:])
     return rows
 

@@ -1,0 +1,201 @@
+"""python -m report.combine SERIES_FOLDER TRIAL_FOLDER...: one report over the trials of a `--repeat N` run.
+
+Each trial is a run folder whose default/ and tuned/ hold what the default and the tuned configuration did;
+run.json `design.machines` says which machine ran which (from the second trial on they alternate:
+crossover). Per figure, trial i measured L_i = effect + s_i·bias (logs of ratios; differences for error %),
+s_i = +1 when each configuration ran on its namesake machine, −1 when swapped. With both orientations the
+effect is the mean of the two orientation means, which cancels a machine bias (Mytkowicz et al. 2009: setup
+bias; swap it out), and half their difference estimates that bias. The interval: t × the σ of the same
+combination over the trials' independent bootstrap replicates, with the trials' degrees of freedom summed.
+Whether the trials agree: Cochran's Q of the trials around the fitted effect and bias (needs more trials than
+fitted terms). Writes SERIES_FOLDER/summary.md, report.html and verdict.json.
+"""
+import argparse
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from .runs import back, load_runs, log_or_raw
+from .uncertainty import CONFIDENCE, FIGURES, Effect, interval
+from .verdict import FIGURE_NAMES, effect_text, pct, write_record
+
+AGREEMENT_P = 0.05
+
+
+@dataclass
+class Combined:
+    figure: str
+    kind: str
+    effect: Effect                      # the combined estimate, its interval
+    bias: Effect = None                 # machine tuned vs machine default (both orientations only)
+    q: float = math.nan                 # Cochran's Q, its degrees of freedom and p-value
+    q_df: int = 0
+    q_p: float = math.nan
+    per_trial: list = field(default_factory=list)   # the trials' own Effects
+
+
+def _orientation_means(values, signs):
+    """(effect, bias) from one value (or replicate row) per trial; bias nan with one orientation."""
+    plus, minus = values[signs > 0], values[signs < 0]
+    if len(plus) and len(minus):
+        return (plus.mean(axis=0) + minus.mean(axis=0)) / 2.0, (plus.mean(axis=0) - minus.mean(axis=0)) / 2.0
+    return values.mean(axis=0), np.full(values.shape[1:], np.nan) if values.ndim > 1 else math.nan
+
+
+def combine_figure(trials, figure):
+    """The crossover combination of one figure over the trials that have an interval for it."""
+    usable = [t for t in trials if t.analysis is not None and t.analysis.effects[figure].has_interval]
+    kind = "difference" if figure == "error_pct" else "ratio"
+    per_trial = [t.analysis.effects[figure] if t.analysis is not None else None for t in trials]
+    if not usable:
+        e = Effect(figure, kind, math.nan, math.nan)
+        e.why_not = "no trial has an interval for it"
+        return Combined(figure, kind, e, per_trial=per_trial)
+    signs = np.array([-1.0 if t.swapped else 1.0 for t in usable])
+    points = np.array([log_or_raw(kind, t.analysis.effects[figure].estimate) for t in usable])
+    reps = np.array([log_or_raw(kind, t.analysis.replicates["tuned"][figure] / t.analysis.replicates["default"][figure]
+                                if kind == "ratio" else
+                                t.analysis.replicates["tuned"][figure] - t.analysis.replicates["default"][figure])
+                     for t in usable])
+    reps = np.where(np.isfinite(reps), reps, np.nan)
+    effect, bias = _orientation_means(points, signs)
+    effect_reps, bias_reps = _orientation_means(reps, signs)
+    df = sum(t.analysis.df for t in usable)
+    d_mean = float(np.mean([t.analysis.effects[figure].default for t in usable]))
+    t_mean = float(np.mean([t.analysis.effects[figure].tuned for t in usable]))
+    e = Effect(figure, kind, d_mean, t_mean, estimate=back(kind, effect))
+    scale = (lambda x: np.exp(x)) if kind == "ratio" else (lambda x: x)
+    e.low, e.high = interval(e.estimate, scale(effect_reps), df, log_scale=kind == "ratio")
+    combined = Combined(figure, kind, e, per_trial=per_trial)
+    if not math.isnan(bias):
+        b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias))
+        b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
+        combined.bias = b
+    # agreement: the trials' spread around effect + s·bias, weighted by their own variances
+    fitted = effect + signs * (0.0 if math.isnan(bias) else bias)
+    var = np.nanvar(reps, axis=1, ddof=1)
+    combined.q_df = len(usable) - (1 if math.isnan(bias) else 2)
+    if combined.q_df >= 1 and np.all(var > 0):
+        combined.q = float(np.sum((points - fitted) ** 2 / var))
+        combined.q_p = float(stats.chi2.sf(combined.q, combined.q_df))
+    return combined
+
+
+def agreement_words(c):
+    if c.q_df >= 1 and not math.isnan(c.q_p):
+        if c.q_p >= AGREEMENT_P:
+            return f"the trials agree (Cochran's Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.2f})"
+        return (f"the trials DISAGREE beyond their own noise (Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.3f}): "
+                "something changed between trials; the interval understates the uncertainty")
+    if c.bias is not None:
+        return ("one trial per orientation: agreement cannot be tested beyond the machine bias it estimates; "
+                "run more trials (--repeat 4) to test it")
+    return "a single orientation: agreement is not tested"
+
+
+def combine(trials):
+    return {figure: combine_figure(trials, figure) for figure in FIGURES}
+
+
+def verdict_sentence(results, trials):
+    tps = results["tps"]
+    n = len(trials)
+    orientations = "both orientations" if tps.bias is not None else "one orientation only (machine bias NOT removed)"
+    if not tps.effect.has_interval:
+        return f"{n} trials: no combined interval for successful TPS ({tps.effect.why_not})."
+    if tps.effect.detectable:
+        head = f"tuned: {pct(tps.effect.estimate)} successful TPS ({effect_text(tps.effect, with_estimate=False)})"
+    else:
+        head = f"no difference in successful TPS detectable ({effect_text(tps.effect, with_estimate=False)})"
+    text = f"{head}, combined over {n} trials in {orientations}; {agreement_words(tps)}"
+    if tps.bias is not None and tps.bias.has_interval:
+        text += (f"; machine tuned vs machine default: {pct(tps.bias.estimate)} "
+                 f"({effect_text(tps.bias, with_estimate=False)}), cancelled by the swap")
+    return text + "."
+
+
+def _trial_row(t, figure):
+    e = t.analysis.effects[figure] if t.analysis is not None else None
+    return effect_text(e) if e is not None else "— (no paired window)"
+
+
+def render(series_folder, trials, results):
+    name = Path(series_folder).name
+    lines = [f"# Camel Tuning Lab — {len(trials)} trials with swapped roles ({name})", "",
+             f"**Verdict:** {verdict_sentence(results, trials)}", "",
+             "Results are labelled by configuration (default, tuned), never by machine. Each trial restarted both "
+             "machines' services together before its load; from the second trial on, the configurations "
+             "alternate between the two machines (crossover), so a difference that belongs to a machine cancels "
+             "out of the combined figure. Method: report/README.md (Uncertainty, Crossover).", "",
+             "## Combined", "",
+             f"| figure | tuned vs default ({CONFIDENCE:.0%} CI) | machine tuned vs machine default | agreement |",
+             "| --- | ---: | ---: | --- |"]
+    for figure, c in results.items():
+        bias = effect_text(c.bias) if c.bias is not None else "— (one orientation)"
+        lines.append(f"| {FIGURE_NAMES[figure]} | {effect_text(c.effect)} | {bias} | {agreement_words(c)} |")
+    lines += ["", "## Trials", "",
+              "| trial | run | default config on | tuned config on | " + " | ".join(FIGURE_NAMES[f] for f in FIGURES)
+              + " |", "| ---: | --- | --- | --- | " + " | ".join("---:" for _ in FIGURES) + " |"]
+    for i, t in enumerate(trials, 1):
+        run_name = Path(t.folder).name
+        link = f"[{run_name}](../{run_name}/report.html)"
+        machines = t.design["machines"]
+        lines.append(f"| {i} | {link} | machine {machines['default']} | machine {machines['tuned']} | "
+                     + " | ".join(_trial_row(t, f) for f in FIGURES) + " |")
+    statuses = [f"{Path(t.folder).name}: {t.run.status}" for t in trials if t.run.status != "complete"]
+    if statuses:
+        lines += ["", "> Trials that did not complete: " + "; ".join(statuses)]
+    return "\n".join(lines) + "\n"
+
+
+def record(series_folder, trials, results, sentence):
+    def eff(e):
+        if e is None:
+            return None
+        return {"kind": e.kind, "estimate": None if math.isnan(e.estimate) else e.estimate,
+                "low": e.low if e.has_interval else None, "high": e.high if e.has_interval else None,
+                "detectable": e.detectable, "why_not": e.why_not or None}
+    return {"run_id": Path(series_folder).name, "design": {"kind": "crossover", "trials": len(trials)},
+            "verdict": sentence, "trials": [Path(t.folder).name for t in trials],
+            "swapped": [t.swapped for t in trials],
+            "effects": {f: eff(c.effect) for f, c in results.items()},
+            "machine_bias": {f: eff(c.bias) for f, c in results.items()},
+            "agreement": {f: {"q": None if math.isnan(c.q) else c.q, "df": c.q_df,
+                              "p": None if math.isnan(c.q_p) else c.q_p} for f, c in results.items()}}
+
+
+def write(series_folder, trial_folders):
+    """Writes the series report; returns (summary path, verdict sentence)."""
+    from .html import render_html
+    series_folder = Path(series_folder)
+    series_folder.mkdir(parents=True, exist_ok=True)
+    trials = load_runs(trial_folders)
+    results = combine(trials)
+    sentence = verdict_sentence(results, trials)
+    summary = render(series_folder, trials, results)
+    (series_folder / "summary.md").write_text(summary, encoding="utf-8")
+    (series_folder / "report.html").write_text(
+        render_html(f"Camel Tuning Lab — {series_folder.name}", summary, [], {}), encoding="utf-8")
+    write_record(series_folder, record(series_folder, trials, results, sentence))
+    return series_folder / "summary.md", sentence
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m report.combine", description=__doc__.split("\n\n")[0])
+    parser.add_argument("series_folder", help="where the combined report goes, e.g. results/<stamp>-x-series")
+    parser.add_argument("trials", nargs="+", help="the trials' run folders, in the order they ran")
+    args = parser.parse_args(argv)
+    missing = [t for t in args.trials if not (Path(t) / "run.json").is_file()]
+    if missing:
+        parser.error(f"not run folders (no run.json): {', '.join(missing)}")
+    summary, sentence = write(args.series_folder, args.trials)
+    print(f"report: {summary.parent / 'report.html'}, {summary}\n{sentence}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Where a machine's throughput settles (steady state), from the data rather than a fixed warm-up.
+
+Successful requests are counted in 10 s bins from the machine's first sample. For each candidate start
+(every bin, from the first on) a least-squares line is fitted to the bins from there to the end; the
+machine is steady from the first start whose line changes by at most 10 % of the mean rate across the rest
+of the run, with at least a minute and a third of the run left. A run that never meets it "never settled";
+its drift is the fitted change over the measured window (Georges et al. 2007: measure once the figures
+stop trending; the rule and its constants: report/README.md).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+BIN_S = 10.0
+MAX_DRIFT = 0.10         # |fitted change across the rest| / mean rate
+MIN_REST_S = 60.0
+MIN_REST_SHARE = 1 / 3
+
+
+@dataclass
+class Steady:
+    settled: bool
+    start_s: float = math.nan      # seconds since the machine's first sample (settled)
+    drift: float = math.nan        # relative change across the measured window (fitted), e.g. +0.35
+    why: str = ""                  # when it could not be judged
+
+
+def _drift(rates):
+    """Fitted change across the bins, relative to their mean (nan without a mean)."""
+    mean = rates.mean()
+    if len(rates) < 3 or mean <= 0:
+        return math.nan
+    x = np.arange(len(rates), dtype=float)
+    slope = np.polyfit(x, rates, 1)[0]
+    return float(slope * (len(rates) - 1) / mean)
+
+
+def successful_rates(machine):
+    """Successful requests per second in BIN_S bins from the first sample to the last sample's start."""
+    s = machine.samples
+    rel = s.start[s.ok] - machine.t0
+    n = int((s.start[-1] - machine.t0) // BIN_S)       # whole bins only
+    if n <= 0:
+        return np.zeros(0)
+    rel = rel[rel < n * BIN_S]
+    return np.bincount((rel // BIN_S).astype(int), minlength=n)[:n] / BIN_S
+
+
+def find_steady(machine):
+    """The machine's steady state, or why it could not be judged."""
+    if machine.samples is None or len(machine.samples) == 0:
+        return Steady(False, why="no samples")
+    if machine.stop is not None:
+        return Steady(False, why="it stopped answering")
+    rates = successful_rates(machine)
+    total = len(rates) * BIN_S
+    min_rest = max(MIN_REST_S, MIN_REST_SHARE * total)
+    if total < MIN_REST_S:
+        return Steady(False, why=f"the run is shorter than {MIN_REST_S:.0f} s")
+    for k in range(len(rates)):
+        rest = rates[k:]
+        if len(rest) * BIN_S < min_rest:
+            break
+        d = _drift(rest)
+        if not math.isnan(d) and abs(d) <= MAX_DRIFT:
+            return Steady(True, start_s=k * BIN_S, drift=d)
+    warm = int(machine.window.warmup_s // BIN_S) if machine.window else 0
+    return Steady(False, drift=_drift(rates[min(warm, max(0, len(rates) - 3)):]))

@@ -1,0 +1,61 @@
+"""Synthetic paired runs with a known truth, for the uncertainty tests.
+
+Both machines share a common-mode slowdown (the host: one busy core slows both) and each has its own
+noise; every noise is an AR(1) process, so per-second figures are autocorrelated as in the lab. The truth:
+- successful TPS: tuned's expected rate is `effect × bias` times default's (bias: the machine, not the
+  configuration);
+- latency: tuned's latencies are default's distribution scaled by `latency_factor` (so every percentile
+  ratio is exactly that factor);
+- errors: each side fails a request with its own expected probability (`error_default`, `error_tuned`).
+"""
+import numpy as np
+
+from report.jtl import Samples
+
+
+def ar1(rng, n, phi, sigma):
+    """A stationary AR(1) series with marginal standard deviation sigma."""
+    x = np.empty(n)
+    x[0] = rng.normal(0.0, sigma)
+    innovation = sigma * np.sqrt(1.0 - phi * phi)
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + rng.normal(0.0, innovation)
+    return x
+
+
+def lognormal_rate(base, noise, sigma):
+    """base × exp(noise) with the mean kept at base (E[exp(N(0, σ²))] = exp(σ²/2))."""
+    return base * np.exp(noise - sigma * sigma / 2.0)
+
+
+def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_factor=1.0,
+                   error_default=0.02, error_tuned=0.02, phi=0.8, common_sigma=0.25, own_sigma=0.15,
+                   median_ms=200.0, t0=1_795_000_000.0):
+    """{'default': Samples, 'tuned': Samples} of one simulated run started at t0 on both machines."""
+    rng = np.random.default_rng(seed)
+    common = ar1(rng, seconds, phi, common_sigma)
+    sides = {}
+    for name, factor, lat_factor, error in (("default", 1.0, 1.0, error_default),
+                                            ("tuned", effect * bias, latency_factor, error_tuned)):
+        own = ar1(rng, seconds, phi, own_sigma)
+        sigma = np.hypot(common_sigma, own_sigma)
+        offered = lognormal_rate(rate * factor, common + own, sigma)
+        # errors: autocorrelated bursts around the side's probability; successes: the rate that succeeded
+        p_error = np.clip(lognormal_rate(error, ar1(rng, seconds, phi, 0.5), 0.5), 0.0, 1.0)
+        requests = rng.poisson(offered / (1.0 - error))
+        starts, elapsed, ok = [], [], []
+        latency_level = ar1(rng, seconds, phi, 0.3)
+        for second in range(seconds):
+            k = requests[second]
+            if k == 0:
+                continue
+            starts.append(t0 + second + np.sort(rng.random(k)))
+            ok.append(rng.random(k) >= p_error[second])
+            # lognormal latencies whose level drifts over time; the same law on both sides, tuned scaled
+            elapsed.append(np.round(lat_factor * median_ms * np.exp(latency_level[second] + rng.normal(0, 0.5, k))))
+        start = np.concatenate(starts)
+        n = len(start)
+        sides[name] = Samples(start=start, elapsed_ms=np.maximum(np.concatenate(elapsed), 1.0),
+                              ok=np.concatenate(ok), label=np.full(n, "get", dtype=object),
+                              error=np.full(n, "", dtype=object))
+    return sides

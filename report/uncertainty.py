@@ -1,0 +1,251 @@
+"""Uncertainty of the verdict figures: a circular block bootstrap over the paired 1 s windows of the two
+machines (duet benchmarking: both ran at the same time, so their windows pair).
+
+Both machines' samples are cut into the same wall-clock windows. A resample draws whole blocks of consecutive
+windows (keeping the autocorrelation inside a block) and takes both machines' data of each drawn window
+together (keeping the pairing). Every figure of a resample is computed from the drawn windows' sums, so one
+set of drawn indices serves all figures. The 95 % interval of a ratio is log(ratio) ± t·se, se the standard
+deviation of the resampled log ratios and t Student's quantile with (windows / block − 1) degrees of freedom;
+of a difference (error %), the same on the raw scale. Method, block length rule, resamples, seed and the
+coverage measured on synthetic series: report/README.md ("Uncertainty").
+"""
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from arch.bootstrap import CircularBlockBootstrap, optimal_block_length
+from scipy import stats
+
+WINDOW_S = 1.0            # one window: one second of wall-clock time, by sample start
+RESAMPLES = 2000
+SEED = 20261123           # fixed: the same run folder gives the same interval every time
+CONFIDENCE = 0.95
+MIN_WINDOWS = 10          # fewer paired windows: no interval
+BLOCK_FACTOR = 2          # × Politis–White's length: with 1× the intervals covered only 84–91 % (tests)
+LATENCY_BIN = 1.01        # latency histogram bins for resampling: 1 % wide (log-spaced)
+PERCENTILES = (50, 95, 99)
+MIN_TAIL_SAMPLES = 10     # a latency percentile p needs ≥ this many successes above it: n ≥ 10 / (1 − p/100)
+
+FIGURES = ("tps", "error_pct", "p50", "p95", "p99")
+
+
+def min_successes(p):
+    """Successful requests a machine needs before its p-th latency percentile is quoted (p50: 20, p95: 200,
+    p99: 1,000)."""
+    return math.ceil(MIN_TAIL_SAMPLES / (1.0 - p / 100.0) - 1e-9)
+
+
+@dataclass
+class Side:
+    """One machine's per-window sums over the paired windows."""
+    requests: np.ndarray      # (n,) requests that started in each window
+    successes: np.ndarray     # (n,)
+    latency_hist: np.ndarray  # (n, bins) successful latencies per window, counted in log bins
+    bin_ms: np.ndarray        # (bins,) each bin's representative latency (geometric centre), ms
+    latencies: np.ndarray     # successful latencies in the paired windows (exact point estimates)
+
+
+@dataclass
+class Paired:
+    start: float              # epoch seconds of the first window
+    n: int                    # windows
+    sides: dict               # 'default' / 'tuned' -> Side
+
+    @property
+    def seconds(self):
+        return self.n * WINDOW_S
+
+
+def paired_windows(samples_by_side, start, end):
+    """The two machines' samples in the common windows [start, end): {side: jtl.Samples} → Paired, or None
+    when the windows do not overlap or a side has no samples."""
+    if any(s is None or len(s) == 0 for s in samples_by_side.values()):
+        return None
+    n = int(math.floor((end - start) / WINDOW_S))
+    if n <= 0:
+        return None
+    all_ok = np.concatenate([s.elapsed_ms[s.ok] for s in samples_by_side.values()])
+    all_ok = all_ok[all_ok > 0]
+    lo = max(all_ok.min() if len(all_ok) else 1.0, 0.5)
+    hi = max(all_ok.max() if len(all_ok) else 1.0, lo * LATENCY_BIN)
+    edges = lo * LATENCY_BIN ** np.arange(0, math.ceil(math.log(hi / lo, LATENCY_BIN)) + 2)
+    centres = np.sqrt(edges[:-1] * edges[1:])
+    sides = {}
+    for name, s in samples_by_side.items():
+        inside = (s.start >= start) & (s.start < start + n * WINDOW_S)
+        win = ((s.start[inside] - start) // WINDOW_S).astype(int)
+        ok = s.ok[inside]
+        requests = np.bincount(win, minlength=n)[:n]
+        successes = np.bincount(win[ok], minlength=n)[:n]
+        lat = s.elapsed_ms[inside][ok]
+        bins = np.clip(np.searchsorted(edges, np.maximum(lat, lo), side="right") - 1, 0, len(centres) - 1)
+        hist = np.zeros((n, len(centres)), dtype=np.float32)
+        np.add.at(hist, (win[ok], bins), 1.0)
+        sides[name] = Side(requests=requests.astype(float), successes=successes.astype(float),
+                           latency_hist=hist, bin_ms=centres, latencies=lat)
+    return Paired(start=start, n=n, sides=sides)
+
+
+def block_length(paired):
+    """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
+    length, the largest over the per-window successes and failures of both machines; 1 ≤ b ≤ n/3."""
+    columns = []
+    for side in paired.sides.values():
+        for series in (side.successes, side.requests - side.successes):
+            if np.ptp(series) > 0:
+                columns.append(series)
+    if not columns or paired.n < 4:
+        return 1
+    lengths = optimal_block_length(np.column_stack(columns))["circular"].to_numpy()
+    lengths = lengths[np.isfinite(lengths)]
+    b = math.ceil(BLOCK_FACTOR * lengths.max()) if len(lengths) else 1
+    return int(min(max(b, 1), max(1, paired.n // 3)))
+
+
+def resample_indices(n, block, resamples=RESAMPLES, seed=SEED):
+    """(resamples, n) window indices of a circular block bootstrap (arch's CircularBlockBootstrap)."""
+    bs = CircularBlockBootstrap(block, np.arange(n), seed=np.random.default_rng(seed))
+    return np.array([data[0][0] for data in bs.bootstrap(resamples)], dtype=np.int64)
+
+
+def window_weights(indices, n):
+    """(resamples, n): how often each window was drawn in each resample."""
+    weights = np.zeros((indices.shape[0], n), dtype=np.float32)
+    rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
+    np.add.at(weights, (rows, indices.ravel()), 1.0)
+    return weights
+
+
+def nearest_rank(hist_cum, total, p, bin_ms):
+    """Nearest-rank percentile p of histograms given as cumulative counts (rows), → ms per row."""
+    rank = np.maximum(1.0, np.ceil(p / 100.0 * total - 1e-9))
+    idx = (hist_cum >= rank[:, None] - 1e-6).argmax(axis=1)
+    return bin_ms[idx]
+
+
+def side_figures(side, weights, seconds):
+    """Each figure of one machine under each row of weights: {figure: (resamples,) array}."""
+    requests = weights @ side.requests
+    successes = weights @ side.successes
+    out = {"tps": successes / seconds,
+           "error_pct": np.where(requests > 0, 100.0 * (requests - successes) / np.maximum(requests, 1), np.nan)}
+    cum = np.cumsum(weights @ side.latency_hist, axis=1)
+    for p in PERCENTILES:
+        out[f"p{p}"] = np.where(successes > 0, nearest_rank(cum, successes, p, side.bin_ms), np.nan)
+    return out
+
+
+def point_figures(side, seconds):
+    """The figures of one machine over the paired windows, exact (latencies not binned)."""
+    from .stats import percentile  # the table's own nearest-rank rule
+    requests, successes = side.requests.sum(), side.successes.sum()
+    out = {"tps": successes / seconds, "error_pct": 100.0 * (requests - successes) / requests if requests else math.nan,
+           "successes": successes, "requests": requests}
+    for p in PERCENTILES:
+        out[f"p{p}"] = percentile(side.latencies, p)
+    return out
+
+
+@dataclass
+class Effect:
+    """tuned vs default for one figure: a ratio (TPS, latency) or a difference in points (error %)."""
+    figure: str
+    kind: str                 # 'ratio' | 'difference'
+    default: float
+    tuned: float
+    estimate: float = math.nan    # ratio tuned/default, or tuned − default
+    low: float = math.nan
+    high: float = math.nan
+    why_not: str = ""             # why there is no interval (too few windows or requests)
+
+    @property
+    def has_interval(self):
+        return not self.why_not and not math.isnan(self.low)
+
+    @property
+    def detectable(self):
+        """The interval excludes 'no difference' (1 for a ratio, 0 for a difference)."""
+        if not self.has_interval:
+            return False
+        neutral = 1.0 if self.kind == "ratio" else 0.0
+        return self.low > neutral or self.high < neutral
+
+
+@dataclass
+class Analysis:
+    paired: Paired
+    block: int
+    resamples: int
+    seed: int
+    effects: dict = field(default_factory=dict)      # figure -> Effect
+    replicates: dict = field(default_factory=dict)   # side -> figure -> (resamples,) array
+
+    @property
+    def df(self):
+        """Degrees of freedom of the t quantile: independent blocks in the window, less one."""
+        return max(1, self.paired.n // self.block - 1)
+
+
+def t_quantile(df, confidence=CONFIDENCE):
+    return float(stats.t.ppf(0.5 + confidence / 2.0, max(1, df)))
+
+
+def interval(center, replicates, df, log_scale, confidence=CONFIDENCE):
+    """center ± t·se (se: σ of the replicates), on the log scale for a ratio; (nan, nan) without enough
+    finite replicates."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.log(replicates) if log_scale else np.asarray(replicates, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) < 10 or (log_scale and center <= 0):
+        return math.nan, math.nan
+    half = t_quantile(df, confidence) * float(values.std(ddof=1))
+    if log_scale:
+        return center * math.exp(-half), center * math.exp(half)
+    return center - half, center + half
+
+
+def effect_from(figure, point_d, point_t, rep_d, rep_t, df):
+    """An Effect from both sides' point figures and their (paired) resampled figures."""
+    kind = "difference" if figure == "error_pct" else "ratio"
+    effect = Effect(figure, kind, point_d, point_t)
+    if any(map(math.isnan, (point_d, point_t))):
+        effect.why_not = "not measured on both machines"
+        return effect
+    if kind == "difference":
+        effect.estimate = point_t - point_d
+        effect.low, effect.high = interval(effect.estimate, rep_t - rep_d, df, log_scale=False)
+    elif point_d > 0 and point_t > 0:
+        effect.estimate = point_t / point_d
+        with np.errstate(divide="ignore", invalid="ignore"):
+            effect.low, effect.high = interval(effect.estimate, rep_t / rep_d, df, log_scale=True)
+    else:
+        effect.why_not = f"{'default' if point_d <= 0 else 'tuned'}'s figure is 0"
+    return effect
+
+
+def analyse(paired, resamples=RESAMPLES, seed=SEED):
+    """Point estimates and 95 % intervals of every verdict figure over the paired windows."""
+    points = {name: point_figures(side, paired.seconds) for name, side in paired.sides.items()}
+    few = paired.n < MIN_WINDOWS
+    analysis = Analysis(paired=paired, block=1 if few else block_length(paired), resamples=resamples, seed=seed)
+    if not few:
+        weights = window_weights(resample_indices(paired.n, analysis.block, resamples, seed), paired.n)
+        analysis.replicates = {name: side_figures(side, weights, paired.seconds)
+                               for name, side in paired.sides.items()}
+    empty = np.full(resamples, np.nan)
+    for figure in FIGURES:
+        d, t = points["default"][figure], points["tuned"][figure]
+        reps = [analysis.replicates.get(name, {}).get(figure, empty) for name in ("default", "tuned")]
+        e = effect_from(figure, d, t, *reps, analysis.df)
+        if few:
+            e.why_not = f"only {paired.n} paired windows (need {MIN_WINDOWS})"
+        elif figure.startswith("p"):
+            need = min_successes(int(figure[1:]))
+            short = [f"{name} {int(points[name]['successes']):,}" for name in ("default", "tuned")
+                     if points[name]["successes"] < need]
+            if short:
+                e.why_not = f"needs ≥ {need:,} successful requests per machine ({', '.join(short)})"
+        if e.why_not:
+            e.low = e.high = math.nan
+        analysis.effects[figure] = e
+    return analysis

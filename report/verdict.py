@@ -1,0 +1,183 @@
+"""The verdict: tuned vs default with 95 % intervals (uncertainty.py), in words a tuner can quote, plus
+verdict.json for machines (combined trials, run comparisons, the next runs' A/A calibration line).
+
+Results are labelled by configuration: a run folder's default/ and tuned/ hold what ran the default and the
+tuned configuration, whichever machine that was (run.json `design.machines` says which).
+"""
+import json
+import math
+from pathlib import Path
+
+from . import MACHINES
+from .uncertainty import FIGURES, SEED, WINDOW_S, analyse, paired_windows
+
+FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
+                "p99": "latency p99"}
+VERDICT_JSON = "verdict.json"
+
+
+def design(run):
+    """run.json's design, with what an older run folder implies: an A/B run, each side on its own machine."""
+    d = run.get("design", default={}) or {}
+    return {"kind": d.get("kind", "ab"),
+            "configurations": d.get("configurations") or {m: m for m in MACHINES},
+            "machines": d.get("machines") or {m: m for m in MACHINES},
+            "trial": d.get("trial"), "trials": d.get("trials"), "series": d.get("series")}
+
+
+def signed(x, digits):
+    return f"{'+' if x >= 0 else '−'}{abs(x):,.{digits}f}"
+
+
+def pct(ratio):
+    """A ratio as a signed percentage change: 1.42 → '+42 %', 0.931 → '−6.9 %'."""
+    change = 100.0 * (ratio - 1.0)
+    return f"{signed(change, 0 if abs(change) >= 10 else 1)} %"
+
+
+def effect_text(effect, with_estimate=True):
+    """'+42 % (95 % CI +30 … +55 %)', '+3.1 pt (95 % CI +1.0 … +5.2 pt)', or why there is no interval."""
+    if math.isnan(effect.estimate):
+        return f"— ({effect.why_not})" if effect.why_not else "—"
+    if effect.kind == "ratio":
+        est, lo, hi = pct(effect.estimate), pct(effect.low), pct(effect.high)
+        ci = f"95 % CI {lo[:-2]} … {hi}"
+    else:
+        est = f"{signed(effect.estimate, 2)} pt"
+        ci = f"95 % CI {signed(effect.low, 2)} … {signed(effect.high, 2)} pt"
+    if not effect.has_interval:
+        return f"{est} (no interval: {effect.why_not})" if with_estimate else f"no interval: {effect.why_not}"
+    return f"{est} ({ci})" if with_estimate else ci
+
+
+def analyse_window(machines):
+    """The paired windows both machines were measured in (uncertainty.Paired), or None."""
+    ms = [machines[m] for m in MACHINES]
+    if any(m.samples is None or len(m.samples) == 0 or m.window is None for m in ms):
+        return None
+    start = max(m.window.start for m in ms)
+    end = min(m.window.end for m in ms) + WINDOW_S       # the last sample's second included
+    return paired_windows({m.name: m.samples for m in ms}, start, end)
+
+
+def analyse_machines(machines, seed=SEED):
+    """The paired analysis (uncertainty.Analysis) of a run's two machines, or None."""
+    paired = analyse_window(machines)
+    return analyse(paired, seed=seed) if paired is not None else None
+
+
+def _tps_words(effect, subject):
+    """'tuned: +42 % successful TPS (95 % CI …)' or 'no difference … detectable (95 % CI …)'."""
+    if not effect.has_interval:
+        return f"{subject}: successful TPS {effect_text(effect)}"
+    if effect.detectable:
+        return f"{subject}: {pct(effect.estimate)} successful TPS ({effect_text(effect, with_estimate=False)})"
+    return f"no difference in successful TPS detectable ({effect_text(effect, with_estimate=False)})"
+
+
+def steady_words(machines):
+    """A clause for machines that never settled (empty when both did or the question does not arise)."""
+    unsettled = [m for m in machines.values() if m.steady is not None and not m.steady.settled and not m.steady.why]
+    if not unsettled:
+        return ""
+    drifts = ", ".join(f"{m.name}'s TPS {signed(100 * m.steady.drift, 0)} % across the window"
+                       for m in unsettled if not math.isnan(m.steady.drift))
+    who = "neither machine" if len(unsettled) == len(machines) else " and ".join(m.name for m in unsettled)
+    verb = "reached" if who == "neither machine" else "never reached"
+    return (f"{who} {verb} a steady state{f' ({drifts})' if drifts else ''}: "
+            "the figures describe machines still warming up")
+
+
+def calibration_words(calibration):
+    if calibration is None:
+        return "No A/A run in this results folder yet: the twins' own bias is unmeasured (./start.sh --aa)."
+    e = calibration["tps"]
+    if e.get("low") is None:
+        return f"Latest A/A run ({calibration['run_id']}) gave no interval."
+    bound = 100.0 * max(abs(e["low"] - 1.0), abs(e["high"] - 1.0))
+    return (f"Latest A/A run ({calibration['run_id']}): the twins differed by {pct(e['estimate'])} in successful TPS "
+            f"(95 % CI {pct(e['low'])[:-2]} … {pct(e['high'])}): a single run cannot tell an effect within "
+            f"±{bound:.0f} % from twin bias; --repeat (crossover) cancels it.")
+
+
+def verdict_sentence(run, machines, analysis, stop_phrase):
+    d = design(run)
+    parts = []
+    if analysis is not None:
+        tps = analysis.effects["tps"]
+        if d["kind"] == "aa":
+            config = d["configurations"]["default"]
+            if tps.has_interval:
+                same = not tps.detectable
+                parts.append(f"A/A (both machines ran the {config} configuration): "
+                             + ("the twins are interchangeable at this run's resolution: "
+                                if same else "the twins are NOT interchangeable: ")
+                             + f"machine tuned {pct(tps.estimate)} successful TPS vs machine default "
+                             f"({effect_text(tps, with_estimate=False)})")
+            else:
+                parts.append(f"A/A (both machines ran the {config} configuration): {effect_text(tps)}")
+        else:
+            parts.append(_tps_words(tps, "tuned"))
+    for m in machines.values():
+        if m.samples is None:
+            parts.append(f"{m.name} has no load results (jmeter.jtl missing or unreadable)")
+        elif m.stop is not None:
+            parts.append(stop_phrase(m))
+    d_tps, t_tps = machines["default"].load.tps, machines["tuned"].load.tps
+    if analysis is None and not any(map(math.isnan, (d_tps, t_tps))) and d_tps > 0:
+        parts.insert(0, f"tuned served {t_tps / d_tps:.2f}× the successful TPS of default ({t_tps:,.1f} vs "
+                        f"{d_tps:,.1f} req/s) — one observation without an interval: the machines' measured "
+                        "windows do not overlap, so nothing pairs")
+    steady = steady_words(machines)
+    if steady:
+        parts.append(steady)
+    return "; ".join(parts) + "." if parts else "No load results in this run folder."
+
+
+def latest_calibration(folder, run_id):
+    """verdict.json of the newest A/A run beside this one that is older than it, or None."""
+    best = None
+    for other in Path(folder).resolve().parent.iterdir():
+        path = other / VERDICT_JSON
+        if other.name >= str(run_id) or not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if data.get("design", {}).get("kind") == "aa" and data.get("effects", {}).get("tps"):
+            if best is None or other.name > best["run_id"]:
+                best = {"run_id": other.name, "tps": data["effects"]["tps"]}
+    return best
+
+
+def _num(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def verdict_record(run, machines, analysis, sentence):
+    """verdict.json: the design, the paired window, each effect with its interval, steady states."""
+    record = {"run_id": run.run_id, "status": run.status, "design": design(run), "verdict": sentence,
+              "effects": {}, "steady": {}, "stopped": {}}
+    if analysis is not None:
+        record["method"] = {"window_s": WINDOW_S, "windows": analysis.paired.n, "start": analysis.paired.start,
+                            "block_windows": analysis.block, "resamples": analysis.resamples,
+                            "seed": analysis.seed, "df": analysis.df}
+        for figure in FIGURES:
+            e = analysis.effects[figure]
+            record["effects"][figure] = {
+                "kind": e.kind, "default": _num(e.default), "tuned": _num(e.tuned), "estimate": _num(e.estimate),
+                "low": _num(e.low) if e.has_interval else None, "high": _num(e.high) if e.has_interval else None,
+                "detectable": e.detectable, "why_not": e.why_not or None}
+    for m in machines.values():
+        if m.steady is not None:
+            record["steady"][m.name] = {"settled": m.steady.settled, "start_s": _num(m.steady.start_s),
+                                        "drift": _num(m.steady.drift), "why": m.steady.why or None}
+        record["stopped"][m.name] = None if m.stop is None else m.stop.at - m.t0
+    return record
+
+
+def write_record(folder, record):
+    path = Path(folder) / VERDICT_JSON
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
