@@ -18,9 +18,12 @@ Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) und
                            collect into results/<run-id>/, report (report.html, summary.md). The machines
                            stay up for the next try unless --down. Ctrl-C stops the load and still reports.
   e.g. ./start.sh --duration 5m --users 50 --label quick --set tuned:tomcat_threads_max=200
+  ./start.sh --aa --duration 5m --label aa       A/A: both machines run the default configuration
+  ./start.sh --repeat 2 --duration 5m            two trials, the machines' roles swapped in the second
 
 commands:
   report    (re)write the report of a run folder: ./start.sh report results/<run-id> [--warmup S]
+  compare   several run folders side by side: ./start.sh compare results/<run-a> results/<run-b> …
   up        install missing host prerequisites, build or reuse the base box, bring both machines up
   status    each machine's state, IP, provider, accelerator, memory, CPUs, uptime and CPU placement
   down      destroy both machines and stop everything the lab started
@@ -63,8 +66,15 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--rate", type=float, default=d.rate_per_s, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
     r.add_argument("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
     r.add_argument("--label", default="", help="added to the run folder's name, e.g. threads200")
-    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
-                   help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
+                   help="override a knob of a configuration (default or tuned; both without a prefix) for this "
+                        "run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+    r.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="N trials in one command, each restarted alike; from the second on the two configurations "
+                        "alternate between the machines (crossover) and a combined report cancels machine bias")
+    r.add_argument("--aa", nargs="?", const="default", default=None, metavar="CONFIG",
+                   help="A/A calibration: both machines run CONFIG (default unless named) to measure the twins' "
+                        "own difference")
     r.add_argument("--down", action="store_true", help="destroy the machines after the run")
     r.add_argument("--provision", action="store_true",
                    help="run Ansible even when nothing changed since the machines were last provisioned")
@@ -80,6 +90,9 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("run_dir", type=Path, metavar="RUN_FOLDER", help="e.g. results/20261123T101500Z-quick")
     rp.add_argument("--warmup", type=seconds, default=None, metavar="TIME",
                     help="warm-up to exclude (default: the one in run.json)")
+    cp = sub.add_parser("compare", help="several run folders side by side")
+    cp.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_FOLDER",
+                    help="two or more run folders; changes are stated against the first")
     ex = sub.add_parser("exec", help="run a command in the lab namespace")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
     return p
@@ -242,12 +255,23 @@ def cmd_report(run_dir: Path, warmup_s: int | None) -> int:
     return subprocess.run([sys.executable, "-m", "report", str(run_dir), *extra], cwd=paths.ROOT).returncode
 
 
+def cmd_compare(run_dirs: list[Path]) -> int:
+    if len(run_dirs) < 2:
+        raise ValueError("compare needs at least two run folders")
+    for folder in run_dirs:
+        if not (folder / "run.json").is_file():
+            raise ValueError(f"{folder} is not a run folder (no run.json)")
+    out = run.RESULTS / run.new_run_id("compare")
+    return subprocess.run([sys.executable, "-m", "report.compare", str(out), *map(str, run_dirs)],
+                          cwd=paths.ROOT).returncode
+
+
 def run_options(args) -> run.Options:
     """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
     profile = load.Profile(model=args.model, users=args.users, ramp_up_s=args.ramp_up, duration_s=args.duration,
                            rate_per_s=args.rate, keep_alive=not args.no_keep_alive)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=args.overrides,
-                       down=args.down, provision=args.provision)
+                       down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa)
     provision.parse_overrides(opts.overrides)
     return opts
 
@@ -261,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             return cmd_report(args.run_dir, args.warmup)
+        if args.command == "compare":
+            return cmd_compare(args.run_dirs)
         opts = run_options(args) if args.command is None else None
         overrides = provision.parse_overrides(args.overrides) if args.command == "provision" else None
         s = settings.load()

@@ -76,10 +76,11 @@ def mark(run_id: str, names=machines.NAMES, log=print) -> None:
 
 
 def pull(run_id: str, run_dir: Path, since_epoch: int, interval_s: int = 1, names=machines.NAMES,
-         log=print) -> dict[str, str | None]:
-    """Each machine's files into run_dir/<machine>/; {machine: None, or what went wrong}."""
+         folders: dict[str, str] | None = None, log=print) -> dict[str, str | None]:
+    """Each machine's files into run_dir/<folder>/ (folders: machine → the configuration it ran; its own
+    name by default); {machine: None, or what went wrong}."""
     def one(name):
-        target = Path(run_dir) / name
+        target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
         try:
             done = _guest(name, ["pack", run_id, str(int(since_epoch)), str(interval_s), *EXPORTED_METRICS],

@@ -1,5 +1,8 @@
-"""The full run (`./start.sh` with no command): up if needed → build and provision → check that each machine
-answers → the same load on both at once → collect → JMeter dashboards → report.
+"""The full run (`./start.sh` with no command): up if needed → build and provision → restart both machines'
+services together (equal start) → check that each machine answers → the same load on both at once →
+collect → JMeter dashboards → report. `--repeat N` runs N such trials, the machines' roles swapped on every
+second one (lab/trial.py), and writes a combined report over them; `--aa` gives both machines one
+configuration (an A/A calibration).
 
 Everything lands in results/<UTC timestamp>[-label]/ and run.json is rewritten after every phase, so an
 interrupted or failed run still leaves what it gathered and says where it stopped. Ctrl-C during the load
@@ -15,15 +18,16 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import collect, load, machines, netns, paths, provision, steps
+from lab import collect, load, machines, netns, paths, provision, services, steps, trial
 
 RESULTS = paths.ROOT / "results"
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 CHECK_PATH = "/api/customers/1"
-CHECK_TIMEOUT_S = 180       # the first requests after a (re)start are slow under TCG: JIT, class loading
+CHECK_TIMEOUT_S = 600       # both JVMs start at once (equal start): ~2–3.5 min under TCG, then slow first requests
 
 
 class RunError(RuntimeError):
@@ -38,8 +42,11 @@ class Options:
     overrides: list[str] = field(default_factory=list)   # --set items as typed
     down: bool = False
     provision: bool = False      # provision even when nothing changed since the last time
+    repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
+    aa: str | None = None        # A/A: both machines run this configuration
 
     def __post_init__(self) -> None:
+        trial.plan(self.repeat, self.aa)     # refuses a bad --repeat or --aa
         if self.label and not LABEL_RE.fullmatch(self.label):
             raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
                              "(it becomes part of the folder name)")
@@ -107,8 +114,9 @@ def knob_diff(knobs: dict[str, dict | None]) -> dict:
             if len({json.dumps((k or {}).get(n), sort_keys=True) for k in knobs.values()}) > 1}
 
 
-def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S) -> None:
-    """Each machine answers GET /api/customers/1 through HTTPD with 200, from inside the lab namespace."""
+def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, float]:
+    """Each machine answers GET /api/customers/1 through HTTPD with 200, from inside the lab namespace; both
+    probed at once. Returns {machine: seconds until it answered}."""
     probe = ("import sys, time, urllib.request\n"
              "deadline = time.time() + float(sys.argv[2]); last = ''\n"
              "while time.time() < deadline:\n"
@@ -116,29 +124,75 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
              "        with urllib.request.urlopen(sys.argv[1], timeout=60) as r:\n"
              "            print(r.status, round(time.time() - deadline + float(sys.argv[2]), 1)); sys.exit(0)\n"
              "    except Exception as e:\n"
-             "        last = str(e); time.sleep(3)\n"
+             "        last = str(e); time.sleep(2)\n"
              "print(last); sys.exit(1)\n")
-    for name, base in targets.items():
+
+    def one(item):
+        name, base = item
         url = base + CHECK_PATH
         done = subprocess.run(netns.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise RunError(f"{name} does not answer {url} through HTTPD: {done.stdout.strip() or done.stderr.strip()}")
-        log(f"{name}: {url} answers {done.stdout.split()[0]}")
+        status, after = done.stdout.split()[:2]
+        log(f"{name}: {url} answers {status} after {float(after):.0f} s")
+        return name, float(after)
+    with ThreadPoolExecutor(len(targets)) as pool:
+        return dict(pool.map(one, targets.items()))
 
 
 def execute(opts: Options, ensure_up, log=steps.note) -> int:
-    """The whole run; returns the exit code (0, 1 failed, 130 interrupted). ensure_up() brings the lab up."""
-    run_id = new_run_id(opts.label)
+    """The whole run, one trial or a series; returns the exit code (0, 1 failed, 130 interrupted).
+    ensure_up() brings the lab up."""
+    sets = provision.parse_overrides(opts.overrides)
+    if opts.repeat == 1:
+        exit_code, _ = run_trial(opts, trial.plan(1, opts.aa)[0], sets, ensure_up, opts.label, log)
+    else:
+        exit_code = run_series(opts, sets, ensure_up, log)
+    if opts.down:
+        from lab import cli      # the teardown lives with the up/down commands
+        cli.cmd_down()
+    return exit_code
+
+
+def run_series(opts: Options, sets: dict, ensure_up, log=steps.note) -> int:
+    """--repeat N: N trials (each its own run folder), then the combined report in the series folder. An
+    interrupted or failed trial ends the series; the trials done so far are still combined."""
+    series_id = new_run_id(f"{opts.label}-series" if opts.label else "series")
+    series_dir = RESULTS / series_id
+    series_dir.mkdir(parents=True, exist_ok=False)
+    trials = trial.plan(opts.repeat, opts.aa, series_id)
+    print(f"series {series_id}: {opts.repeat} trials, the machines' roles swapped on every second one; "
+          f"combined report in {series_dir}", flush=True)
+    done, exit_code = [], 0
+    for t in trials:
+        print(f"\n==== trial {t.number} of {t.of}" + (" (roles swapped)" if t.swapped else ""), flush=True)
+        label = f"{opts.label}-t{t.number}" if opts.label else f"t{t.number}"
+        exit_code, run_dir = run_trial(opts, t, sets, ensure_up, label, log)
+        done.append(run_dir)
+        if exit_code != 0:
+            print(f"start.sh: trial {t.number} did not complete; the series stops here", file=sys.stderr)
+            break
+    with steps.step(f"combined report over {len(done)} trial(s)"):
+        combined = subprocess.run([sys.executable, "-m", "report.combine", str(series_dir), *map(str, done)],
+                                  cwd=paths.ROOT, capture_output=True, text=True)
+        if combined.returncode != 0:
+            log(f"the combined report failed: {(combined.stdout + combined.stderr).strip()[-800:]}")
+    _print_outcome(series_dir)
+    return exit_code
+
+
+def run_trial(opts: Options, t: trial.Trial, sets: dict, ensure_up, label: str, log=steps.note) -> tuple[int, Path]:
+    """One trial in its own run folder; returns (exit code, run folder)."""
+    run_id = new_run_id(label)
     run_dir = RESULTS / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
-    overrides = provision.parse_overrides(opts.overrides)
     record = Record(run_dir, {
-        "run_id": run_id, "label": opts.label or None, "started": _utc_now(), "ended": None,
+        "run_id": run_id, "label": label or None, "started": _utc_now(), "ended": None,
         "status": "running", "phase": "start", "stopped_at": None, "error": None,
-        "git_commit": _git_commit(), "command": sys.argv[1:],
+        "git_commit": _git_commit(), "command": sys.argv[1:], "design": t.record(),
         "load": _load_record(opts),
-        "overrides": {m: o for m, o in overrides.items() if o}, "host": _host(), "phases": {}})
+        "overrides": {c: o for c, o in sets.items() if o}, "host": _host(), "phases": {}})
     print(f"run {run_id}: results in {run_dir}", flush=True)
     marked_at = None
     exit_code = 0
@@ -154,12 +208,21 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
         record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
                       accelerator_reason=resolved.get("accelerator_reason"),
                       placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
-        targets = {name: f"http://{ip}" for name, ip in resolved["machines"].items()}
+        targets = t.targets(resolved["machines"])
         with phase("provision", "build and provision both machines (Ansible)"):
+            overrides = t.overrides(sets)
+            record.update(machine_overrides={m: o for m, o in overrides.items() if o})
             ran = provision.run(resolved, overrides, log=log, force=opts.provision)
         record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
+        with phase("restart", "equal start: both machines' services restarted together"):
+            starts = services.restart_together()
         with phase("check", "both machines answer through HTTPD"):
-            check_answers(targets, log)
+            ready = check_answers(targets, log)
+        record.update(service_starts={
+            "services": list(services.SERVICES), "spread_s": abs(ready["default"] - ready["tuned"]),
+            **{side: {"machine": vm, "units": starts.get(vm), "ready_after_s": ready[side]}
+               for side, vm in t.machines.items()}})
+        record.data["phases"]["to_load_s"] = round(time.monotonic() - t0)
         with phase("load", "the load, on both machines at once"):
             collect.mark(run_id, log=log)
             marked_at = time.time()
@@ -184,11 +247,8 @@ def execute(opts: Options, ensure_up, log=steps.note) -> int:
         print(f"start.sh: {record.data['phase']} failed: {failure}", file=sys.stderr)
         exit_code = 1
     finally:
-        _finish(opts, record, run_dir, run_id, marked_at, log)
-    if opts.down:
-        from lab import cli      # the teardown lives with the up/down commands
-        cli.cmd_down()
-    return exit_code
+        _finish(t, record, run_dir, run_id, marked_at, log)
+    return exit_code, run_dir
 
 
 def _load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
@@ -197,23 +257,24 @@ def _load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
     return {**asdict(opts.profile), "warmup_s": opts.effective_warmup_s, **done}
 
 
-def _finish(opts: Options, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log) -> None:
-    """Collect, dashboards, report: whatever the run got to, each step on its own."""
+def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log) -> None:
+    """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
+    default/ and tuned/ are the configurations; each says which machine ran it."""
     if marked_at is not None:
         with steps.step("collect logs, configs and the PCP archives from both machines"):
             record.update(phase="collect")
-            problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, log=log)
+            problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log)
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
     machines_info = {}
     knobs = {}
     addresses = (machines.read_resolved() or {}).get("machines", {})
-    for name in machines.NAMES:
-        mdir = run_dir / name
-        knobs[name] = collect.read_knobs(mdir)
-        machines_info[name] = {"ip": addresses.get(name),
-                               "knobs": knobs[name], "versions": collect.read_versions(mdir)}
-        if machines_info[name]["versions"] and (paths.STATE_DIR / "jmeter" / "home").exists():
-            machines_info[name]["versions"]["jmeter"] = record.data.get("load", {}).get("jmeter_version")
+    for side, vm in t.machines.items():
+        mdir = run_dir / side
+        knobs[side] = collect.read_knobs(mdir)
+        machines_info[side] = {"machine": vm, "ip": addresses.get(vm),
+                               "knobs": knobs[side], "versions": collect.read_versions(mdir)}
+        if machines_info[side]["versions"] and (paths.STATE_DIR / "jmeter" / "home").exists():
+            machines_info[side]["versions"]["jmeter"] = record.data.get("load", {}).get("jmeter_version")
     record.update(machines=machines_info, knob_diff=knob_diff(knobs), ended=_utc_now())
     if record.data["status"] == "running":      # everything is gathered; the report is derived from it
         record.update(status="complete")
@@ -228,9 +289,21 @@ def _finish(opts: Options, record: Record, run_dir: Path, run_id: str, marked_at
         else:
             log(f"{run_dir / 'report.html'}")
             log(f"{run_dir / 'summary.md'}")
-    summary = run_dir / "summary.md"
+    _print_outcome(run_dir)
+
+
+def _print_outcome(folder: Path) -> None:
+    """The verdict sentence, the results table, where the report is (what the README promises)."""
+    try:
+        sentence = json.loads((folder / "verdict.json").read_text()).get("verdict")
+    except (OSError, ValueError):
+        sentence = None
+    summary = folder / "summary.md"
+    print("\n" + (f"Verdict: {sentence}\n" if sentence else "No verdict (the report was not written).\n"), flush=True)
     if summary.exists():
-        print("\n" + _results_table(summary.read_text()), flush=True)
+        print(_results_table(summary.read_text()) + "\n", flush=True)
+    if (folder / "report.html").exists():
+        print(f"Report: {folder / 'report.html'}", flush=True)
 
 
 def _results_table(markdown: str) -> str:

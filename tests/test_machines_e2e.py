@@ -243,4 +243,18 @@ def test_report_holds_every_chart_with_data(short_run):
                 continue
             assert panel.series, f"{name}: chart {chart.key} has no data ({panel.note})"
     summary = (short_run["folder"] / "summary.md").read_text()
-    assert "the successful TPS of default" in summary, summary[:1500]
+    verdict = next(line for line in summary.splitlines() if line.startswith("**Verdict:**"))
+    # the verdict quotes successful TPS with its 95 % interval (issue 11), not a bare ratio
+    assert "successful TPS" in verdict and "95 % CI" in verdict, verdict
+
+
+def test_the_start_was_equal_and_the_verdict_has_intervals(short_run):
+    record = run_json(short_run)
+    starts = record["service_starts"]
+    for side in ("default", "tuned"):
+        units = starts[side]["units"]
+        assert starts[side]["machine"] == side and set(units) == {"mock-service", "apache2", "camel-app"}, starts
+        assert all(u["state"] == "active" for u in units.values()), units
+    assert record["design"]["kind"] == "ab"
+    effects = json.loads((short_run["folder"] / "verdict.json").read_text())["effects"]
+    assert effects["tps"]["low"] is not None and effects["tps"]["low"] <= effects["tps"]["estimate"] <= effects["tps"]["high"]

@@ -124,6 +124,9 @@ def test_guest_script_refuses_bad_run_ids():
     (["--set", "tuned:no_such_knob=1"], "unknown knob"),
     (["--set", "nomachine:tomcat_threads_max=1"], "unknown machine"),
     (["--duration", "1m", "--ramp-up", "10s", "--warmup", "5m"], "--warmup"),
+    (["--repeat", "0"], "--repeat"),
+    (["--repeat", "21"], "--repeat"),
+    (["--aa", "fast"], "--aa"),
 ])
 @pytest.mark.parametrize("foreign_lab", [None, "/another/checkout"])
 def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monkeypatch, tmp_path):

@@ -1,0 +1,49 @@
+"""Equal start: before every trial the services of both machines are restarted together, so the two JVMs
+have the same history (Abedi & Brecht 2017: fresh, comparable trials), and each machine's start is recorded.
+
+The run's PCP archive starts on both machines at once afterwards (collect.mark), as it always did.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from lab import machines
+
+# In dependency order for a reader; one `systemctl restart` takes them all (the app is After= the mock).
+SERVICES = ("mock-service", "apache2", "camel-app")
+RESTART_TIMEOUT_S = 300     # the stop of a loaded JVM (TimeoutStopSec=60) and apache2's graceful stop
+
+
+class ServiceError(RuntimeError):
+    """A machine's services could not be restarted; the message names the machine."""
+
+
+def _restart(name: str) -> dict:
+    done = machines.ssh(name, f"sudo systemctl restart {' '.join(SERVICES)} && "
+                              f"systemctl show -p Id -p ActiveEnterTimestamp -p ActiveState {' '.join(SERVICES)}",
+                        timeout=RESTART_TIMEOUT_S)
+    if done.returncode != 0:
+        raise ServiceError(f"{name}: restarting {', '.join(SERVICES)} failed: "
+                           f"{(done.stderr or done.stdout).strip()[-400:]}")
+    return parse_show(done.stdout)
+
+
+def parse_show(text: str) -> dict:
+    """`systemctl show -p Id -p ActiveEnterTimestamp -p ActiveState a b` → {unit: {state, since}}."""
+    units, current = {}, {}
+    for line in text.splitlines() + [""]:
+        if not line.strip():
+            if current.get("Id"):
+                units[current["Id"].removesuffix(".service")] = {
+                    "state": current.get("ActiveState"), "since": current.get("ActiveEnterTimestamp")}
+            current = {}
+            continue
+        key, _, value = line.partition("=")
+        current[key] = value
+    return units
+
+
+def restart_together(names=machines.NAMES) -> dict:
+    """Restarts SERVICES on every machine at the same moment; {machine: {unit: {state, since}}}."""
+    with ThreadPoolExecutor(len(names)) as pool:
+        return dict(zip(names, pool.map(_restart, names)))
