@@ -179,5 +179,7 @@ def verdict_record(run, machines, analysis, sentence):
 
 def write_record(folder, record):
     path = Path(folder) / VERDICT_JSON
-    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    # numpy scalars (bool_, float64) as plain JSON values
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=lambda o: o.item()) + "\n",
+                    encoding="utf-8")
     return path

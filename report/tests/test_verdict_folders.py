@@ -1,0 +1,167 @@
+"""Run folders made from synthetic paired samples, through the real commands: python -m report (verdict with
+intervals, verdict.json), python -m report.combine (a crossover series) and python -m report.compare. The TPS
+interval is recomputed here independently (plain sums, arch's bootstrap indices, scipy's t)."""
+import csv
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+from arch.bootstrap import CircularBlockBootstrap
+from scipy import stats
+
+from .conftest import REPO
+from .synthetic import paired_samples
+
+import subprocess
+import sys
+
+WARMUP = 20
+SECONDS = 240
+
+
+def write_run(folder, sides, design=None, warmup=WARMUP):
+    folder.mkdir(parents=True)
+    for name, s in sides.items():
+        (folder / name).mkdir()
+        with open(folder / name / "jmeter.jtl", "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["timeStamp", "elapsed", "label", "responseCode", "responseMessage", "success",
+                          "failureMessage"])
+            for start, elapsed, ok in zip(s.start, s.elapsed_ms, s.ok):
+                out.writerow([int(round(start * 1000)), int(elapsed), "get", "200" if ok else "503",
+                              "" if ok else "Service Unavailable", "true" if ok else "false", ""])
+    record = {"run_id": folder.name, "status": "complete", "load": {"warmup_s": warmup}}
+    if design:
+        record["design"] = design
+    (folder / "run.json").write_text(json.dumps(record))
+    return folder
+
+
+def python(*args):
+    done = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def read_jtl_plain(path):
+    with open(path, newline="") as f:
+        return [(int(r["timeStamp"]) / 1000.0, r["success"] == "true") for r in csv.DictReader(f)]
+
+
+def independent_tps_interval(folder, block, resamples, seed):
+    rows = {m: read_jtl_plain(folder / m / "jmeter.jtl") for m in ("default", "tuned")}
+    start = max(min(t for t, _ in r) for r in rows.values()) + WARMUP
+    end = min(max(t for t, _ in r) for r in rows.values()) + 1.0
+    n = int(math.floor(end - start))
+    ok = {m: np.zeros(n) for m in rows}
+    for m, r in rows.items():
+        for t, success in r:
+            k = int((t - start) // 1.0)
+            if 0 <= k < n and t >= start and success:
+                ok[m][k] += 1
+    estimate = ok["tuned"].sum() / ok["default"].sum()
+    bs = CircularBlockBootstrap(block, np.arange(n), seed=np.random.default_rng(seed))
+    logs = []
+    for data in bs.bootstrap(resamples):
+        idx = data[0][0]
+        logs.append(math.log(ok["tuned"][idx].sum() / ok["default"][idx].sum()))
+    half = stats.t.ppf(0.975, max(1, n // block - 1)) * np.std(logs, ddof=1)
+    return n, estimate, estimate * math.exp(-half), estimate * math.exp(half)
+
+
+def pct(r):
+    change = 100.0 * (r - 1.0)
+    digits = 0 if abs(change) >= 10 else 1
+    return f"{'+' if change >= 0 else '−'}{abs(change):,.{digits}f}"
+
+
+@pytest.fixture(scope="module")
+def ab_run(tmp_path_factory):
+    folder = write_run(tmp_path_factory.mktemp("results") / "20261123T100000Z-ab",
+                       paired_samples(5, seconds=SECONDS, effect=1.4, latency_factor=0.7))
+    python("-m", "report", str(folder))
+    return folder
+
+
+def test_the_verdict_states_the_effect_with_its_interval(ab_run):
+    summary = (ab_run / "summary.md").read_text()
+    record = json.loads((ab_run / "verdict.json").read_text())
+    method = record["method"]
+    n, estimate, low, high = independent_tps_interval(ab_run, method["block_windows"], method["resamples"],
+                                                      method["seed"])
+    assert method["windows"] == n
+    tps = record["effects"]["tps"]
+    assert tps["estimate"] == pytest.approx(estimate, rel=1e-12)
+    assert tps["low"] == pytest.approx(low, rel=1e-9) and tps["high"] == pytest.approx(high, rel=1e-9)
+    words = f"tuned: {pct(estimate)} % successful TPS (95 % CI {pct(low)} … {pct(high)} %)"
+    assert f"**Verdict:** {words}" in summary
+    assert "No A/A run in this results folder yet" in summary
+    # the results table carries the same interval, and latency intervals where enough requests succeeded
+    row = next(line for line in summary.splitlines() if line.startswith("| successful TPS"))
+    assert f"(95 % CI {pct(low)} … {pct(high)} %)" in row
+    p50 = record["effects"]["p50"]
+    assert p50["low"] < 0.7 < p50["high"] and p50["detectable"]
+
+
+def test_an_aa_run_calibrates_the_next_reports(ab_run, tmp_path_factory):
+    results = ab_run.parent
+    aa = write_run(results / "20261123T090000Z-aa", paired_samples(6, seconds=SECONDS),
+                   design={"kind": "aa", "configurations": {"default": "default", "tuned": "default"}})
+    python("-m", "report", str(aa))
+    aa_summary = (aa / "summary.md").read_text()
+    assert "A/A (both machines ran the default configuration): the twins are interchangeable" in aa_summary
+    python("-m", "report", str(ab_run))            # written again: now an older A/A run lies beside it
+    summary = (ab_run / "summary.md").read_text()
+    aa_tps = json.loads((aa / "verdict.json").read_text())["effects"]["tps"]
+    bound = 100 * max(abs(aa_tps["low"] - 1), abs(aa_tps["high"] - 1))
+    assert f"Latest A/A run (20261123T090000Z-aa)" in summary
+    assert f"within ±{bound:.0f} % from twin bias" in summary
+
+
+def test_a_crossover_series_is_combined_by_configuration(tmp_path):
+    straight = write_run(tmp_path / "20261123T110000Z-t1", paired_samples(8, seconds=SECONDS, effect=1.2, bias=1.15),
+                         design={"kind": "ab", "trial": 1, "trials": 2, "series": "S",
+                                 "machines": {"default": "default", "tuned": "tuned"}})
+    swapped = write_run(tmp_path / "20261123T111500Z-t2",
+                        paired_samples(9, seconds=SECONDS, effect=1.2, bias=1 / 1.15),
+                        design={"kind": "ab", "trial": 2, "trials": 2, "series": "S",
+                                "machines": {"default": "tuned", "tuned": "default"}})
+    for folder in (straight, swapped):
+        python("-m", "report", str(folder))
+    assert "roles swapped — the default configuration ran on machine tuned" in (swapped / "summary.md").read_text()
+    series = tmp_path / "20261123T110000Z-series"
+    out = python("-m", "report.combine", str(series), str(straight), str(swapped)).stdout
+    record = json.loads((series / "verdict.json").read_text())
+    single = [json.loads((f / "verdict.json").read_text())["effects"]["tps"]["estimate"] for f in (straight, swapped)]
+    combined = record["effects"]["tps"]["estimate"]
+    assert combined == pytest.approx(math.sqrt(single[0] * single[1]), rel=1e-9)   # the orientation means
+    assert record["machine_bias"]["tps"]["estimate"] == pytest.approx(math.sqrt(single[0] / single[1]), rel=1e-9)
+    assert record["effects"]["tps"]["low"] < 1.2 < record["effects"]["tps"]["high"]
+    summary = (series / "summary.md").read_text()
+    assert "combined over 2 trials in both orientations" in summary and "cancelled by the swap" in summary
+    assert "[20261123T111500Z-t2](../20261123T111500Z-t2/report.html)" in summary
+    assert record["verdict"] in out
+
+
+def test_compare_puts_runs_side_by_side(ab_run, tmp_path):
+    other = write_run(tmp_path / "20261123T120000Z-more", paired_samples(12, seconds=SECONDS, rate=30.0, effect=1.4))
+    out = tmp_path / "cmp"
+    python("-m", "report.compare", str(out), str(ab_run), str(other))
+    text = (out / "compare.md").read_text()
+    assert "comparison of 2 runs" in text and "## successful TPS" in text
+    row = next(line for line in text.split("## successful TPS")[1].splitlines() if line.startswith("| 20261123T120000Z"))
+    # the second run's default served ~30 req/s against ~20: +50 % with an interval
+    change = re.findall(r"\+(\d+) % \(95 % CI", row)
+    assert change and 35 <= int(change[0]) <= 65, row
+    assert (out / "compare.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_bad_folders_are_refused(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "report.compare", str(tmp_path / "o"), str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "at least two" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "report.combine", str(tmp_path / "s"), str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "not run folders" in done.stderr and not (tmp_path / "s").exists()
