@@ -88,8 +88,8 @@ def parser() -> argparse.ArgumentParser:
                     help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
     rp = sub.add_parser("report", help="(re)write a run folder's report")
     rp.add_argument("run_dir", type=Path, metavar="RUN_FOLDER", help="e.g. results/20261123T101500Z-quick")
-    rp.add_argument("--warmup", type=seconds, default=None, metavar="TIME",
-                    help="warm-up to exclude (default: the one in run.json)")
+    rp.add_argument("--warmup", type=lambda t: t if t == "auto" else seconds(t), default=None, metavar="TIME|auto",
+                    help="warm-up to exclude (default: the one in run.json); auto: from where both machines settled")
     cp = sub.add_parser("compare", help="several run folders side by side")
     cp.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_FOLDER",
                     help="two or more run folders; changes are stated against the first")

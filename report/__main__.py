@@ -14,15 +14,23 @@ from .verdict import analyse_machines, latest_calibration, verdict_record, verdi
 
 
 def build_report(folder, warmup=None):
-    """Reads the run folder, writes its report.html and summary.md; returns (html path, summary path)."""
+    """Reads the run folder, writes its report.html and summary.md; returns (html path, summary path).
+    warmup: seconds, 'auto' (from where both machines' throughput settled), or None (run.json's)."""
     run = RunInfo(folder)
-    if warmup is not None:
+    if warmup is not None and warmup != "auto":
         warmup_s, source = float(warmup), "--warmup"
     elif run.warmup_s is not None:
         warmup_s, source = float(run.warmup_s), "run.json load.warmup_s"
     else:
         warmup_s, source = 0.0, "run.json has no load.warmup_s: nothing excluded"
     machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
+    if warmup == "auto":
+        settled = [m.steady.start_s for m in machines.values() if m.steady is not None and m.steady.settled]
+        if len(settled) == len(machines):
+            warmup_s, source = max(settled), "--warmup auto: where the later machine's throughput settled"
+            machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
+        else:
+            source += "; --warmup auto kept it: not every machine reached a steady state"
     analysis = analyse_machines(machines)
     sentence = verdict_sentence(run, machines, analysis, stop_phrase)
     calibration = latest_calibration(folder, run.run_id)
@@ -39,14 +47,20 @@ def build_report(folder, warmup=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m report", description=__doc__)
     parser.add_argument("run_folder", help="results/<run-id>")
-    parser.add_argument("--warmup", type=float, metavar="SECONDS",
-                        help="warm-up to exclude, from each machine's first sample (default: run.json load.warmup_s)")
+    parser.add_argument("--warmup", metavar="SECONDS|auto",
+                        help="warm-up to exclude, from each machine's first sample (default: run.json load.warmup_s); "
+                             "auto: from where both machines' throughput settled (see README: steady state)")
     args = parser.parse_args(argv)
     folder = Path(args.run_folder)
     if not folder.is_dir():
         parser.error(f"{folder}: no such run folder")
-    if args.warmup is not None and args.warmup < 0:
-        parser.error("--warmup must be ≥ 0")
+    if args.warmup is not None and args.warmup != "auto":
+        try:
+            args.warmup = float(args.warmup)
+        except ValueError:
+            parser.error(f"--warmup {args.warmup!r}: seconds (≥ 0) or auto")
+        if args.warmup < 0:
+            parser.error("--warmup must be ≥ 0")
     started = time.monotonic()
     html_path, summary_path = build_report(folder, args.warmup)
     print(f"report: {html_path} ({html_path.stat().st_size / 1024:.0f} KiB), {summary_path} "
