@@ -216,12 +216,14 @@ def run_trial(opts: Options, t: trial.Trial, sets: dict, ensure_up, label: str, 
         record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
         with phase("restart", "equal start: both machines' services restarted together"):
             starts = services.restart_together()
+            record.update(service_starts={"services": list(services.SERVICES), "spread_s": None, **{
+                side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None} for side, vm in t.machines.items()}})
         with phase("check", "both machines answer through HTTPD"):
             ready = check_answers(targets, log)
-        record.update(service_starts={
-            "services": list(services.SERVICES), "spread_s": abs(ready["default"] - ready["tuned"]),
-            **{side: {"machine": vm, "units": starts.get(vm), "ready_after_s": ready[side]}
-               for side, vm in t.machines.items()}})
+            for side in t.machines:
+                record.data["service_starts"][side]["ready_after_s"] = ready[side]
+            record.data["service_starts"]["spread_s"] = abs(ready["default"] - ready["tuned"])
+            record.save()
         record.data["phases"]["to_load_s"] = round(time.monotonic() - t0)
         with phase("load", "the load, on both machines at once"):
             collect.mark(run_id, log=log)
