@@ -46,7 +46,8 @@ class Options:
     aa: str | None = None        # A/A: both machines run this configuration
 
     def __post_init__(self) -> None:
-        trial.plan(self.repeat, self.aa)     # refuses a bad --repeat or --aa
+        # a bad --repeat or --aa, or a --set for a configuration no machine runs: refused before anything starts
+        trial.plan(self.repeat, self.aa)[0].overrides(provision.parse_overrides(self.overrides))
         if self.label and not LABEL_RE.fullmatch(self.label):
             raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
                              "(it becomes part of the folder name)")

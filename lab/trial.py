@@ -56,7 +56,13 @@ class Trial:
         return {vm: side for side, vm in self.machines.items()}
 
     def overrides(self, sets: dict[str, dict]) -> dict[str, dict]:
-        """Per-machine overrides so that each machine runs its side's configuration (plus --set)."""
+        """Per-machine overrides so that each machine runs its side's configuration (plus --set). A --set
+        for a configuration no machine runs (tuned, in an A/A run of default) is refused."""
+        unused = [c for c, values in sets.items() if values and c not in self.configurations.values()]
+        if unused:
+            raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
+                             f"{'A/A ' if self.kind == 'aa' else ''}run (set it without a prefix, or for "
+                             f"{', '.join(sorted(set(self.configurations.values())))})")
         out = {}
         for side, vm in self.machines.items():
             wanted = config_knobs(self.configurations[side], sets)
@@ -71,14 +77,15 @@ class Trial:
 
 def plan(repeat: int = 1, aa: str | None = None, series: str | None = None) -> list[Trial]:
     """The trials of a run: one, or `repeat` with the machines swapped on every second one (crossover).
-    aa: both sides run that configuration (an A/A calibration)."""
+    aa: both sides run that configuration (an A/A calibration; repeats are not swapped, so the run folder's
+    default/ and tuned/ stay the machines of those names)."""
     if aa is not None and aa not in CONFIGS:
         raise ValueError(f"--aa {aa!r}: name a configuration ({', '.join(CONFIGS)})")
     if not 1 <= repeat <= 20:
         raise ValueError(f"--repeat {repeat}: from 1 to 20 trials")
     trials = []
     for k in range(1, repeat + 1):
-        swapped = k % 2 == 0
+        swapped = k % 2 == 0 and aa is None      # A/A: one configuration, nothing to swap; its repeats measure drift
         trials.append(Trial(
             kind="aa" if aa else "ab",
             configurations={side: aa or side for side in CONFIGS},

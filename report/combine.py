@@ -35,6 +35,7 @@ class Combined:
     q: float = math.nan                 # Cochran's Q, its degrees of freedom and p-value
     q_df: int = 0
     q_p: float = math.nan
+    inflated: float = 1.0               # the interval's widening for disagreeing trials (Birge ratio)
     per_trial: list = field(default_factory=list)   # the trials' own Effects
 
 
@@ -64,7 +65,7 @@ def combine_figure(trials, figure):
     reps = np.where(np.isfinite(reps), reps, np.nan)
     effect, bias = _orientation_means(points, signs)
     effect_reps, bias_reps = _orientation_means(reps, signs)
-    df = sum(t.analysis.df for t in usable)
+    df = sum(t.analysis.df(figure) for t in usable)
     d_mean = float(np.mean([t.analysis.effects[figure].default for t in usable]))
     t_mean = float(np.mean([t.analysis.effects[figure].tuned for t in usable]))
     e = Effect(figure, kind, d_mean, t_mean, estimate=back(kind, effect))
@@ -75,13 +76,25 @@ def combine_figure(trials, figure):
         b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias))
         b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
         combined.bias = b
-    # agreement: the trials' spread around effect + s·bias, weighted by their own variances
-    fitted = effect + signs * (0.0 if math.isnan(bias) else bias)
+    # agreement: Cochran's Q of the trials around the weighted least-squares fit of effect + s·bias (weights:
+    # each trial's bootstrap variance), χ² with N − fitted terms df; when it says they disagree, the interval
+    # is widened by the Birge ratio √(Q/df) (the trials spread more than their own noise explains)
     var = np.nanvar(reps, axis=1, ddof=1)
-    combined.q_df = len(usable) - (1 if math.isnan(bias) else 2)
+    both = not math.isnan(bias)
+    combined.q_df = len(usable) - (2 if both else 1)
     if combined.q_df >= 1 and np.all(var > 0):
-        combined.q = float(np.sum((points - fitted) ** 2 / var))
+        design = np.column_stack([np.ones(len(usable)), signs])[:, :2 if both else 1]
+        w = 1.0 / var
+        coef = np.linalg.solve(design.T @ (design * w[:, None]), design.T @ (w * points))
+        combined.q = float(np.sum(w * (points - design @ coef) ** 2))
         combined.q_p = float(stats.chi2.sf(combined.q, combined.q_df))
+        inflate = math.sqrt(max(1.0, combined.q / combined.q_df))
+        if combined.q_p < AGREEMENT_P and e.has_interval:
+            centre = log_or_raw(kind, e.estimate)
+            lo, hi = log_or_raw(kind, e.low), log_or_raw(kind, e.high)
+            e.low = back(kind, centre - (centre - lo) * inflate)
+            e.high = back(kind, centre + (hi - centre) * inflate)
+            combined.inflated = inflate
     return combined
 
 
@@ -89,12 +102,14 @@ def agreement_words(c):
     if c.q_df >= 1 and not math.isnan(c.q_p):
         if c.q_p >= AGREEMENT_P:
             return f"the trials agree (Cochran's Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.2f})"
-        return (f"the trials DISAGREE beyond their own noise (Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.3f}): "
-                "something changed between trials; the interval understates the uncertainty")
+        return (f"the trials DISAGREE beyond their own noise (Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.3f}): something "
+                f"changed between trials; the interval is widened ×{c.inflated:.1f} for it")
+    if c.q_df >= 1:
+        return "agreement not tested (a trial's resampled figure does not vary)"
     if c.bias is not None:
-        return ("one trial per orientation: agreement cannot be tested beyond the machine bias it estimates; "
-                "run more trials (--repeat 4) to test it")
-    return "a single orientation: agreement is not tested"
+        return ("one trial per orientation: agreement cannot be tested beyond the machine bias it estimates "
+                "(--repeat 4 or more tests it)")
+    return "one trial: agreement is not tested"
 
 
 def combine(trials):
@@ -103,15 +118,23 @@ def combine(trials):
 
 def verdict_sentence(results, trials):
     tps = results["tps"]
-    n = len(trials)
-    orientations = "both orientations" if tps.bias is not None else "one orientation only (machine bias NOT removed)"
+    used = sum(1 for t in trials if t.analysis is not None and t.analysis.effects["tps"].has_interval)
+    counted = f"{used} trial{'s' if used != 1 else ''}" + (f" (of {len(trials)})" if used != len(trials) else "")
     if not tps.effect.has_interval:
-        return f"{n} trials: no combined interval for successful TPS ({tps.effect.why_not})."
+        return f"{len(trials)} trials: no combined interval for successful TPS ({tps.effect.why_not})."
+    ci = effect_text(tps.effect, with_estimate=False)
+    if all(t.design["kind"] == "aa" for t in trials):
+        config = trials[0].design["configurations"]["default"]
+        same = "interchangeable" if not tps.effect.detectable else "NOT interchangeable"
+        return (f"A/A over {counted}, both machines running the {config} configuration: the twins are {same}: "
+                f"machine tuned {pct(tps.effect.estimate)} successful TPS vs machine default ({ci}); "
+                f"{agreement_words(tps)}.")
+    orientations = "both orientations" if tps.bias is not None else "one orientation only (machine bias NOT removed)"
     if tps.effect.detectable:
-        head = f"tuned: {pct(tps.effect.estimate)} successful TPS ({effect_text(tps.effect, with_estimate=False)})"
+        head = f"tuned: {pct(tps.effect.estimate)} successful TPS ({ci})"
     else:
-        head = f"no difference in successful TPS detectable ({effect_text(tps.effect, with_estimate=False)})"
-    text = f"{head}, combined over {n} trials in {orientations}; {agreement_words(tps)}"
+        head = f"no difference in successful TPS detectable ({ci})"
+    text = f"{head}, combined over {counted} in {orientations}; {agreement_words(tps)}"
     if tps.bias is not None and tps.bias.has_interval:
         text += (f"; machine tuned vs machine default: {pct(tps.bias.estimate)} "
                  f"({effect_text(tps.bias, with_estimate=False)}), cancelled by the swap")
@@ -130,7 +153,10 @@ def render(series_folder, trials, results):
              "Results are labelled by configuration (default, tuned), never by machine. Each trial restarted both "
              "machines' services together before its load; from the second trial on, the configurations "
              "alternate between the two machines (crossover), so a difference that belongs to a machine cancels "
-             "out of the combined figure. Method: report/README.md (Uncertainty, Crossover).", "",
+             "out of the combined figure (A/A series are not swapped: their columns are the machines). The "
+             "trials' intervals here are drawn with seeds of their own (independent resamples), so their last "
+             "digits can differ from each trial's own report. Method: report/README.md (Uncertainty, Crossover).",
+             "",
              "## Combined", "",
              f"| figure | tuned vs default ({CONFIDENCE:.0%} CI) | machine tuned vs machine default | agreement |",
              "| --- | ---: | ---: | --- |"]
@@ -159,7 +185,8 @@ def record(series_folder, trials, results, sentence):
         return {"kind": e.kind, "estimate": None if math.isnan(e.estimate) else e.estimate,
                 "low": e.low if e.has_interval else None, "high": e.high if e.has_interval else None,
                 "detectable": e.detectable, "why_not": e.why_not or None}
-    return {"run_id": Path(series_folder).name, "design": {"kind": "crossover", "trials": len(trials)},
+    kind = "aa-series" if all(t.design["kind"] == "aa" for t in trials) else "crossover"
+    return {"run_id": Path(series_folder).name, "design": {"kind": kind, "trials": len(trials)},
             "verdict": sentence, "trials": [Path(t.folder).name for t in trials],
             "swapped": [t.swapped for t in trials],
             "effects": {f: eff(c.effect) for f, c in results.items()},

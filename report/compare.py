@@ -33,8 +33,14 @@ def across_runs(first, other, side, figure):
     if np.isnan(base) or np.isnan(value) or (kind == "ratio" and (base <= 0 or value <= 0)):
         e.why_not = "not measured in both runs"
         return e
+    # the runs' own rules first: too few windows, or too few successes for a percentile, in either run
+    refused = [f"{run}: {eff.why_not}" for run, eff in (("first run", a), ("this run", b))
+               if eff.why_not and "figure is 0" not in eff.why_not]
+    if refused or not first.analysis.replicates or not other.analysis.replicates:
+        e.why_not = "; ".join(refused) or "a run without resamples"
+        return e
     ra, rb = first.analysis.replicates[side][figure], other.analysis.replicates[side][figure]
-    df = first.analysis.df + other.analysis.df
+    df = first.analysis.df(figure) + other.analysis.df(figure)
     if kind == "ratio":
         e.estimate = value / base
         e.low, e.high = interval(e.estimate, np.exp(log_or_raw(kind, rb) - log_or_raw(kind, ra)), df, log_scale=True)

@@ -24,8 +24,8 @@ def render_html(title, summary_md, charts, dashboards):
         return "\n".join(parts + ["</body></html>"]) + "\n"
     parts += ["<h2>Charts</h2>",
              "<p class='about'>Left: default, right: tuned, on the same y scale. x: seconds since the machine's "
-             "first sample. Grey: warm-up (excluded from the figures above). Red dashed: the machine stopped "
-             "answering.</p>"]
+             "first sample. Grey: warm-up (excluded from the figures above). Green dotted: where the machine's "
+             "throughput settled (steady state). Red dashed: the machine stopped answering.</p>"]
     if dashboards:
         links = " · ".join(f"<a href='{html.escape(link)}'>{html.escape(m)}</a>" for m, link in dashboards.items())
         parts.append(f"<p>JMeter's own dashboards: {links}</p>")

@@ -58,7 +58,7 @@ def _run_line(run):
     if load:
         model = load.get("model", "?")
         users = f"{load.get('users')} users" if load.get("users") is not None else ""
-        rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") else ""
+        rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") and model == "open" else ""
         bits.append(f"load: {model} model, {' '.join(x for x in (users, rate) if x)}, "
                     f"ramp-up {load.get('ramp_up_s', '?')} s, {load.get('duration_s', '?')} s"
                     + (f", keep-alive {'on' if load.get('keep_alive') else 'off'}" if 'keep_alive' in load else "")
@@ -115,11 +115,15 @@ def uncertainty_lines(analysis):
     if analysis is None:
         return ["No intervals: the two machines have no common measured window.", ""]
     p = analysis.paired
+    if not analysis.replicates:
+        return [f"No intervals: only {p.n} paired 1 s windows (an interval needs 10).", ""]
+    b = analysis.blocks
     return [f"Intervals: {CONFIDENCE:.0%} confidence, circular block bootstrap over the {p.n:,} paired 1 s windows "
-            f"both machines were measured in (from {utc_clock(p.start)} UTC), blocks of {analysis.block} s, "
-            f"{analysis.resamples:,} resamples (seed {analysis.seed}), Student t with {analysis.df} degrees of freedom "
-            "on the log ratio (errors: on the difference in percentage points). Latency percentiles are compared "
-            "only when both machines served enough successful requests (p50 ≥ 20, p95 ≥ 200, p99 ≥ 1,000). "
+            f"both machines were measured in (from {utc_clock(p.start)} UTC), blocks of {b['tps']} s (TPS), "
+            f"{b['errors']} s (errors), {b['latency']} s (latency), {analysis.resamples:,} resamples "
+            f"(seed {analysis.seed}), Student t with (windows ÷ block − 1) degrees of freedom on the log ratio "
+            "(errors: on the difference in percentage points). Latency percentiles are compared only when both "
+            "machines served enough successful requests (p50 ≥ 20, p95 ≥ 200, p99 ≥ 1,000). "
             "See report/README.md (Uncertainty).", ""]
 
 

@@ -86,14 +86,30 @@ def paired_windows(samples_by_side, start, end):
     return Paired(start=start, n=n, sides=sides)
 
 
-def block_length(paired):
-    """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
-    length, the largest over the per-window successes and failures of both machines; 1 ≤ b ≤ n/3."""
-    columns = []
+GROUPS = {"tps": ("tps",), "errors": ("error_pct",), "latency": ("p50", "p95", "p99")}
+
+
+def _series(paired, group):
+    """The per-window series whose autocorrelation sets a figure group's block length."""
+    out = []
     for side in paired.sides.values():
-        for series in (side.successes, side.requests - side.successes):
-            if np.ptp(series) > 0:
-                columns.append(series)
+        if group == "tps":
+            out.append(side.successes)
+        elif group == "errors":
+            out.append(side.requests - side.successes)
+        else:       # mean successful latency per window; windows without a success take the overall mean
+            counts = side.latency_hist.sum(axis=1)
+            sums = side.latency_hist @ side.bin_ms
+            overall = sums.sum() / counts.sum() if counts.sum() else 0.0
+            out.append(np.where(counts > 0, sums / np.maximum(counts, 1), overall))
+    return [x for x in out if np.ptp(x) > 0]
+
+
+def block_length(paired, group="tps"):
+    """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
+    length, the largest over the group's per-window series of both machines (TPS: successes; errors:
+    failures; latency: mean successful latency); 1 ≤ b ≤ n/3."""
+    columns = _series(paired, group)
     if not columns or paired.n < 4:
         return 1
     lengths = optimal_block_length(np.column_stack(columns))["circular"].to_numpy()
@@ -123,15 +139,20 @@ def nearest_rank(hist_cum, total, p, bin_ms):
     return bin_ms[idx]
 
 
-def side_figures(side, weights, seconds):
-    """Each figure of one machine under each row of weights: {figure: (resamples,) array}."""
+def side_figures(side, weights, seconds, figures=FIGURES):
+    """Each of the figures of one machine under each row of weights: {figure: (resamples,) array}."""
     requests = weights @ side.requests
     successes = weights @ side.successes
-    out = {"tps": successes / seconds,
-           "error_pct": np.where(requests > 0, 100.0 * (requests - successes) / np.maximum(requests, 1), np.nan)}
-    cum = np.cumsum(weights @ side.latency_hist, axis=1)
-    for p in PERCENTILES:
-        out[f"p{p}"] = np.where(successes > 0, nearest_rank(cum, successes, p, side.bin_ms), np.nan)
+    out = {}
+    if "tps" in figures:
+        out["tps"] = successes / seconds
+    if "error_pct" in figures:
+        out["error_pct"] = np.where(requests > 0, 100.0 * (requests - successes) / np.maximum(requests, 1), np.nan)
+    wanted = [p for p in PERCENTILES if f"p{p}" in figures]
+    if wanted:
+        cum = np.cumsum(weights @ side.latency_hist, axis=1)
+        for p in wanted:
+            out[f"p{p}"] = np.where(successes > 0, nearest_rank(cum, successes, p, side.bin_ms), np.nan)
     return out
 
 
@@ -174,31 +195,36 @@ class Effect:
 @dataclass
 class Analysis:
     paired: Paired
-    block: int
+    blocks: dict                                     # figure group (GROUPS) -> block length, windows
     resamples: int
     seed: int
     effects: dict = field(default_factory=dict)      # figure -> Effect
     replicates: dict = field(default_factory=dict)   # side -> figure -> (resamples,) array
 
-    @property
-    def df(self):
-        """Degrees of freedom of the t quantile: independent blocks in the window, less one."""
-        return max(1, self.paired.n // self.block - 1)
+    def block(self, figure):
+        return next(self.blocks[g] for g, figures in GROUPS.items() if figure in figures)
+
+    def df(self, figure):
+        """Degrees of freedom of the figure's t quantile: independent blocks in the window, less one."""
+        return max(1, self.paired.n // self.block(figure) - 1)
 
 
 def t_quantile(df, confidence=CONFIDENCE):
     return float(stats.t.ppf(0.5 + confidence / 2.0, max(1, df)))
 
 
+MIN_FINITE = 0.99         # share of resamples whose figure must be defined for an interval
+
+
 def interval(center, replicates, df, log_scale, confidence=CONFIDENCE):
-    """center ± t·se (se: σ of the replicates), on the log scale for a ratio; (nan, nan) without enough
-    finite replicates."""
+    """center ± t·se (se: σ of the replicates), on the log scale for a ratio; (nan, nan) when more than 1 %
+    of the replicates are undefined (a resample without a success) or the center is not positive."""
     with np.errstate(divide="ignore", invalid="ignore"):
         values = np.log(replicates) if log_scale else np.asarray(replicates, dtype=float)
-    values = values[np.isfinite(values)]
-    if len(values) < 10 or (log_scale and center <= 0):
+    finite = values[np.isfinite(values)]
+    if len(finite) < max(10, MIN_FINITE * len(values)) or (log_scale and center <= 0):
         return math.nan, math.nan
-    half = t_quantile(df, confidence) * float(values.std(ddof=1))
+    half = t_quantile(df, confidence) * float(finite.std(ddof=1))
     if log_scale:
         return center * math.exp(-half), center * math.exp(half)
     return center - half, center + half
@@ -219,24 +245,32 @@ def effect_from(figure, point_d, point_t, rep_d, rep_t, df):
         with np.errstate(divide="ignore", invalid="ignore"):
             effect.low, effect.high = interval(effect.estimate, rep_t / rep_d, df, log_scale=True)
     else:
-        effect.why_not = f"{'default' if point_d <= 0 else 'tuned'}'s figure is 0"
+        effect.why_not = f"{'default' if point_d <= 0 else 'tuned'}'s figure is 0 in the paired window"
+    if not effect.why_not and math.isnan(effect.low):
+        effect.why_not = "undefined in over 1 % of the resamples (too few successes)"
     return effect
 
 
 def analyse(paired, resamples=RESAMPLES, seed=SEED):
-    """Point estimates and 95 % intervals of every verdict figure over the paired windows."""
+    """Point estimates and 95 % intervals of every verdict figure over the paired windows. Each figure group
+    is resampled with its own block length (an error burst must not widen the TPS interval), all from the
+    same seed."""
     points = {name: point_figures(side, paired.seconds) for name, side in paired.sides.items()}
     few = paired.n < MIN_WINDOWS
-    analysis = Analysis(paired=paired, block=1 if few else block_length(paired), resamples=resamples, seed=seed)
+    analysis = Analysis(paired=paired, blocks={g: 1 if few else block_length(paired, g) for g in GROUPS},
+                        resamples=resamples, seed=seed)
     if not few:
-        weights = window_weights(resample_indices(paired.n, analysis.block, resamples, seed), paired.n)
-        analysis.replicates = {name: side_figures(side, weights, paired.seconds)
-                               for name, side in paired.sides.items()}
+        analysis.replicates = {name: {} for name in paired.sides}
+        for group, figures in GROUPS.items():
+            indices = resample_indices(paired.n, analysis.blocks[group], resamples, seed)
+            weights = window_weights(indices, paired.n)
+            for name, side in paired.sides.items():
+                analysis.replicates[name].update(side_figures(side, weights, paired.seconds, figures))
     empty = np.full(resamples, np.nan)
     for figure in FIGURES:
         d, t = points["default"][figure], points["tuned"][figure]
         reps = [analysis.replicates.get(name, {}).get(figure, empty) for name in ("default", "tuned")]
-        e = effect_from(figure, d, t, *reps, analysis.df)
+        e = effect_from(figure, d, t, *reps, analysis.df(figure))
         if few:
             e.why_not = f"only {paired.n} paired windows (need {MIN_WINDOWS})"
         elif figure.startswith("p"):

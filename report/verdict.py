@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from . import MACHINES
-from .uncertainty import FIGURES, SEED, WINDOW_S, analyse, paired_windows
+from .uncertainty import FIGURES, SEED, WINDOW_S, analyse, paired_windows  # noqa: F401 (WINDOW_S: callers)
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}
@@ -39,6 +39,8 @@ def effect_text(effect, with_estimate=True):
     """'+42 % (95 % CI +30 … +55 %)', '+3.1 pt (95 % CI +1.0 … +5.2 pt)', or why there is no interval."""
     if math.isnan(effect.estimate):
         return f"— ({effect.why_not})" if effect.why_not else "—"
+    if effect.kind == "difference" and effect.default == 0 and effect.tuned == 0:
+        return "no errors on either machine"
     if effect.kind == "ratio":
         est, lo, hi = pct(effect.estimate), pct(effect.low), pct(effect.high)
         ci = f"95 % CI {lo[:-2]} … {hi}"
@@ -56,7 +58,7 @@ def analyse_window(machines):
     if any(m.samples is None or len(m.samples) == 0 or m.window is None for m in ms):
         return None
     start = max(m.window.start for m in ms)
-    end = min(m.window.end for m in ms) + WINDOW_S       # the last sample's second included
+    end = min(m.window.end for m in ms)      # whole seconds only, up to the earlier machine's last sample
     return paired_windows({m.name: m.samples for m in ms}, start, end)
 
 
@@ -76,16 +78,25 @@ def _tps_words(effect, subject):
 
 
 def steady_words(machines):
-    """A clause for machines that never settled (empty when both did or the question does not arise)."""
+    """A clause for machines that never settled, or settled only after the excluded warm-up (empty when
+    neither applies or the question does not arise)."""
     unsettled = [m for m in machines.values() if m.steady is not None and not m.steady.settled and not m.steady.why]
-    if not unsettled:
-        return ""
-    drifts = ", ".join(f"{m.name}'s TPS {signed(100 * m.steady.drift, 0)} % across the window"
-                       for m in unsettled if not math.isnan(m.steady.drift))
-    who = "neither machine" if len(unsettled) == len(machines) else " and ".join(m.name for m in unsettled)
-    verb = "reached" if who == "neither machine" else "never reached"
-    return (f"{who} {verb} a steady state{f' ({drifts})' if drifts else ''}: "
-            "the figures describe machines still warming up")
+    clauses = []
+    if unsettled:
+        drifts = ", ".join(f"{m.name}'s TPS {signed(100 * m.steady.drift, 0)} % across the window"
+                           for m in unsettled if not math.isnan(m.steady.drift))
+        who = "neither machine" if len(unsettled) == len(machines) else " and ".join(m.name for m in unsettled)
+        verb = "reached" if who == "neither machine" else "never reached"
+        rising = all(m.steady.drift > 0 for m in unsettled if not math.isnan(m.steady.drift))
+        clauses.append(f"{who} {verb} a steady state{f' ({drifts})' if drifts else ''}: the figures describe "
+                       + ("machines still warming up" if rising else "machines whose throughput was still changing"))
+    late = [m for m in machines.values() if m.steady is not None and m.steady.settled and m.window is not None
+            and m.steady.start_s > m.window.warmup_s]
+    if late:
+        clauses.append(" and ".join(f"{m.name} settled only at +{m.steady.start_s:.0f} s" for m in late)
+                       + f", after the excluded warm-up of {late[0].window.warmup_s:.0f} s "
+                         "(--warmup auto measures from there)")
+    return "; ".join(clauses)
 
 
 def calibration_words(calibration):
@@ -161,8 +172,8 @@ def verdict_record(run, machines, analysis, sentence):
               "effects": {}, "steady": {}, "stopped": {}}
     if analysis is not None:
         record["method"] = {"window_s": WINDOW_S, "windows": analysis.paired.n, "start": analysis.paired.start,
-                            "block_windows": analysis.block, "resamples": analysis.resamples,
-                            "seed": analysis.seed, "df": analysis.df}
+                            "block_windows": dict(analysis.blocks), "resamples": analysis.resamples,
+                            "seed": analysis.seed, "df": {f: analysis.df(f) for f in FIGURES}}
         for figure in FIGURES:
             e = analysis.effects[figure]
             record["effects"][figure] = {

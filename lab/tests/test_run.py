@@ -127,6 +127,7 @@ def test_guest_script_refuses_bad_run_ids():
     (["--repeat", "0"], "--repeat"),
     (["--repeat", "21"], "--repeat"),
     (["--aa", "fast"], "--aa"),
+    (["--aa", "--set", "tuned:tomcat_threads_max=300"], "no machine runs the tuned configuration"),
 ])
 @pytest.mark.parametrize("foreign_lab", [None, "/another/checkout"])
 def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monkeypatch, tmp_path):

@@ -53,6 +53,10 @@ def test_aa_gives_both_machines_one_configuration(config):
     assert knobs["default"] == knobs["tuned"] == trial.config_knobs(config)
 
 
+def test_aa_repeats_are_not_swapped():
+    assert [t.swapped for t in trial.plan(repeat=3, aa="default")] == [False, False, False]
+
+
 def test_bad_designs_are_refused():
     with pytest.raises(ValueError, match="--repeat"):
         trial.plan(repeat=0)

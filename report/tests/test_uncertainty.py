@@ -132,3 +132,13 @@ def test_block_length_grows_with_autocorrelation():
         t0 = sides["default"].start[0]
         return block_length(paired_windows(sides, t0, t0 + 600))
     assert block(0.0) < block(0.95)
+
+
+def test_an_error_burst_lengthens_only_the_error_blocks():
+    sides = paired_samples(13, seconds=300)
+    burst = (sides["tuned"].start > sides["tuned"].start[0] + 100) & (sides["tuned"].start < sides["tuned"].start[0] + 130)
+    sides["tuned"].ok[burst] = False
+    t0 = sides["default"].start[0]
+    a = analyse(paired_windows(sides, t0, t0 + 300), resamples=200)
+    assert a.blocks["errors"] > a.blocks["tps"]
+    assert a.df("tps") > a.df("error_pct")
