@@ -21,6 +21,8 @@ from conftest import ANSIBLE_DIR, INVENTORY, ROOT, TESTS_DIR, ansible_playbook, 
 from lab import provision
 
 SECRET = "render-test-secret"   # render.yml's stand-in for lab_ajp_secret
+# What a machine remembered of its kernel before the lab changed it (tasks/sysctl.yml).
+BASELINE = "net.netfilter.nf_conntrack_max = 4096\nnet.core.somaxconn = 4096\n"
 OVERRIDES = ["tuned:tomcat_threads_max=250", "tuned:tomcat_threads_min_spare=250", "tuned:httpd_proxy_timeout_s=null",
              "default:httpd_mpm=prefork", "jvm_gc=parallel"]
 
@@ -54,7 +56,8 @@ def rendered(tmp_path_factory):
     base = tmp_path_factory.mktemp("render")
     return run_all({
         "plain": lambda: render(base / "plain", None),
-        "override": lambda: render(base / "override", provision.parse_overrides(OVERRIDES)),
+        "override": lambda: render(base / "override", provision.parse_overrides(OVERRIDES), "-e",
+                                   json.dumps({"base_sysctl_baseline_text": BASELINE})),
         "inventory": lambda: render(base / "inventory", None, "--limit", "tuned",
                                     inventory=inventory_with_other_networks(base / "inventory")),
     })
@@ -349,3 +352,13 @@ def test_overrides_touch_only_their_machine(rendered):
     for name in ("app/application.yml", "httpd/lab-site.conf", "httpd/lab-tuning.conf"):
         assert override["default"][name] == plain["default"][name], name
     assert override["tuned"]["httpd/mpm_worker.conf"] == plain["tuned"]["httpd/mpm_worker.conf"]
+
+
+def test_kernel_settings_no_knob_sets_any_more_get_the_kernels_own_value_back(rendered):
+    """After a swap (or an A/A run) the machine that ran tuned must not keep tuned's kernel settings."""
+    default = rendered["override"]["default"]["base/60-lab.conf"]
+    tuned = rendered["override"]["tuned"]["base/60-lab.conf"]
+    assert "net.netfilter.nf_conntrack_max = 4096" in default and "net.core.somaxconn = 4096" in default
+    assert "net.netfilter.nf_conntrack_max = 32768" in tuned and "nf_conntrack_max = 4096" not in tuned
+    assert "net.core.somaxconn = 4096" in tuned
+    assert "the kernel's own values" not in rendered["plain"]["default"]["base/60-lab.conf"]
