@@ -21,7 +21,7 @@ from scipy import stats
 
 from .runs import back, load_runs, log_or_raw
 from .uncertainty import CONFIDENCE, FIGURES, Effect, interval
-from .verdict import FIGURE_NAMES, effect_text, pct, write_record
+from .verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, write_record
 
 AGREEMENT_P = 0.05
 
@@ -112,6 +112,14 @@ def agreement_words(c):
     return "one trial: agreement is not tested"
 
 
+def agreement_cell(c):
+    """agreement_words in a few words, for the table."""
+    if c.q_df >= 1 and not math.isnan(c.q_p):
+        return (f"agree (p = {c.q_p:.2f})" if c.q_p >= AGREEMENT_P
+                else f"DISAGREE (p = {c.q_p:.3f}); interval ×{c.inflated:.1f}")
+    return "not testable" + (" (one trial per orientation)" if c.bias is not None and c.q_df < 1 else "")
+
+
 def combine(trials):
     return {figure: combine_figure(trials, figure) for figure in FIGURES}
 
@@ -161,8 +169,10 @@ def render(series_folder, trials, results):
              f"| figure | tuned vs default ({CONFIDENCE:.0%} CI) | machine tuned vs machine default | agreement |",
              "| --- | ---: | ---: | --- |"]
     for figure, c in results.items():
-        bias = effect_text(c.bias) if c.bias is not None else "— (one orientation)"
-        lines.append(f"| {FIGURE_NAMES[figure]} | {effect_text(c.effect)} | {bias} | {agreement_words(c)} |")
+        effect = effect_text(c.effect)
+        bias = "—" if effect == NO_ERRORS else effect_text(c.bias) if c.bias is not None else "— (one orientation)"
+        lines.append(f"| {FIGURE_NAMES[figure]} | {effect} | {bias} | {agreement_cell(c)} |")
+    lines += ["", f"Agreement: {agreement_words(results['tps'])} (successful TPS).", ""]
     lines += ["", "## Trials", "",
               "| trial | run | default config on | tuned config on | " + " | ".join(FIGURE_NAMES[f] for f in FIGURES)
               + " |", "| ---: | --- | --- | --- | " + " | ".join("---:" for _ in FIGURES) + " |"]

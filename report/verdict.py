@@ -14,6 +14,7 @@ from .uncertainty import FIGURES, SEED, WINDOW_S, analyse, paired_windows  # noq
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}
 VERDICT_JSON = "verdict.json"
+NO_ERRORS = "no errors on either machine"
 
 
 def design(run):
@@ -40,7 +41,7 @@ def effect_text(effect, with_estimate=True):
     if math.isnan(effect.estimate):
         return f"— ({effect.why_not})" if effect.why_not else "—"
     if effect.kind == "difference" and effect.default == 0 and effect.tuned == 0:
-        return "no errors on either machine"
+        return NO_ERRORS
     if effect.kind == "ratio":
         est, lo, hi = pct(effect.estimate), pct(effect.low), pct(effect.high)
         ci = f"95 % CI {lo[:-2]} … {hi}"
