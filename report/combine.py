@@ -205,6 +205,59 @@ def record(series_folder, trials, results, sentence):
                               "p": None if math.isnan(c.q_p) else c.q_p} for f, c in results.items()}}
 
 
+FOREST_FIGURES = ("tps", "p50", "p95", "p99")      # ratios, on one log axis
+
+
+def forest_png(trials, results):
+    """Each trial's tuned/default ratio with its interval (circles: straight, squares: swapped) and the
+    combined one (black diamond), one row per figure, on a log axis; PNG bytes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .charts import DPI, _small_png
+    fig, ax = plt.subplots(figsize=(13.5, 0.55 + 0.75 * len(FOREST_FIGURES)), dpi=DPI)
+    rows = []
+    for k, figure in enumerate(FOREST_FIGURES):
+        y = len(FOREST_FIGURES) - k
+        rows.append((y, FIGURE_NAMES[figure]))
+        for i, t in enumerate(trials):
+            e = t.analysis.effects[figure] if t.analysis is not None else None
+            if e is None or not e.has_interval:
+                continue
+            dy = 0.28 - 0.56 * i / max(1, len(trials) - 1)
+            ax.errorbar(e.estimate, y + dy, xerr=[[e.estimate - e.low], [e.high - e.estimate]], fmt="s" if t.swapped
+                        else "o", color="tab:orange" if t.swapped else "tab:blue", markersize=4, capsize=2, lw=1)
+        c = results[figure].effect
+        if c.has_interval:
+            ax.errorbar(c.estimate, y - 0.4, xerr=[[c.estimate - c.low], [c.high - c.estimate]], fmt="D",
+                        color="black", markersize=5, capsize=3, lw=1.5)
+    ax.axvline(1.0, color="0.5", linestyle=":", lw=1)
+    ax.set_xscale("log")
+    lo, hi = ax.get_xlim()
+    ticks = [r for r in (0.25, 0.33, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0) if lo <= r <= hi]
+    ax.set_xticks(ticks, [pct(r) if r != 1.0 else "0 %" for r in ticks])
+    ax.minorticks_off()
+    ax.set_yticks([y for y, _ in rows], [name for _, name in rows], fontsize=8)
+    ax.set_ylim(0.3, len(FOREST_FIGURES) + 0.7)
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("tuned vs default (log scale)", fontsize=8)
+    ax.grid(axis="x", alpha=0.3, which="both", lw=0.5)
+    fig.subplots_adjust(left=0.09, right=0.995, bottom=0.2, top=0.97)
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    plt.close(fig)
+    return _small_png(buf.getvalue())
+
+
+@dataclass
+class _Figure:      # what render_html needs of a chart
+    key: str
+    title: str
+    about: str
+
+
 def write(series_folder, trial_folders):
     """Writes the series report; returns (summary path, verdict sentence)."""
     from .html import render_html
@@ -215,8 +268,13 @@ def write(series_folder, trial_folders):
     sentence = verdict_sentence(results, trials)
     summary = render(series_folder, trials, results)
     (series_folder / "summary.md").write_text(summary, encoding="utf-8")
+    forest = _Figure("forest", "Each trial and the combination",
+                     "Blue circles: trials with each configuration on its namesake machine; orange squares: roles "
+                     "swapped; black diamond: the combined estimate. Bars: 95 % intervals.")
     (series_folder / "report.html").write_text(
-        render_html(f"Camel Tuning Lab — {series_folder.name}", summary, [], {}), encoding="utf-8")
+        render_html(f"Camel Tuning Lab — {series_folder.name}", summary, [(forest, forest_png(trials, results))], {},
+                    charts_title="At a glance"),
+        encoding="utf-8")
     write_record(series_folder, record(series_folder, trials, results, sentence))
     return series_folder / "summary.md", sentence
 

@@ -15,17 +15,21 @@ code { background: #f4f4f4; padding: 0 3px; font-size: 90%; }
 """
 
 
-def render_html(title, summary_md, charts, dashboards):
-    """charts: [(Chart, png bytes)]; dashboards: {machine: relative link}."""
+def render_html(title, summary_md, charts, dashboards, charts_title=None):
+    """charts: [(Chart, png bytes)]; dashboards: {machine: relative link}. charts_title: a page whose charts
+    are not the run's side-by-side panels (the combined trials) names them so."""
     body = markdown.markdown(summary_md, extensions=["tables"])
     parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>", body]
-    if not charts and not dashboards:       # a page of tables only (combined trials, comparisons)
+    if not charts and not dashboards:       # a page of tables only (comparisons)
         return "\n".join(parts + ["</body></html>"]) + "\n"
-    parts += ["<h2>Charts</h2>",
-             "<p class='about'>Left: default, right: tuned, on the same y scale. x: seconds since the machine's "
-             "first sample. Grey: warm-up (excluded from the figures above). Green dotted: where the machine's "
-             "throughput settled (steady state). Red dashed: the machine stopped answering.</p>"]
+    if charts_title:
+        parts.append(f"<h2>{html.escape(charts_title)}</h2>")
+    else:
+        parts += ["<h2>Charts</h2>",
+                  "<p class='about'>Left: default, right: tuned, on the same y scale. x: seconds since the machine's "
+                  "first sample. Grey: warm-up (excluded from the figures above). Green dotted: where the machine's "
+                  "throughput settled (steady state). Red dashed: the machine stopped answering.</p>"]
     if dashboards:
         links = " · ".join(f"<a href='{html.escape(link)}'>{html.escape(m)}</a>" for m, link in dashboards.items())
         parts.append(f"<p>JMeter's own dashboards: {links}</p>")

@@ -142,6 +142,7 @@ def test_a_crossover_series_is_combined_by_configuration(tmp_path):
     summary = (series / "summary.md").read_text()
     assert "combined over 2 trials in both orientations" in summary and "cancelled by the swap" in summary
     assert "[20261123T111500Z-t2](../20261123T111500Z-t2/report.html)" in summary
+    assert "id='forest'" in (series / "report.html").read_text()     # each trial and the combination, drawn
     assert record["verdict"] in out
 
 
