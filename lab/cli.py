@@ -272,8 +272,7 @@ def run_options(args) -> run.Options:
                            rate_per_s=args.rate, keep_alive=not args.no_keep_alive)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=args.overrides,
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa)
-    provision.parse_overrides(opts.overrides)
-    return opts
+    return opts          # Options checked itself: --set, --repeat, --aa, --label, --warmup
 
 
 def cmd_run(opts: run.Options, s: settings.Settings) -> int:
