@@ -166,7 +166,7 @@ def render(series_folder, trials, results):
              "digits can differ from each trial's own report. Method: report/README.md (Uncertainty, Crossover).",
              "",
              "## Combined", "",
-             f"| figure | tuned vs default ({CONFIDENCE:.0%} CI) | machine tuned vs machine default | agreement |",
+             f"| figure | tuned vs default ({CONFIDENCE * 100:.0f} % CI) | machine tuned vs machine default | agreement |",
              "| --- | ---: | ---: | --- |"]
     for figure, c in results.items():
         effect = effect_text(c.effect)

@@ -71,7 +71,7 @@ def render(out, runs):
     lines.append("")
     for figure in FIGURES:
         lines += [f"## {FIGURE_NAMES[figure]}", "",
-                  f"| run | default | tuned | tuned vs default ({CONFIDENCE:.0%} CI) | default vs first run | "
+                  f"| run | default | tuned | tuned vs default ({CONFIDENCE * 100:.0f} % CI) | default vs first run | "
                   "tuned vs first run |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for r, name in zip(runs, names):
             if r.analysis is None:

@@ -107,7 +107,7 @@ def results_table(machines, analysis=None):
             lambda x: fmt.num(x, 1, "MiB"))
     rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s), ""])
     return _table(["", "default", "tuned", "tuned/default",
-                   f"tuned vs default ({CONFIDENCE:.0%} CI, paired windows)"], rows)
+                   f"tuned vs default ({CONFIDENCE * 100:.0f} % CI, paired windows)"], rows)
 
 
 def uncertainty_lines(analysis):
@@ -118,7 +118,7 @@ def uncertainty_lines(analysis):
     if not analysis.replicates:
         return [f"No intervals: only {p.n} paired 1 s windows (an interval needs 10).", ""]
     b = analysis.blocks
-    return [f"Intervals: {CONFIDENCE:.0%} confidence, circular block bootstrap over the {p.n:,} paired 1 s windows "
+    return [f"Intervals: {CONFIDENCE * 100:.0f} % confidence, circular block bootstrap over the {p.n:,} paired 1 s windows "
             f"both machines were measured in (from {utc_clock(p.start)} UTC), blocks of {b['tps']} s (TPS), "
             f"{b['errors']} s (errors), {b['latency']} s (latency), {analysis.resamples:,} resamples "
             f"(seed {analysis.seed}), Student t with (windows ÷ block − 1) degrees of freedom on the log ratio "
