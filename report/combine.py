@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from .runs import back, load_runs, log_or_raw
-from .uncertainty import CONFIDENCE, FIGURES, Effect, interval
+from .uncertainty import CONFIDENCE, FIGURES, Effect, interval, kind_of
 from .verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, write_record
 
 AGREEMENT_P = 0.05
@@ -50,7 +50,7 @@ def _orientation_means(values, signs):
 def combine_figure(trials, figure):
     """The crossover combination of one figure over the trials that have an interval for it."""
     usable = [t for t in trials if t.analysis is not None and t.analysis.effects[figure].has_interval]
-    kind = "difference" if figure == "error_pct" else "ratio"
+    kind = kind_of(figure)
     per_trial = [t.analysis.effects[figure] if t.analysis is not None else None for t in trials]
     if not usable:
         e = Effect(figure, kind, math.nan, math.nan)

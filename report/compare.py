@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from .runs import load_runs, log_or_raw
-from .uncertainty import CONFIDENCE, FIGURES, Effect, interval
-from .verdict import FIGURE_NAMES, effect_text
+from .uncertainty import CONFIDENCE, FIGURES, Effect, interval, kind_of
+from .verdict import FIGURE_NAMES, effect_text, read_record
 
 UNITS = {"tps": "req/s", "error_pct": "%", "p50": "ms", "p95": "ms", "p99": "ms"}
 
 
 def across_runs(first, other, side, figure):
     """other's figure of one side vs first's: an Effect (ratio, or difference for error %)."""
-    kind = "difference" if figure == "error_pct" else "ratio"
+    kind = kind_of(figure)
     if first.analysis is None or other.analysis is None:
         e = Effect(figure, kind, float("nan"), float("nan"))
         e.why_not = "a run without a paired window"
@@ -53,7 +53,7 @@ def across_runs(first, other, side, figure):
 def _value(x, figure):
     if x is None or np.isnan(x):
         return "—"
-    digits = 1 if figure in ("tps",) else 2 if figure == "error_pct" else 0
+    digits = 1 if figure == "tps" else 2 if figure == "error_pct" else 0
     return f"{x:,.{digits}f} {UNITS[figure]}"
 
 
@@ -90,14 +90,8 @@ def render(out, runs):
 
 
 def _verdict_of(r):
-    path = Path(r.folder) / "verdict.json"
-    if path.is_file():
-        import json
-        try:
-            return json.loads(path.read_text(encoding="utf-8")).get("verdict", "")
-        except ValueError:
-            return ""
-    return "(no report yet)"
+    record = read_record(r.folder)
+    return "(no report yet)" if record is None else record.get("verdict", "")
 
 
 def write(out, folders):

@@ -230,9 +230,14 @@ def interval(center, replicates, df, log_scale, confidence=CONFIDENCE):
     return center - half, center + half
 
 
+def kind_of(figure):
+    """Error % is compared as a difference in points; every other figure as a ratio."""
+    return "difference" if figure == "error_pct" else "ratio"
+
+
 def effect_from(figure, point_d, point_t, rep_d, rep_t, df):
     """An Effect from both sides' point figures and their (paired) resampled figures."""
-    kind = "difference" if figure == "error_pct" else "ratio"
+    kind = kind_of(figure)
     effect = Effect(figure, kind, point_d, point_t)
     if any(map(math.isnan, (point_d, point_t))):
         effect.why_not = "not measured on both machines"

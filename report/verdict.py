@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from . import MACHINES
-from .uncertainty import FIGURES, SEED, WINDOW_S, analyse, paired_windows  # noqa: F401 (WINDOW_S: callers)
+from .uncertainty import FIGURES, SEED, WINDOW_S, analyse, paired_windows
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}
@@ -150,12 +150,8 @@ def latest_calibration(folder, run_id):
     """verdict.json of the newest A/A run beside this one that is older than it, or None."""
     best = None
     for other in Path(folder).resolve().parent.iterdir():
-        path = other / VERDICT_JSON
-        if other.name >= str(run_id) or not path.is_file():
-            continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        data = read_record(other) if other.name < str(run_id) else None
+        if data is None:
             continue
         if data.get("design", {}).get("kind") == "aa" and data.get("effects", {}).get("tps"):
             if best is None or other.name > best["run_id"]:
@@ -187,6 +183,15 @@ def verdict_record(run, machines, analysis, sentence):
                                         "drift": _num(m.steady.drift), "why": m.steady.why or None}
         record["stopped"][m.name] = None if m.stop is None else m.stop.at - m.t0
     return record
+
+
+def read_record(folder):
+    """A folder's verdict.json, or None when it has none or it cannot be read."""
+    try:
+        data = json.loads((Path(folder) / VERDICT_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def write_record(folder, record):
