@@ -1,0 +1,31 @@
+"""Running a host command the lab depends on: one way to run it and one way to fail (naming the step and
+quoting the tail of the command's output), so every stage reports a broken tool the same way."""
+from __future__ import annotations
+
+import subprocess
+
+TAIL_LINES = 15
+
+
+def tail(result: subprocess.CompletedProcess, lines: int = TAIL_LINES) -> str:
+    """The last lines a command wrote (stderr, or stdout when stderr is empty), indented for a message."""
+    text = result.stderr or result.stdout or ""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return "\n  ".join(text.strip().splitlines()[-lines:])
+
+
+def run(cmd: list[str], what: str, error: type[Exception] = RuntimeError, check: bool = True,
+        **kw) -> subprocess.CompletedProcess:
+    """cmd with its output captured (text unless told otherwise). A missing program, and with check a
+    non-zero exit, raise `error` with "WHAT: …" and the output's tail."""
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", "input" not in kw or isinstance(kw["input"], str))
+    try:
+        result = subprocess.run(cmd, **kw)
+    except FileNotFoundError:
+        raise error(f"{what}: the command '{cmd[0]}' is not installed") from None
+    if check and result.returncode != 0:
+        raise error(f"{what}: {' '.join(cmd[:4])}{' …' if len(cmd) > 4 else ''} exited {result.returncode}\n  "
+                    + tail(result))
+    return result
