@@ -10,8 +10,11 @@ machines; after it, `pull()` stops the archive and brings back, per machine:
     pcp/      archive.{0,meta,index} (open it with pmrep/pmchart -a), pmlogger.log, metrics.csv (tidy:
               time,metric,instance,value; counters as rates, as the report reads them)
 
-The guest side is lab/guest/run.sh, sent over SSH each time (nothing to install on the machines). A
-machine that cannot be reached leaves <machine>/collect-error.txt and the rest of the run goes on.
+The guest side is lab/guest/run.sh, sent over SSH each time (nothing to install on the machines). What it
+collects and where it finds it (logs, configs, services' journals, the PCP archive, the metrics to export)
+is the machine's /etc/lab/manifest.json, written by Ansible; it comes back as config/manifest.json, which
+`pull` holds the collected metrics against. A machine that cannot be reached leaves
+<machine>/collect-error.txt and the rest of the run goes on.
 """
 from __future__ import annotations
 
@@ -27,28 +30,6 @@ from lab import machines, paths
 
 GUEST_SCRIPT = paths.ROOT / "lab" / "guest" / "run.sh"
 PULL_TIMEOUT_S = 900        # pmrep over a long archive is slow under TCG
-
-# What metrics.csv holds: what the report charts and sums (report/charts.py, report/machine.py).
-EXPORTED_METRICS = (
-    "hinv.ncpu", "kernel.all.load",
-    "kernel.all.cpu.user", "kernel.all.cpu.sys", "kernel.all.cpu.wait.total", "kernel.all.cpu.steal",
-    "kernel.all.cpu.idle",
-    "mem.physmem", "mem.util.used", "mem.util.free", "mem.util.cached", "mem.util.bufmem", "mem.util.available",
-    "mem.util.swapTotal", "mem.util.swapFree",
-    "disk.all.read_bytes", "disk.all.write_bytes",
-    "network.interface.in.bytes", "network.interface.out.bytes",
-    "network.tcpconn.established", "network.tcpconn.time_wait", "network.tcp.retranssegs",
-    "hotproc.psinfo.rss", "hotproc.psinfo.utime", "hotproc.psinfo.stime",
-    "apache.busy_servers", "apache.idle_servers", "apache.requests_per_sec", "apache.total_accesses",
-    "openmetrics.app.jvm_memory_used_bytes", "openmetrics.app.jvm_gc_pause_seconds_sum",
-    "openmetrics.app.jvm_gc_pause_seconds_count", "openmetrics.app.tomcat_connector_threads_busy",
-    "openmetrics.app.tomcat_connector_connections_current",
-    "openmetrics.app.httpcomponents_httpclient_pool_total_pending",
-    "openmetrics.mock.mock_http_request_duration_seconds_sum",
-    "openmetrics.mock.mock_http_request_duration_seconds_count",
-    "openmetrics.mock.mock_http_requests_in_flight",
-)
-
 
 class CollectError(RuntimeError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""
@@ -75,7 +56,7 @@ def mark(run_id: str, names=machines.NAMES, log=print) -> None:
         list(pool.map(one, names))
 
 
-def pull(run_id: str, run_dir: Path, since_epoch: int, interval_s: int = 1, names=machines.NAMES,
+def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
          folders: dict[str, str] | None = None, log=print) -> dict[str, str | None]:
     """Each machine's files into run_dir/<folder>/ (folders: machine → the configuration it ran; its own
     name by default); {machine: None, or what went wrong}."""
@@ -83,8 +64,7 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, interval_s: int = 1, name
         target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
         try:
-            done = _guest(name, ["pack", run_id, str(int(since_epoch)), str(interval_s), *EXPORTED_METRICS],
-                          timeout=PULL_TIMEOUT_S)
+            done = _guest(name, ["pack", run_id, str(int(since_epoch))], timeout=PULL_TIMEOUT_S)
             if done.returncode != 0 or not done.stdout:
                 raise CollectError(f"exit {done.returncode}: {done.stderr.decode(errors='replace').strip()[-400:]}")
             unpack(done.stdout, target)
@@ -92,7 +72,9 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, interval_s: int = 1, name
             if wide.exists() and wide.stat().st_size:
                 rows = tidy_metrics(wide, target / "pcp" / "metrics.csv")
                 wide.unlink()
-                log(f"{name}: collected ({rows} metric values)")
+                absent = missing_metrics(target)
+                log(f"{name}: collected ({rows} metric values)"
+                    + (f"; no values for {len(absent)} of the manifest's metrics: {', '.join(absent)}" if absent else ""))
             else:
                 log(f"{name}: collected, but PCP gave no values (see {target / 'pcp'})")
             return None
@@ -135,6 +117,25 @@ def tidy_metrics(wide_csv: Path, out_csv: Path) -> int:
                     out.writerow([row[0], metric, instance, value])
                     count += 1
     return count
+
+
+def read_manifest(machine_dir: Path) -> dict:
+    """What the machine said a run collects (config/manifest.json); {} for a run folder from before it."""
+    try:
+        return json.loads((machine_dir / "config" / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def missing_metrics(machine_dir: Path) -> list[str]:
+    """The manifest's exported metrics that have no value in pcp/metrics.csv."""
+    wanted = read_manifest(machine_dir).get("pcp", {}).get("metrics", [])
+    try:
+        with open(machine_dir / "pcp" / "metrics.csv", newline="") as f:
+            present = {row["metric"] for row in csv.DictReader(f)}
+    except (OSError, KeyError):
+        present = set()
+    return [m for m in wanted if m not in present]
 
 
 def read_versions(machine_dir: Path) -> dict:

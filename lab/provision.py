@@ -1,7 +1,7 @@
 """Provisioning: the app jars built on the host, the lab's inventory, Ansible run inside the lab namespace.
 
 Knob overrides for one run (`--set [machine:]knob=value`) are parsed and checked against the catalog
-(ansible/group_vars/all.yml) here, so a typo fails before anything starts; Ansible's first play then
+(ansible/knobs.yml, read by lab.knobs) here, so a typo fails before anything starts; Ansible's first play then
 validates types, ranges and cross-knob rules.
 """
 from __future__ import annotations
@@ -15,10 +15,9 @@ from pathlib import Path
 
 import yaml
 
-from lab import machines, netns, paths
+from lab import knobs, machines, netns, paths
 
 ANSIBLE_DIR = paths.ROOT / "ansible"
-CATALOG = ANSIBLE_DIR / "group_vars" / "all.yml"
 INVENTORY = paths.STATE_DIR / "inventory.yml"
 OVERRIDES = paths.STATE_DIR / "overrides.json"
 # What the machines were last provisioned from (fingerprint()); written only after a successful run.
@@ -32,8 +31,8 @@ class ProvisionError(RuntimeError):
 
 
 def catalog() -> dict:
-    """The knobs and their out-of-the-box values (the `lab_*` entries are not knobs)."""
-    return {k: v for k, v in yaml.safe_load(CATALOG.read_text()).items() if not k.startswith(("lab_", "ansible_"))}
+    """The knobs --set may change and their out-of-the-box values (the inventory's are not set here)."""
+    return knobs.defaults()
 
 
 def parse_overrides(items: list[str]) -> dict[str, dict]:
@@ -54,7 +53,7 @@ def parse_overrides(items: list[str]) -> dict[str, dict]:
         if knob not in known:
             close = [k for k in known if k.split("_")[0] == knob.split("_")[0]][:8]
             raise ValueError(f"--set {item!r}: unknown knob {knob!r}"
-                             + (f" (knobs of that tier: {', '.join(close)})" if close else " (see ansible/group_vars/all.yml)"))
+                             + (f" (knobs of that tier: {', '.join(close)})" if close else " (see ansible/knobs.yml)"))
         try:
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as bad:

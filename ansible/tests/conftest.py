@@ -22,7 +22,7 @@ ROOT = ANSIBLE_DIR.parent
 TESTS_DIR = ANSIBLE_DIR / "tests"
 INVENTORY = TESTS_DIR / "unreachable.yml"
 VENV_BIN = Path(sys.executable).parent
-if str(ROOT) not in sys.path:      # lab.provision (parse_overrides) and lab.knob_table
+if str(ROOT) not in sys.path:      # lab.provision (parse_overrides) and lab.knobs
     sys.path.insert(0, str(ROOT))
 # The machine has two cores (and often VMs beside the tests): two ansible-playbook runs at a time.
 WORKERS = 2

@@ -103,7 +103,7 @@ def expected_files(mpm: str) -> set[str]:
         if re.fullmatch(r"mpm_\w+\.conf", name) and name != f"mpm_{mpm}.conf":
             continue
         names.add(f"{role}/{name}")
-    return names
+    return names | {"site/manifest.json"}
 
 
 def test_every_role_template_is_rendered(rendered):
@@ -132,9 +132,10 @@ def test_no_control_characters(rendered):
 
 
 def test_ansible_managed_header(rendered):
-    """group_vars' ansible_managed reaches the files (hotproc.conf must start with #pmdahotproc instead)."""
+    """group_vars' ansible_managed reaches the templates (hotproc.conf must start with #pmdahotproc instead;
+    the manifest is JSON, which has no comments)."""
     for where, text in all_files(rendered):
-        if not where.endswith("pcp/hotproc.conf"):
+        if not where.endswith(("pcp/hotproc.conf", "site/manifest.json")):
             assert "# Managed by the Camel Tuning Lab" in "\n".join(text.splitlines()[:2]), where
 
 
@@ -281,6 +282,26 @@ def test_pmlogger_intervals(tuned):
     assert sorted(metrics) == ["1", "10"]
     assert metrics["10"] == ["openmetrics.app", "openmetrics.mock"]
     assert "kernel.all.load" in metrics["1"] and not any(m.startswith("openmetrics") for m in metrics["1"])
+
+
+def test_manifest_names_what_a_run_collects(tuned, default):
+    """The host/guest contract lab/guest/run.sh reads: every log, config and service, the metric list."""
+    manifest = json.loads(tuned["site/manifest.json"])
+    assert manifest["services"] == ["mock-service", "camel-app", "apache2"]
+    assert manifest["logs"] == {"app.log": "/var/log/camel-app/app.log", "audit.log": "/var/log/camel-app/audit.log",
+                                "gc.log": "/var/log/camel-app/gc.log", "httpd-access.log": "/var/log/apache2/access.log",
+                                "httpd-error.log": "/var/log/apache2/error.log"}
+    assert manifest["journals"] == {"mock.log": "mock-service"}
+    assert {"/etc/camel-app/application.yml", "/etc/lab/knobs.json", "/etc/pcp/lab/pmlogger.config",
+            "/etc/apache2/mods-enabled/mpm_*.conf", "/etc/nftables.conf"} <= set(manifest["configs"])
+    assert manifest["info_url"] == "http://127.0.0.1:8080/actuator/info"
+    assert manifest["pcp"]["archive_root"] == "/var/log/pcp/lab" and manifest["pcp"]["interval_s"] == 1
+    # every exported metric is logged: under one of pmlogger's names (a metric or its group)
+    logged = tuned["pcp/pmlogger.config"].split()
+    metrics = manifest["pcp"]["metrics"]
+    assert "kernel.all.cpu.user" in metrics and "openmetrics.app.jvm_memory_used_bytes" in metrics
+    assert [m for m in metrics if not any(m == g or m.startswith(g + ".") for g in logged)] == []
+    assert json.loads(default["site/manifest.json"])["pcp"] == manifest["pcp"]
 
 
 def nft_usable() -> str | None:

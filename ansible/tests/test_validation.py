@@ -79,7 +79,7 @@ CASES = [
     Case("machine memory too small", "types", "default", {"lab_memory_mb": 64},
          ("lab_memory_mb",), "must be at least 128"),
     Case("excluded value", "types", "tuned", {"tomcat_max_keep_alive_requests": 0},
-         ("tomcat_max_keep_alive_requests",), "must not be 0"),
+         ("tomcat_max_keep_alive_requests",), "must be -1, or from 1 to 100000"),
     Case("bad MPM", "types", "tuned", {"httpd_mpm": "threaded"},
          ("httpd_mpm",), "must be one of prefork, worker, event"),
     Case("bad collector", "types", "default", {"jvm_gc": "cms"},

@@ -1,28 +1,43 @@
 #!/bin/bash
 # The guest side of a lab run, sent over SSH (`sudo bash -s -- MODE RUN_ID ...`): nothing to install.
+#   manifest             print what the manifest says a run collects here, as shell variables
 #   mark RUN_ID          remember where each log ends, start this run's PCP archive
-#   pack RUN_ID EPOCH INTERVAL METRIC...
-#                        stop the archive, stage this run's logs, journal, configs, versions and the
-#                        archive (plus a pmrep CSV of METRICs) and write them to stdout as a tar.gz
-# Logs are cut at the offsets `mark` saved, so a run folder holds only its own run's lines.
+#   pack RUN_ID EPOCH    stop the archive, stage this run's logs, journal, configs, versions and the
+#                        archive (plus a pmrep CSV of the exported metrics) and write them to stdout as a tar.gz
+# What to collect and where it is comes from /etc/lab/manifest.json, which Ansible writes (site.yml,
+# group_vars/all/lab.yml: lab_manifest); logs are cut at the offsets `mark` saved, so a run folder holds
+# only its own run's lines.
 set -uo pipefail
-mode="${1:?mode}"; run_id="${2:?run id}"
-case "$run_id" in */*|.*|"") echo "run.sh: bad run id: $run_id" >&2; exit 2;; esac
+mode="${1:?mode}"
+if [ "$mode" != manifest ]; then
+  run_id="${2:?run id}"
+  case "$run_id" in */*|.*|"") echo "run.sh: bad run id: $run_id" >&2; exit 2;; esac
+fi
 state=/var/lib/lab-run
-# run-folder name <- guest file
-declare -A LOGS=(
-  [app.log]=/var/log/camel-app/app.log
-  [audit.log]=/var/log/camel-app/audit.log
-  [gc.log]=/var/log/camel-app/gc.log
-  [httpd-access.log]=/var/log/apache2/access.log
-  [httpd-error.log]=/var/log/apache2/error.log
-)
-CONFIGS=(/etc/camel-app/application.yml /etc/camel-app/jvm.options /etc/camel-app/logback.xml
-         /etc/apache2/conf-enabled/lab-tuning.conf /etc/apache2/sites-enabled/lab.conf
-         /etc/default/mock-service /etc/systemd/system/camel-app.service /etc/systemd/system/mock-service.service
-         /etc/sysctl.d/60-lab.conf /etc/nftables.conf /etc/pcp/lab/pmlogger.config /etc/lab/knobs.json)
+manifest=${LAB_MANIFEST:-/etc/lab/manifest.json}      # another path only for the lab's tests
+[ -r "$manifest" ] || { echo "run.sh: $manifest is missing: provision this machine (./start.sh provision)" >&2; exit 3; }
+# The manifest as shell variables: LOGS and JOURNALS (run-folder name <- guest file or unit), CONFIGS (paths
+# or globs), INFO_URL, ARCHIVE_ROOT, INTERVAL, METRICS.
+eval "$(python3 - "$manifest" <<'PY'
+import json, shlex, sys
+m = json.load(open(sys.argv[1]))
+q = shlex.quote
+def assoc(name, mapping):
+    print(f"declare -A {name}=(" + " ".join(f"[{q(k)}]={q(str(v))}" for k, v in mapping.items()) + ")")
+assoc("LOGS", m.get("logs", {}))
+assoc("JOURNALS", m.get("journals", {}))
+print("CONFIGS=(" + " ".join(q(c) for c in m.get("configs", [])) + ")")
+pcp = m.get("pcp", {})
+print(f"INFO_URL={q(m.get('info_url', ''))} ARCHIVE_ROOT={q(str(pcp.get('archive_root', '/var/log/pcp/lab')))}"
+      f" INTERVAL={q(str(pcp.get('interval_s', 1)))}")
+print("METRICS=(" + " ".join(q(x) for x in pcp.get("metrics", [])) + ")")
+PY
+)" || { echo "run.sh: cannot read $manifest" >&2; exit 3; }
 
 case "$mode" in
+manifest)
+  declare -p LOGS JOURNALS CONFIGS METRICS INFO_URL ARCHIVE_ROOT INTERVAL
+  ;;
 mark)
   mkdir -p "$state"
   for name in "${!LOGS[@]}"; do
@@ -31,7 +46,7 @@ mark)
   lab-pmlogger start "$run_id"
   ;;
 pack)
-  since="${3:?start epoch}"; interval="${4:-1}"; shift 4
+  since="${3:?start epoch}"
   stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
   mkdir -p "$stage/logs" "$stage/config" "$stage/pcp"
   lab-pmlogger stop
@@ -43,17 +58,20 @@ pack)
     tail -c +"$((from + 1))" "$file" > "$stage/logs/$name"
   done
   [ -s "$stage/logs/audit.log" ] && gzip "$stage/logs/audit.log"
-  journalctl --since "@$since" -u mock-service -o short-iso --no-pager > "$stage/logs/mock.log" 2>&1
+  for name in "${!JOURNALS[@]}"; do
+    journalctl --since "@$since" -u "${JOURNALS[$name]}" -o short-iso --no-pager > "$stage/logs/$name" 2>&1
+  done
   # the journal without SSH/sudo session noise (the lab's own commands): OOM killer, restarts, failures
   journalctl --since "@$since" -o short-iso --no-pager 2>&1 \
     | grep -vE 'sshd\[|sudo\[|sudo: |pam_unix|systemd-logind|session-[0-9]+\.scope|(New|Removed) session|user@[0-9]+\.service|user-runtime-dir' \
     > "$stage/logs/journal.txt"
   # configs, secrets redacted (a run folder is shared; the AJP secret is not)
-  for f in "${CONFIGS[@]}" /etc/apache2/mods-enabled/mpm_*.conf; do
+  # shellcheck disable=SC2068  # unquoted: a config may be a glob
+  for f in ${CONFIGS[@]}; do
     [ -f "$f" ] && sed -E 's/(secret[=:][[:space:]]*"?)[^"[:space:]]+/\1REDACTED/g' "$f" > "$stage/config/$(basename "$f")"
   done
   apache2ctl -M > "$stage/config/httpd-modules.txt" 2>&1
-  curl -s -m 10 http://127.0.0.1:8080/actuator/info > "$stage/config/actuator-info.json" || true
+  [ -n "$INFO_URL" ] && { curl -s -m 10 "$INFO_URL" > "$stage/config/actuator-info.json" || true; }
   pkg() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "not installed"; }
   {
     echo "java=$(java -version 2>&1 | awk -F'"' '/version/ {print $2; exit}')"
@@ -69,7 +87,7 @@ pack)
   } > "$stage/config/versions.txt"
   # the run's PCP archive, and its values as CSV (pmrep converts counters to rates)
   # (one archive-<time> per pmlogger start: several when it was restarted during the run, merged into one)
-  archive=/var/log/pcp/lab/$run_id
+  archive=$ARCHIVE_ROOT/$run_id
   if [ -d "$archive" ]; then
     cp -p "$archive"/pmlogger*.log "$stage/pcp/" 2>/dev/null
     parts=$(ls "$archive"/archive-*.meta 2>/dev/null | sed 's/\.meta$//' | tr '\n' ' ')
@@ -84,18 +102,18 @@ pack)
     [ -f "$read_from.0" ] || read_from=$(echo $parts | tr ' ' ',')
     # pmrep refuses the whole list for one name the archive lacks (an agent that was down when pmlogger
     # started): ask only for those it holds, and say which were missing
-    held=$(pminfo -a "$read_from" "$@" 2>/dev/null)      # the names it holds, one per line
+    held=$(pminfo -a "$read_from" "${METRICS[@]}" 2>/dev/null)      # the names it holds, one per line
     present=(); missing=""
-    for metric in "$@"; do
+    for metric in "${METRICS[@]}"; do
       if grep -qxF -- "$metric" <<< "$held"; then present+=("$metric"); else missing+=" $metric"; fi
     done
     [ -n "${missing:-}" ] && echo "not in the archive:${missing}" > "$stage/pcp/missing-metrics.txt"
     if [ -n "$read_from" ] && [ ${#present[@]} -gt 0 ]; then
-      pmrep -a "$read_from" -t "$interval" -o csv -Z UTC -f '%s.%f' -I "${present[@]}" \
+      pmrep -a "$read_from" -t "$INTERVAL" -o csv -Z UTC -f '%s.%f' -I "${present[@]}" \
         > "$stage/pcp/pmrep.csv" 2> "$stage/pcp/pmrep.err" || true
     fi
   fi
   tar -C "$stage" -czf - .
   ;;
-*) echo "run.sh: unknown mode $mode (mark | pack)" >&2; exit 2;;
+*) echo "run.sh: unknown mode $mode (manifest | mark | pack)" >&2; exit 2;;
 esac

@@ -1,0 +1,129 @@
+"""A knob is defined once (ansible/knobs.yml): what is generated from it is current, every knob is read by
+a role, and every knob-like name a role reads is declared somewhere."""
+import pytest
+import yaml
+
+from lab import knobs
+
+
+def test_generated_files_are_current():
+    assert not knobs.stale(), ("generated from ansible/knobs.yml but stale: "
+                               f"{[str(p) for p in knobs.stale()]}; run .venv/bin/python -m lab.knobs --write")
+
+
+def test_every_knob_is_read_by_a_role():
+    assert not knobs.unused(), f"knobs in ansible/knobs.yml that no role reads: {knobs.unused()}"
+
+
+def test_every_knob_like_name_a_role_reads_is_declared():
+    assert not knobs.undeclared(), ("names read by a role that are neither knobs (ansible/knobs.yml), lab "
+                                    f"variables nor the role's own: {knobs.undeclared()}")
+
+
+def test_every_knob_says_what_it_does_and_where_it_lands():
+    for name, spec in knobs.specs().items():
+        assert knobs.TIERED.match(name), name
+        assert spec.get("what") and spec.get("lands") and spec.get("type"), name
+        assert spec.get("inventory") or "default" in spec, f"{name} has no default"
+        if spec.get("default") is None and not spec.get("inventory"):
+            assert "unset" in spec, f"{name} defaults to null but does not say what null means (unset:)"
+
+
+def test_the_tuned_machine_sets_only_catalog_knobs():
+    tuned = yaml.safe_load(knobs.TUNED.read_text()) or {}
+    assert set(tuned) <= set(knobs.specs())
+
+
+# --- the scanner, on a made-up role: each check fails when it should --------------------------------------------
+
+CATALOG = """
+tomcat:
+  about: the connector
+  knobs:
+    tomcat_threads_max: {default: 200, type: int, range: [1, 5000], what: maxThreads, lands: server.tomcat.threads.max}
+    tomcat_accept_count: {default: 100, type: int, range: [1, 65535], what: accept queue, lands: accept-count}
+jvm:
+  knobs:
+    jvm_gc: {default: null, type: str, unset: ergonomics, choices: [serial, g1], what: collector, lands: jvm.options}
+    jvm_tier: {default: null, type: int, unset: C1+C2, choices: {1: C1 only}, what: JIT, lands: jvm.options}
+    tomcat_keep: {default: 100, type: int, range: [1, 100000], also: {-1: unlimited}, what: keep, lands: x}
+"""
+
+
+@pytest.fixture
+def roles(tmp_path, monkeypatch):
+    """A roles/ folder with one role, `app`, that reads two of the made-up catalog's knobs."""
+    app = tmp_path / "roles" / "app"
+    for folder in ("meta", "defaults", "tasks", "templates"):
+        (app / folder).mkdir(parents=True)
+    (app / "meta" / "main.yml").write_text("galaxy_info: {description: the app}\n")
+    (app / "defaults" / "main.yml").write_text("app_home: /opt/app\n")
+    (app / "tasks" / "main.yml").write_text(
+        "- name: Configure\n  ansible.builtin.template: {src: a.j2, dest: '{{ app_home }}/a'}\n"
+        "  when: jvm_gc is not none and 'tomcat_in_a_string' != ''\n"
+        "- name: Keep\n  ansible.builtin.set_fact: {app_port: 1}\n")
+    (app / "templates" / "a.j2").write_text(
+        "threads={{ tomcat_threads_max }} port={{ app_port }} {% if jvm_tier %}x{% endif %}"
+        "{% set app_local = 1 %}{{ app_local }} keep={{ tomcat_keep }} tomcat_not_jinja\n")
+    monkeypatch.setattr(knobs, "ROLES", tmp_path / "roles")
+    monkeypatch.setattr(knobs, "LAB_VARS", tmp_path / "lab.yml")
+    (tmp_path / "lab.yml").write_text("lab_secret: x\n")
+    return app
+
+
+def test_names_are_found_in_jinja_and_in_raw_expressions_only(roles):
+    assert knobs.references(roles) == {"app_home", "jvm_gc", "tomcat_threads_max", "app_port", "jvm_tier",
+                                       "app_local", "tomcat_keep"}
+    assert knobs.role_definitions(roles) == {"app_home", "app_port", "app_local"}
+
+
+def test_a_knob_no_role_reads_is_found(roles):
+    assert knobs.unused(knobs.specs(CATALOG)) == ["tomcat_accept_count"]
+
+
+def test_a_misspelt_knob_in_a_template_is_found(roles):
+    template = roles / "templates" / "a.j2"
+    template.write_text(template.read_text() + "{{ tomcat_threads_maxx }}\n")
+    assert knobs.undeclared(knobs.specs(CATALOG)) == {"app": ["tomcat_threads_maxx"]}
+
+
+def test_another_roles_variable_is_a_hidden_tie(roles):
+    (roles / "templates" / "b.j2").write_text("{{ httpd_proxy_path }}\n")
+    assert knobs.undeclared(knobs.specs(CATALOG)) == {"app": ["httpd_proxy_path"]}
+
+
+def test_argument_specs_list_the_knobs_a_role_reads(roles):
+    spec = yaml.safe_load(knobs.render_argument_specs(roles, knobs.specs(CATALOG)))["argument_specs"]["main"]
+    assert spec["short_description"] == "the app"
+    assert list(spec["options"]) == ["jvm_gc", "jvm_tier", "tomcat_keep", "tomcat_threads_max"]
+    assert spec["options"]["tomcat_threads_max"]["description"] == "maxThreads; 1–5000; server.tomcat.threads.max"
+
+
+def test_valid_values_are_written_from_the_spec():
+    known = knobs.specs(CATALOG)
+    assert knobs.values_text(known["jvm_gc"]) == "null (ergonomics) | serial | g1"
+    assert knobs.values_text(known["jvm_tier"]) == "null (C1+C2) | 1 (C1 only)"
+    assert knobs.values_text(known["tomcat_keep"]) == "-1 (unlimited) | 1–100000"
+
+
+def test_defaults_file_holds_every_value_with_its_comment():
+    text = knobs.render_defaults(CATALOG)
+    assert yaml.safe_load(text) == {"tomcat_threads_max": 200, "tomcat_accept_count": 100, "jvm_gc": None,
+                                    "jvm_tier": None, "tomcat_keep": 100}
+    assert "jvm_gc: null" in text and "# collector; null (ergonomics) | serial | g1; jvm.options" in text
+
+
+def test_readme_table_shows_tuned_values_where_they_differ():
+    text = knobs.readme_table({"jvm_gc": "g1", "tomcat_threads_max": 200}, CATALOG)
+    assert "| `jvm_gc` | `null` | `g1` | collector; null (ergonomics) \\| serial \\| g1; jvm.options |" in text
+    assert "| `tomcat_threads_max` | `200` |  | maxThreads; 1–5000; server.tomcat.threads.max |" in text
+
+
+def test_tuned_knob_missing_from_catalog_is_refused():
+    with pytest.raises(ValueError, match="jvm_typo"):
+        knobs.readme_table({"jvm_typo": 1}, CATALOG)
+
+
+def test_readme_without_markers_is_refused():
+    with pytest.raises(ValueError, match="knobs:begin"):
+        knobs.readme_with("# no markers\n", "table\n")

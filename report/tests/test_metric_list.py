@@ -1,0 +1,45 @@
+"""One metric list (ansible/roles/pcp/vars/main.yml: pcp_metrics) is what pmlogger logs, what the lab
+exports to metrics.csv and what the report may read: every PCP metric name in report/ must be exported."""
+import ast
+import re
+from pathlib import Path
+
+import yaml
+
+REPORT = Path(__file__).resolve().parent.parent
+METRIC_LIST = REPORT.parent / "ansible" / "roles" / "pcp" / "vars" / "main.yml"
+PCP_NAME = re.compile(r"^(hinv|kernel|mem|swap|disk|network|hotproc|apache|openmetrics)\.[a-z_.]+[a-z]$")
+
+
+def exported() -> set[str]:
+    return {m for leaves in yaml.safe_load(METRIC_LIST.read_text())["pcp_metrics"].values() for m in leaves}
+
+
+def names_in(source: str) -> set[str]:
+    return {node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and PCP_NAME.match(node.value)}
+
+
+def read_by_report() -> dict[str, set[str]]:
+    return {p.name: names_in(p.read_text()) for p in REPORT.glob("*.py")}
+
+
+def test_every_metric_the_report_reads_is_exported():
+    wanted = exported()
+    missing = {module: sorted(names - wanted) for module, names in read_by_report().items() if names - wanted}
+    assert not missing, f"the report reads metrics the lab does not export (add them to {METRIC_LIST}): {missing}"
+
+
+def test_the_report_reads_the_metrics_it_charts():
+    """Guards the check above: the scan finds the charts' metric names (a scan that finds none passes anything)."""
+    found = set().union(*read_by_report().values())
+    assert {"kernel.all.cpu.user", "openmetrics.app.jvm_gc_pause_seconds_sum", "hotproc.psinfo.rss"} <= found
+
+
+def test_a_metric_nobody_exports_is_caught():
+    assert names_in('series("kernel.all.cpu.nice")') - exported() == {"kernel.all.cpu.nice"}
+
+
+def test_each_logged_name_is_a_group_or_the_metric_it_exports():
+    for logged, leaves in yaml.safe_load(METRIC_LIST.read_text())["pcp_metrics"].items():
+        assert all(m == logged or m.startswith(logged + ".") for m in leaves), logged
