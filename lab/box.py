@@ -15,7 +15,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from lab import paths, steps
+from lab import paths, shell, steps
 
 RECIPE_DIR = paths.ROOT / "lab" / "box"
 # Bump when the image layout below changes (partitioning, bootloader, file system options).
@@ -65,15 +65,8 @@ def vagrant_public_key() -> Path:
 
 
 def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
-    try:
-        result = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    except FileNotFoundError:
-        raise BoxError(f"box build failed while {what}: the command '{cmd[0]}' is not installed") from None
-    if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-15:]
-        raise BoxError(f"box build failed while {what}: {' '.join(cmd[:3])}… exited {result.returncode}\n  "
-                       + "\n  ".join(tail))
-    return result
+    """shell.run, failing with BoxError that names the build step."""
+    return shell.run(cmd, f"box build failed while {what}", error=BoxError, **kw)
 
 
 def ensure(settings) -> tuple[Path, bool]:

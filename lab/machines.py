@@ -13,10 +13,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from lab import accel, box, netns, paths, placement
+from lab import accel, box, netns, paths, placement, shell
 
-NAMES = ("default", "tuned")
+NAMES = ("default", "tuned")                 # declared once: configurations, run folders, the plan's thread groups
 DOMAIN_PREFIX = "camel-lab-"                 # set in the Vagrantfile (libvirt default_prefix)
+DOMAIN_DEFINITIONS = Path("/etc/libvirt/qemu")   # libvirt's domain XML files, also of a crashed lab
 NETWORKS = ("lab-mgmt", "lab-private")       # libvirt networks the Vagrantfile asks for
 SSH_CONFIG = paths.STATE_DIR / "ssh_config"  # what Ansible, checks and `./start.sh exec` use
 
@@ -30,7 +31,7 @@ def resolve(settings, detect=accel.detect) -> dict:
     accelerator, why = detect(settings.accelerator)
     resolved = asdict(settings)
     resolved.update(requested=asdict(settings), accelerator=accelerator, accelerator_reason=why,
-                    cpusets=placement.resolve(settings.cpu_placement),
+                    cpusets=placement.resolve(settings.cpu_placement, NAMES),
                     box=box.box_name(settings.debian_suite))
     return resolved
 
@@ -58,12 +59,15 @@ def vagrant_env() -> dict:
             "LAB_SETTINGS": str(paths.SETTINGS_JSON)}
 
 
-def vagrant(*args: str, stream: bool = False, timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Runs vagrant in the lab namespace from the project root (where the Vagrantfile is)."""
+def vagrant(*args: str, stream: bool = False, timeout: float | None = None,
+            what: str | None = None) -> subprocess.CompletedProcess:
+    """Runs vagrant in the lab namespace from the project root (where the Vagrantfile is). With `what`, a
+    failure raises MachineError naming it."""
     cmd = netns.wrap(["vagrant", *args])
     if stream:
         return _streamed(cmd, timeout)
-    return subprocess.run(cmd, cwd=paths.ROOT, env=vagrant_env(), capture_output=True, text=True, timeout=timeout)
+    return shell.run(cmd, what or f"vagrant {args[0]}", error=MachineError, check=what is not None,
+                     cwd=paths.ROOT, env=vagrant_env(), timeout=timeout)
 
 
 def _streamed(cmd: list[str], timeout: float | None) -> subprocess.CompletedProcess:
@@ -108,9 +112,7 @@ def ensure_box(box_path: Path, name: str) -> bool:
     listed = vagrant("box", "list", "--machine-readable").stdout
     if re.search(rf",box-name,{re.escape(name)}$", listed, re.MULTILINE):
         return False
-    result = vagrant("box", "add", "--force", "--name", name, str(box_path))
-    if result.returncode != 0:
-        raise MachineError(f"vagrant could not add the box {box_path}: {result.stderr.strip()[-600:]}")
+    vagrant("box", "add", "--force", "--name", name, str(box_path), what=f"vagrant could not add the box {box_path}")
     return True
 
 
@@ -124,9 +126,7 @@ def up(boot_timeout: int) -> None:
 
 
 def write_ssh_config() -> Path:
-    result = vagrant("ssh-config", *NAMES)
-    if result.returncode != 0:
-        raise MachineError(f"vagrant ssh-config failed: {result.stderr.strip()[-600:]}")
+    result = vagrant("ssh-config", *NAMES, what="vagrant ssh-config failed")
     # Vagrant names hosts after the machines; keep its options (user, key, port) as they are.
     SSH_CONFIG.write_text(result.stdout)
     return SSH_CONFIG
@@ -153,8 +153,7 @@ def domains() -> list[str]:
     """libvirt domains of the lab (by name prefix), running or not."""
     if not netns.healthy():
         return []
-    out = subprocess.run(netns.wrap(["virsh", "-c", netns.LIBVIRT_URI, "list", "--all", "--name"]),
-                         capture_output=True, text=True).stdout
+    out = netns.virsh("list", "--all", "--name").stdout
     return [d for d in out.split() if d.startswith(DOMAIN_PREFIX)]
 
 
@@ -162,16 +161,19 @@ def undefine_leftover_domains() -> list[str]:
     """Domains Vagrant no longer knows (its state was lost): destroyed and undefined with their disks."""
     gone = []
     for dom in domains():
-        virsh = ["virsh", "-c", netns.LIBVIRT_URI]
-        subprocess.run(netns.wrap([*virsh, "destroy", dom]), capture_output=True)
-        subprocess.run(netns.wrap([*virsh, "undefine", dom, "--remove-all-storage"]), capture_output=True)
+        netns.virsh("destroy", dom)
+        netns.virsh("undefine", dom, "--remove-all-storage")
         gone.append(dom)
     return gone
 
 
 def vcpu_placement(name: str) -> str:
     """The host cores a running machine's vCPUs may use, as libvirt reports them."""
-    out = subprocess.run(netns.wrap(["virsh", "-c", netns.LIBVIRT_URI, "vcpupin", DOMAIN_PREFIX + name]),
-                         capture_output=True, text=True).stdout
+    out = netns.virsh("vcpupin", DOMAIN_PREFIX + name).stdout
     cores = sorted({line.split()[-1] for line in out.splitlines() if re.match(r"^\s*\d+\s", line)})
     return ";".join(cores) if cores else "unknown"
+
+
+def defined_domains() -> list[str]:
+    """Machines whose libvirt domain is defined, read from libvirt's XML files (they outlive a crashed lab)."""
+    return sorted(f.name[len(DOMAIN_PREFIX):-len(".xml")] for f in DOMAIN_DEFINITIONS.glob(DOMAIN_PREFIX + "*.xml"))

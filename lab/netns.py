@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from lab import paths, procs
+from lab import paths, procs, shell
 
 NAME = "camel-lab"
 NETNS_FILE = Path("/var/run/netns") / NAME
@@ -72,21 +72,20 @@ def foreign_owner() -> str | None:
 
 
 def _sh(cmd: list[str], what: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    try:
-        result = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    except FileNotFoundError:
-        raise NetnsError(f"{what}: the command '{cmd[0]}' is not installed") from None
-    if check and result.returncode != 0:
-        raise NetnsError(f"{what}: {' '.join(cmd)} exited {result.returncode}: "
-                         f"{(result.stderr or result.stdout).strip()[-800:]}")
-    return result
+    """shell.run, failing with NetnsError."""
+    return shell.run(cmd, what, error=NetnsError, check=check, **kw)
+
+
+def virsh(*args: str, check: bool = False) -> subprocess.CompletedProcess:
+    """virsh ARGS against the lab's libvirtd (inside the namespace); with check a failure raises NetnsError."""
+    return _sh(wrap(["virsh", "-c", LIBVIRT_URI, *args]), f"virsh {args[0]}", check=check)
 
 
 def healthy() -> bool:
     """The namespace exists, its uplink and daemons run, and libvirtd answers."""
     if not exists() or not all(procs.alive(n) for n in ("slirp4netns", *DAEMONS)):
         return False
-    return _sh(wrap(["virsh", "-c", LIBVIRT_URI, "version"]), "asking libvirtd", check=False).returncode == 0
+    return virsh("version").returncode == 0
 
 
 def host_networks() -> list[str]:
@@ -168,7 +167,7 @@ def _start_daemon(name: str) -> None:
 def _wait_libvirtd(timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _sh(wrap(["virsh", "-c", LIBVIRT_URI, "version"]), "asking libvirtd", check=False).returncode == 0:
+        if virsh("version").returncode == 0:
             return
         time.sleep(0.5)
     raise NetnsError(f"libvirtd does not answer on {LIBVIRT_URI} after {timeout:.0f} s "
@@ -230,7 +229,7 @@ def destroy(networks: tuple[str, ...] = ()) -> list[str]:
     done = []
     if exists() and procs.alive("libvirtd"):
         for net in networks:
-            if _sh(wrap(["virsh", "-c", LIBVIRT_URI, "net-destroy", net]), "", check=False).returncode == 0:
+            if virsh("net-destroy", net).returncode == 0:
                 done.append(f"network {net} destroyed")
     leftovers = _libvirt_leftover_pids() if exists() else []
     for daemon in reversed(DAEMONS):

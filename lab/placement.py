@@ -23,25 +23,26 @@ def _spec(cores: list[int]) -> str:
     return ",".join(str(c) for c in cores)
 
 
-def resolve(setting: str, host_cores: list[int] | None = None) -> dict[str, str]:
-    """Machine name -> libvirt cpuset string; empty mapping means unpinned."""
+def resolve(setting: str, names: tuple[str, str], host_cores: list[int] | None = None) -> dict[str, str]:
+    """Machine name (of the twins `names`) -> libvirt cpuset string; empty mapping means unpinned."""
     host = sorted(host_cores if host_cores is not None else os.sched_getaffinity(0))
+    first, second = names
     if setting == "none":
         return {}
     if setting == "auto":
         if len(host) < 2:
             return {}
         half = len(host) // 2
-        return {"default": _spec(host[:half]), "tuned": _spec(host[half:2 * half])}
-    match = re.fullmatch(r"default=([0-9,-]+);tuned=([0-9,-]+)", setting)
+        return {first: _spec(host[:half]), second: _spec(host[half:2 * half])}
+    match = re.fullmatch(rf"{first}=([0-9,-]+);{second}=([0-9,-]+)", setting)
     if not match:
-        raise ValueError(f"cpu_placement: '{setting}' is not auto, none or 'default=CORES;tuned=CORES'")
-    chosen = {name: _cores(spec) for name, spec in zip(("default", "tuned"), match.groups())}
+        raise ValueError(f"cpu_placement: '{setting}' is not auto, none or '{first}=CORES;{second}=CORES'")
+    chosen = {name: _cores(spec) for name, spec in zip(names, match.groups())}
     for name, cores in chosen.items():
         missing = cores - set(host)
         if missing:
             raise ValueError(f"cpu_placement: host core(s) {sorted(missing)} of {name} do not exist "
                              f"(host cores: {_spec(host)})")
-    if len(chosen["default"]) != len(chosen["tuned"]):
+    if len(chosen[first]) != len(chosen[second]):
         raise ValueError("cpu_placement: the twins must get the same number of host cores")
     return {name: _spec(sorted(cores)) for name, cores in chosen.items()}

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from lab import shell
+
 # (what is checked, Debian package). A path is checked for existence, a bare name on PATH.
 REQUIREMENTS = (
     ("vagrant", "vagrant"),
@@ -72,5 +74,5 @@ def install(packages: list[str], os_release: str | None = None, run=subprocess.r
         run(["apt-get", "update"], capture_output=True, text=True, env=env)
         result = run(cmd, capture_output=True, text=True, env=env)
     if result.returncode != 0:
-        tail = "\n  ".join((result.stderr or result.stdout).strip().splitlines()[-6:])
-        raise PrereqError(f"could not install host prerequisites ({' '.join(packages)}): apt-get said:\n  {tail}")
+        raise PrereqError(f"could not install host prerequisites ({' '.join(packages)}): apt-get said:\n  "
+                          + shell.tail(result, 6))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from lab import machines
+from lab import machines, shell
 
 # In dependency order for a reader; one `systemctl restart` takes them all (the app is After= the mock).
 SERVICES = ("mock-service", "apache2", "camel-app")
@@ -19,12 +19,10 @@ class ServiceError(RuntimeError):
 
 
 def _restart(name: str) -> dict:
-    done = machines.ssh(name, f"sudo systemctl restart {' '.join(SERVICES)} && "
-                              f"systemctl show -p Id -p ActiveEnterTimestamp -p ActiveState {' '.join(SERVICES)}",
-                        timeout=RESTART_TIMEOUT_S)
-    if done.returncode != 0:
-        raise ServiceError(f"{name}: restarting {', '.join(SERVICES)} failed: "
-                           f"{(done.stderr or done.stdout).strip()[-400:]}")
+    command = machines.ssh_command(name, f"sudo systemctl restart {' '.join(SERVICES)} && systemctl show "
+                                         f"-p Id -p ActiveEnterTimestamp -p ActiveState {' '.join(SERVICES)}")
+    done = shell.run(command, f"{name}: restarting {', '.join(SERVICES)} failed", error=ServiceError,
+                     timeout=RESTART_TIMEOUT_S)
     return parse_show(done.stdout)
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-MACHINES_FILE = ROOT / "lab" / "machines.yml"
+from lab import machines, netns, paths
+
+MACHINES_FILE = paths.ROOT / "lab" / "machines.yml"
 ACCELERATORS = ("auto", "kvm", "tcg")
 
 
@@ -60,8 +61,8 @@ def _machines(value) -> dict:
                 raise SettingsError(f"machines: '{pair}' is not name=IP")
             name, ip = pair.split("=", 1)
             value[name.strip()] = ip.strip()
-    if not isinstance(value, dict) or set(value) != {"default", "tuned"}:
-        raise SettingsError("machines: must name exactly the machines 'default' and 'tuned'")
+    if not isinstance(value, dict) or set(value) != set(machines.NAMES):
+        raise SettingsError(f"machines: must name exactly the machines {' and '.join(map(repr, machines.NAMES))}")
     ips = {}
     for name, ip in value.items():
         try:
@@ -82,8 +83,7 @@ def _machines(value) -> dict:
     return ips
 
 
-# slirp4netns' fixed network inside the lab namespace (the guests' uplink).
-UPLINK_NETWORK = ipaddress.IPv4Network("10.0.2.0/24")
+UPLINK_NETWORK = netns.SLIRP_NET      # slirp4netns' fixed network inside the lab namespace (the guests' uplink)
 
 
 def _management(value, machines: dict) -> str:
@@ -102,7 +102,8 @@ def _management(value, machines: dict) -> str:
     return str(net)
 
 
-_PLACEMENT = re.compile(r"^(auto|none|default=[0-9,-]+;tuned=[0-9,-]+)$")
+_PLACEMENT = re.compile(rf"^(auto|none|{machines.NAMES[0]}=[0-9,-]+;{machines.NAMES[1]}=[0-9,-]+)$")
+_PLACEMENT_FORMS = f"auto, none or '{machines.NAMES[0]}=CORES;{machines.NAMES[1]}=CORES'"
 
 
 def validate(raw: dict) -> Settings:
@@ -118,19 +119,19 @@ def validate(raw: dict) -> Settings:
         raise SettingsError(f"accelerator: '{accel}' is not one of {', '.join(ACCELERATORS)}")
     placement = str(raw["cpu_placement"]).strip().replace(" ", "")
     if not _PLACEMENT.match(placement):
-        raise SettingsError(f"cpu_placement: '{raw['cpu_placement']}' is not auto, none or 'default=CORES;tuned=CORES'")
+        raise SettingsError(f"cpu_placement: '{raw['cpu_placement']}' is not {_PLACEMENT_FORMS}")
     mirror = str(raw["debian_mirror"]).strip().rstrip("/")
     if not re.match(r"^https?://[^/\s]+(/\S*)?$", mirror):
         raise SettingsError(f"debian_mirror: '{mirror}' is not an http(s) URL")
     suite = str(raw["debian_suite"]).strip()
     if not re.match(r"^[a-z]+$", suite):
         raise SettingsError(f"debian_suite: '{suite}' is not a Debian suite name")
-    machines = _machines(raw["machines"])
-    management = _management(raw["management_network"], machines)
+    ips = _machines(raw["machines"])
+    management = _management(raw["management_network"], ips)
     return Settings(
         memory_mb=_int("memory_mb", raw["memory_mb"], 256, 65536),
         cpus=_int("cpus", raw["cpus"], 1, 64),
-        machines=machines,
+        machines=ips,
         management_network=management,
         accelerator=accel,
         tcg_cache_mb=_int("tcg_cache_mb", raw["tcg_cache_mb"], 32, 1024),

@@ -5,7 +5,7 @@ import pytest
 
 import yaml
 
-from lab import accel, box, netns, paths, placement, prereqs
+from lab import accel, box, machines, netns, paths, placement, prereqs
 
 CPUINFO_VMX = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr vmx sse\n"
 CPUINFO_PLAIN = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr sse hypervisor\n"
@@ -40,19 +40,23 @@ def test_flag_detection_reads_the_flags_line_only():
 
 # --- CPU placement -----------------------------------------------------------------------------
 
+def resolve(setting, host_cores):
+    return placement.resolve(setting, machines.NAMES, host_cores)
+
+
 def test_auto_placement_splits_host_cores_evenly():
-    assert placement.resolve("auto", [0, 1]) == {"default": "0", "tuned": "1"}
-    assert placement.resolve("auto", [0, 1, 2, 3, 4]) == {"default": "0,1", "tuned": "2,3"}
-    assert placement.resolve("auto", [0]) == {}
-    assert placement.resolve("none", [0, 1, 2, 3]) == {}
+    assert resolve("auto", [0, 1]) == {"default": "0", "tuned": "1"}
+    assert resolve("auto", [0, 1, 2, 3, 4]) == {"default": "0,1", "tuned": "2,3"}
+    assert resolve("auto", [0]) == {}
+    assert resolve("none", [0, 1, 2, 3]) == {}
 
 
 def test_explicit_placement_is_checked_against_the_host():
-    assert placement.resolve("default=0-1;tuned=2-3", [0, 1, 2, 3]) == {"default": "0,1", "tuned": "2,3"}
+    assert resolve("default=0-1;tuned=2-3", [0, 1, 2, 3]) == {"default": "0,1", "tuned": "2,3"}
     with pytest.raises(ValueError, match="do not exist"):
-        placement.resolve("default=0;tuned=7", [0, 1])
+        resolve("default=0;tuned=7", [0, 1])
     with pytest.raises(ValueError, match="same number"):
-        placement.resolve("default=0;tuned=1-2", [0, 1, 2])
+        resolve("default=0;tuned=1-2", [0, 1, 2])
 
 
 # --- prerequisites -----------------------------------------------------------------------------
