@@ -1,0 +1,250 @@
+"""Running the load: JMeter started on the plan against both machines at once, watched (a progress line
+every few seconds from the growing JTLs), stopped on Ctrl-C, and what it did summed up (LoadResult)."""
+from __future__ import annotations
+
+import ctypes
+import datetime
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from lab.load.jmeter import LAB_PROPERTIES, PLAN, LoadError, Progress, ensure_jmeter, jmeter_command, jmeter_version
+from lab.load.jtl import JTL_COLUMNS, JtlTail
+from lab.load.profile import MACHINES, Profile, target_properties
+
+PROGRESS_EVERY_S = 5.0
+STOP_GRACE_S = 15.0     # after "StopTestNow" and after SIGTERM, before the next step
+
+Wrap = Callable[[list[str]], list[str]]
+
+
+@dataclass
+class LoadResult:
+    """What ran and what it gave: for run.json and the report."""
+    jmeter_version: str
+    command: list[str]
+    profile: dict
+    targets: dict[str, str]
+    started_at: str                     # ISO 8601 UTC, JMeter launched
+    test_start_ms: int | None = None    # JMeter's test start (epoch ms), the origin of its schedule:
+                                        # the hold runs from +ramp_up_s to +ramp_up_s+duration_s
+    ended_at: str = ""
+    interrupted: bool = False           # stopped by Ctrl-C before its planned end
+    ended_by: str = "completed"         # completed | shutdown | stoptestnow | sigterm | sigkill | failed
+    exit_code: int | None = None
+    samples: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    by_label: dict[str, dict[str, int]] = field(default_factory=dict)
+    jtl: dict[str, str] = field(default_factory=dict)
+    trimmed_bytes: dict[str, int] = field(default_factory=dict)
+    log: str = ""
+    jmeter_peak_rss_mb: float | None = None   # of the launched process (the JVM when wrap execs it)
+    jmeter_cpu_s: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _clock(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class _ProcessStats:
+    """Peak RSS and CPU time of a running process, sampled from /proc (gone once it exits)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_rss_mb: float | None = None
+        self.cpu_s: float | None = None
+
+    def sample(self) -> None:
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return
+        match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+        if match:
+            self.peak_rss_mb = round(int(match.group(1)) / 1024, 1)
+        fields = stat.rsplit(")", 1)[1].split()
+        self.cpu_s = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
+
+
+class _Console:
+    """JMeter's stdout: kept in jmeter.out, its last lines in memory, the start and the UDP port noticed."""
+
+    def __init__(self, stream, out_file: Path) -> None:
+        self.tail: deque[str] = deque(maxlen=40)
+        self.started_at: float | None = None   # monotonic, when JMeter said it started
+        self.test_start_ms: int | None = None
+        self.port: int | None = None
+        self._thread = threading.Thread(target=self._pump, args=(stream, out_file), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream, out_file: Path) -> None:
+        with open(out_file, "a", encoding="utf-8") as out:
+            for line in stream:
+                out.write(line)
+                out.flush()
+                self.tail.append(line.rstrip())
+                if line.startswith("Starting standalone test"):
+                    self.started_at = time.monotonic()
+                    stamp = re.search(r"\((\d{10,})\)", line)
+                    self.test_start_ms = int(stamp.group(1)) if stamp else None
+                match = re.search(r"message on port (\d+)", line)
+                if match:
+                    self.port = int(match.group(1))
+
+    def join(self, timeout: float = 5) -> None:
+        self._thread.join(timeout)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: own session (Ctrl-C on the terminal is not JMeter's), SIGTERM if we die."""
+    os.setsid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+_UDP_SEND = "import socket,sys; socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(sys.argv[2].encode(),('127.0.0.1',int(sys.argv[1])))"
+
+
+def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
+        progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java") -> LoadResult:
+    """Runs the plan against targets (machine → "http://host[:port]"); see lab/load/__init__.py."""
+    properties = target_properties(targets)
+    run_dir = Path(run_dir).resolve()
+    jtls = {m: run_dir / m / "jmeter.jtl" for m in MACHINES}
+    for jtl in jtls.values():
+        if jtl.exists():
+            raise LoadError(f"{jtl} exists: a run folder takes one load (JMeter would append to it)")
+    home = ensure_jmeter(progress=progress)
+    for jtl in jtls.values():
+        jtl.parent.mkdir(parents=True, exist_ok=True)
+    properties.update(profile.jmeter_properties())
+    properties.update({"run_dir": str(run_dir), "summariser.out": "false"})
+    log = run_dir / "jmeter.log"
+    argv = jmeter_command(home, "-n", "-t", str(PLAN), "-q", str(LAB_PROPERTIES), "-j", str(log),
+                          *[f"-J{k}={v}" for k, v in properties.items()], java=java)
+    command = wrap(argv)
+    result = LoadResult(jmeter_version=jmeter_version(home), command=command, profile=asdict(profile),
+                        targets=dict(targets), started_at=_utc_now(), log=str(log),
+                        jtl={m: str(p) for m, p in jtls.items()})
+    progress(f"load: {profile.model} model, {profile.describe()}, {_clock(profile.planned_s)} planned; "
+             f"JMeter {result.jmeter_version}, log {log}")
+    proc = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent)
+    console = _Console(proc.stdout, run_dir / "jmeter.out")
+    stats = _ProcessStats(proc.pid)
+    tails = {m: JtlTail(p) for m, p in jtls.items()}
+    try:
+        _watch(proc, console, tails, stats, profile, progress, progress_every_s)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.ended_by = _stop(proc, console, stats, wrap, profile, progress)
+    except BaseException:
+        _stop(proc, console, stats, wrap, profile, progress)    # never leave JMeter running behind
+        raise
+    result.exit_code = proc.wait()
+    console.join()
+    result.test_start_ms = console.test_start_ms
+    result.ended_at = _utc_now()
+    for machine, jtl in jtls.items():
+        final = JtlTail(jtl)         # a fresh count of the whole file: exact whatever the progress saw
+        final.read()
+        result.trimmed_bytes[machine] = final.trim_partial_tail()
+        result.samples[machine], result.errors[machine] = final.samples, final.errors
+        result.by_label[machine] = dict(sorted(final.by_label.items()))
+        if not final.header_ok:
+            raise LoadError(f"{jtl}: unexpected JTL header {final.header} (want {','.join(JTL_COLUMNS)}): "
+                            f"were the saveservice properties of {LAB_PROPERTIES} applied?", result)
+    result.jmeter_peak_rss_mb, result.jmeter_cpu_s = stats.peak_rss_mb, stats.cpu_s
+    progress("load: " + ("stopped early" if result.interrupted else "done") + "; " + "; ".join(
+        f"{m} {result.samples[m]} samples, {_percent(result.errors[m], result.samples[m])} errors" for m in MACHINES))
+    if not result.interrupted and (result.exit_code != 0 or not sum(result.samples.values())):
+        result.ended_by = "failed"
+        why = f"exited {result.exit_code}" if result.exit_code != 0 else "recorded no sample"
+        raise LoadError(f"JMeter {why} (log: {log}); its last words:\n  " + "\n  ".join(list(console.tail)[-12:]),
+                        result)
+    return result
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "-"
+
+
+def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: _ProcessStats, profile: Profile,
+           progress: Progress, every_s: float) -> None:
+    """Waits for JMeter to end, printing a progress line every every_s seconds."""
+    last = time.monotonic()
+    while proc.poll() is None:
+        time.sleep(0.2)
+        now = time.monotonic()
+        if now - last < every_s:
+            continue
+        stats.sample()
+        progress(_progress_line(console, tails, profile, now - last))
+        last = now
+
+
+def _progress_line(console: _Console, tails: dict[str, JtlTail], profile: Profile, interval_s: float) -> str:
+    if console.started_at is None:
+        return "load: JMeter starting"
+    elapsed = time.monotonic() - console.started_at
+    hold_end = profile.ramp_up_s + profile.duration_s
+    phase = "ramp-up" if elapsed < profile.ramp_up_s else "hold" if elapsed < hold_end else "ending"
+    parts = [f"load: {phase:7} {_clock(elapsed)} elapsed, {_clock(profile.planned_s - elapsed)} left"]
+    for machine, tail in tails.items():
+        tail.read()
+        count, errors = tail.take_interval()
+        parts.append(f"{machine} {count / interval_s:7.1f} req/s {_percent(errors, count):>7} err "
+                     f"{tail.threads:4d} threads")
+    return " | ".join(parts)
+
+
+def _stop(proc, console: _Console, stats: _ProcessStats, wrap: Wrap, profile: Profile, progress: Progress) -> str:
+    """Ctrl-C: asks JMeter to stop, then insists. Each further Ctrl-C skips to the next step. Returns the last step."""
+    grace = min(profile.response_timeout_ms / 1000 + 5, 60)
+    steps = [("shutdown", grace), ("stoptestnow", STOP_GRACE_S), ("sigterm", STOP_GRACE_S), ("sigkill", 10)]
+    for step, wait_s in steps:
+        if proc.poll() is not None:
+            break
+        try:
+            if step in ("shutdown", "stoptestnow"):
+                if console.port is None:
+                    continue        # JMeter is not listening yet: signals only
+                message = "Shutdown" if step == "shutdown" else "StopTestNow"
+                progress(f"load: stopping: asking JMeter to {message} (samples in flight "
+                         f"{'finish' if step == 'shutdown' else 'are cut'}; Ctrl-C again to insist)")
+                subprocess.run(wrap([sys.executable, "-c", _UDP_SEND, str(console.port), message]),
+                               capture_output=True, timeout=10)
+            else:
+                progress(f"load: stopping: {step.upper()} to JMeter (pid {proc.pid})")
+                os.killpg(proc.pid, signal.SIGTERM if step == "sigterm" else signal.SIGKILL)
+            deadline = time.monotonic() + wait_s
+            while proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+                stats.sample()
+        except KeyboardInterrupt:
+            continue
+        except (OSError, subprocess.SubprocessError) as e:
+            progress(f"load: stopping: {step} did not work ({e})")
+            continue
+        if proc.poll() is not None:
+            return step
+    return steps[-1][0]
