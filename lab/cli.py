@@ -1,15 +1,13 @@
-"""./start.sh: the lab's command line. Parses, then calls one stage module per step."""
+"""./start.sh: the lab's command line. Parses, then hands each command to the module that does it."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
-from lab import box, load, machines, netns, paths, prereqs, provision, run, settings, steps
+from lab import box, lifecycle, load, machines, netns, paths, prereqs, provision, reporting, run, settings, steps
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
@@ -34,10 +32,6 @@ commands:
 
 Machine settings live in lab/machines.yml; override one for a run with LAB_<NAME>, e.g.
 LAB_ACCELERATOR=tcg ./start.sh up."""
-
-
-class LabError(RuntimeError):
-    """Any failure the user must read: printed as one message, exit 1."""
 
 
 def seconds(text: str) -> int:
@@ -98,143 +92,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def cmd_prereqs() -> int:
-    with steps.step("host prerequisites"):
-        need = prereqs.missing()
-        if need:
-            steps.note(f"installing {' '.join(need)}")
-            prereqs.install(need)
-        else:
-            steps.note("all present")
-    return 0
-
-
-def _machines_running() -> bool:
-    return netns.healthy() and set(machines.states().values()) == {"running"}
-
-
-def _is_up(s: settings.Settings) -> bool:
-    """Both machines running in a healthy lab; an error when they were made with other settings."""
-    if not _machines_running():
-        return False
-    previous = machines.read_resolved() or {}
-    if previous.get("requested") != json.loads(json.dumps(asdict(s))):
-        raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
-    return True
-
-
-def ensure_up(s: settings.Settings) -> dict:
-    """For the full run: the lab up (brought up when it is not), and its resolved settings."""
-    if _is_up(s):
-        steps.note("both machines are already up")
-    else:
-        cmd_up(s)
-    return machines.read_resolved() or {}
-
-
-def cmd_up(s: settings.Settings) -> int:
-    cmd_prereqs()
-    if _is_up(s):
-        print("The lab is already up; nothing changed.")
-        return cmd_status()
-    if netns.exists() and not netns.healthy():
-        with steps.step("cleaning up a lab left behind"):
-            for line in _teardown():
-                steps.note(line)
-    with steps.step("base box"):
-        box_path, built = box.ensure(s)
-        steps.note(f"{'built' if built else 'reusing'} {box_path.name}")
-    try:
-        with steps.step("lab network namespace and libvirt"):
-            if not netns.healthy():
-                netns.create()
-        with steps.step("accelerator and CPU placement"):
-            resolved = machines.resolve(s)
-            machines.write_resolved(resolved)
-            steps.note(f"accelerator {resolved['accelerator']} ({resolved['accelerator_reason']}); "
-                       f"placement {resolved['cpusets'] or 'unpinned'}")
-        with steps.step("register the box with Vagrant"):
-            machines.ensure_box(box_path, resolved["box"])
-        with steps.step("boot both machines (TCG: a few minutes)"):
-            machines.up(s.boot_timeout)
-        with steps.step("SSH to both machines"):
-            machines.write_ssh_config()
-            for name in machines.NAMES:
-                result = machines.ssh(name, "true")
-                if result.returncode != 0:
-                    raise LabError(f"{name} booted but does not answer over SSH: {result.stderr.strip()[-300:]}")
-    except BaseException as failure:
-        print(f"\nstart.sh up failed: {failure}\nTearing down what was started…", file=sys.stderr)
-        for line in _teardown():
-            print(f"  {line}", file=sys.stderr)
-        raise
-    return cmd_status()
-
-
-def _teardown() -> list[str]:
-    """Machines, libvirt networks, daemons, namespace: whatever of them exists, also after a crash."""
-    done = []
-    if not netns.exists() and not any(Path("/etc/libvirt/qemu").glob(machines.DOMAIN_PREFIX + "*.xml")):
-        return done
-    if not netns.healthy():
-        # Remains of a killed lab: a fresh namespace and libvirtd are needed to remove its domains.
-        done += netns.destroy()
-        netns.create()
-    if machines.domains():
-        machines.destroy()
-        done += [f"domain {d} undefined (Vagrant had lost it)" for d in machines.undefine_leftover_domains()]
-        done.append("machines destroyed")
-    for net in machines.NETWORKS:
-        virsh = ["virsh", "-c", netns.LIBVIRT_URI]
-        subprocess.run(netns.wrap([*virsh, "net-destroy", net]), capture_output=True)
-        if subprocess.run(netns.wrap([*virsh, "net-undefine", net]), capture_output=True).returncode == 0:
-            done.append(f"libvirt network {net} removed")
-    done += netns.destroy()
-    paths.SETTINGS_JSON.unlink(missing_ok=True)
-    machines.SSH_CONFIG.unlink(missing_ok=True)
-    return done
-
-
-def cmd_down() -> int:
-    with steps.step("down"):
-        done = _teardown()
-        for line in done:
-            steps.note(line)
-        if not done:
-            steps.note("nothing was running")
-    leftovers = [n for n in machines.NAMES if Path(f"/etc/libvirt/qemu/{machines.DOMAIN_PREFIX}{n}.xml").exists()]
-    if netns.exists() or leftovers:
-        raise LabError(f"down left something behind: namespace={netns.exists()} domains={leftovers}")
-    return 0
-
-
 def cmd_provision(overrides: dict) -> int:
-    if not _machines_running():
-        raise LabError("the machines are not up (./start.sh up)")
+    if not lifecycle.running():
+        raise lifecycle.LabError("the machines are not up (./start.sh up)")
     with steps.step("provision both machines (Ansible)"):
         provision.run(machines.read_resolved() or {}, overrides, log=steps.note)
-    return 0
-
-
-def cmd_status() -> int:
-    resolved = machines.read_resolved() or {}
-    states = machines.states()
-    print(f"lab namespace: {'up' if netns.healthy() else 'down'}; accelerator: "
-          f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
-    print(f"{'machine':8} {'state':12} {'ip':15} {'provider':8} {'accel':5} {'memory':>8} {'cpus':>4} "
-          f"{'uptime':>8}  placement")
-    for name in machines.NAMES:
-        state = states[name]
-        memory = cpus = uptime = "-"
-        cores = "-"
-        if state == "running":
-            probe = machines.ssh(name, "free -m | awk '/^Mem:/{print $2}'; nproc; cut -d' ' -f1 /proc/uptime")
-            if probe.returncode == 0 and len(probe.stdout.split()) == 3:
-                mem, cpus, up_s = probe.stdout.split()
-                memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
-            cores = machines.vcpu_placement(name)
-        print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} {'libvirt':8} "
-              f"{resolved.get('accelerator', '-'):5} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")
     return 0
 
 
@@ -242,28 +104,10 @@ def cmd_exec(argv: list[str]) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        raise LabError("exec needs a command, e.g. ./start.sh exec -- ssh -F .lab/ssh_config default")
+        raise lifecycle.LabError("exec needs a command, e.g. ./start.sh exec -- ssh -F .lab/ssh_config default")
     if not netns.healthy():
-        raise LabError("the lab is not up (./start.sh up)")
+        raise lifecycle.LabError("the lab is not up (./start.sh up)")
     return subprocess.run(netns.wrap(argv), env=machines.vagrant_env(), cwd=paths.ROOT).returncode
-
-
-def cmd_report(run_dir: Path, warmup_s: int | None) -> int:
-    if not (run_dir / "run.json").is_file() and not any((run_dir / m).is_dir() for m in machines.NAMES):
-        raise ValueError(f"{run_dir} is not a run folder (no run.json, no default/ or tuned/)")
-    extra = [] if warmup_s is None else ["--warmup", str(warmup_s)]
-    return subprocess.run([sys.executable, "-m", "report", str(run_dir), *extra], cwd=paths.ROOT).returncode
-
-
-def cmd_compare(run_dirs: list[Path]) -> int:
-    if len(run_dirs) < 2:
-        raise ValueError("compare needs at least two run folders")
-    for folder in run_dirs:
-        if not (folder / "run.json").is_file():
-            raise ValueError(f"{folder} is not a run folder (no run.json)")
-    out = run.RESULTS / run.new_run_id("compare")
-    return subprocess.run([sys.executable, "-m", "report.compare", str(out), *map(str, run_dirs)],
-                          cwd=paths.ROOT).returncode
 
 
 def run_options(args) -> run.Options:
@@ -275,41 +119,39 @@ def run_options(args) -> run.Options:
     return opts          # Options checked itself: --set, --repeat, --aa, --label, --warmup
 
 
-def cmd_run(opts: run.Options, s: settings.Settings) -> int:
-    return run.execute(opts, ensure_up=lambda: ensure_up(s))
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "report":
-            return cmd_report(args.run_dir, args.warmup)
+            return reporting.report(args.run_dir, args.warmup)
         if args.command == "compare":
-            return cmd_compare(args.run_dirs)
+            return reporting.compare(args.run_dirs, paths.RESULTS / run.new_run_id("compare"))
         opts = run_options(args) if args.command is None else None
         overrides = provision.parse_overrides(args.overrides) if args.command == "provision" else None
         s = settings.load()
         owner = netns.foreign_owner()
         if owner and args.command in ("up", "down", "exec", None):
-            raise LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
+            raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
                            f"run ./start.sh down there first (only one lab can run on a host)")
         if args.command is None:
-            return cmd_run(opts, s)
+            return run.execute(opts, s)
         if args.command == "up":
-            return cmd_up(s)
-        if args.command == "down":
-            return cmd_down()
-        if args.command == "status":
-            return cmd_status()
-        if args.command == "prereqs":
-            return cmd_prereqs()
-        if args.command == "provision":
+            lifecycle.up(s)
+        elif args.command == "down":
+            lifecycle.down()
+        elif args.command == "status":
+            lifecycle.status()
+        elif args.command == "prereqs":
+            lifecycle.install_prereqs()
+        elif args.command == "provision":
             return cmd_provision(overrides)
-        return cmd_exec(args.argv)
+        else:
+            return cmd_exec(args.argv)
+        return 0
     except settings.SettingsError as bad:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)
         return 2
-    except (LabError, box.BoxError, netns.NetnsError, machines.MachineError, prereqs.PrereqError,
+    except (lifecycle.LabError, box.BoxError, netns.NetnsError, machines.MachineError, prereqs.PrereqError,
             provision.ProvisionError, run.RunError) as failure:
         print(f"start.sh: {failure}", file=sys.stderr)
         return 1

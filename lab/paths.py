@@ -1,7 +1,9 @@
-"""Where the lab keeps its host-side state: everything under .lab/ (git-ignored), nothing in $HOME."""
+"""Where the lab keeps its files on the host: run folders under results/, its state under .lab/ (both
+git-ignored), nothing in $HOME."""
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"                  # one folder per run (and per series, per comparison)
 STATE_DIR = ROOT / ".lab"
 BOX_DIR = STATE_DIR / "box"                 # cached base boxes, one per recipe hash
 VAGRANT_HOME = STATE_DIR / "vagrant.d"      # the lab's own Vagrant home: a user's boxes stay untouched

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import collect, load, machines, netns, paths, provision, services, steps, trial
+from lab import (collect, lifecycle, load, machines, netns, paths, provision, reporting, services, settings, steps,
+                 trial)
 
-RESULTS = paths.ROOT / "results"
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 CHECK_PATH = "/api/customers/1"
 CHECK_TIMEOUT_S = 600       # both JVMs start at once (equal start): ~2–3.5 min under TCG, then slow first requests
@@ -44,10 +44,12 @@ class Options:
     provision: bool = False      # provision even when nothing changed since the last time
     repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
     aa: str | None = None        # A/A: both machines run this configuration
+    sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 
     def __post_init__(self) -> None:
+        self.sets = provision.parse_overrides(self.overrides)
         # a bad --repeat or --aa, or a --set for a configuration no machine runs: refused before anything starts
-        trial.plan(self.repeat, self.aa)[0].overrides(provision.parse_overrides(self.overrides))
+        trial.plan(self.repeat, self.aa)[0].overrides(self.sets)
         if self.label and not LABEL_RE.fullmatch(self.label):
             raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
                              "(it becomes part of the folder name)")
@@ -142,25 +144,23 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
         return dict(pool.map(one, targets.items()))
 
 
-def execute(opts: Options, ensure_up, log=steps.note) -> int:
-    """The whole run, one trial or a series; returns the exit code (0, 1 failed, 130 interrupted).
-    ensure_up() brings the lab up."""
-    sets = provision.parse_overrides(opts.overrides)
+def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
+    """The whole run, one trial or a series, on the lab made with settings s (brought up when it is not);
+    returns the exit code (0, 1 failed, 130 interrupted)."""
     if opts.repeat == 1:
-        exit_code, _ = run_trial(opts, trial.plan(1, opts.aa)[0], sets, ensure_up, opts.label, log)
+        exit_code, _ = run_trial(opts, trial.plan(1, opts.aa)[0], s, opts.label, log)
     else:
-        exit_code = run_series(opts, sets, ensure_up, log)
+        exit_code = run_series(opts, s, log)
     if opts.down:
-        from lab import cli      # the teardown lives with the up/down commands
-        cli.cmd_down()
+        lifecycle.down()
     return exit_code
 
 
-def run_series(opts: Options, sets: dict, ensure_up, log=steps.note) -> int:
+def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
     """--repeat N: N trials (each its own run folder), then the combined report in the series folder. An
     interrupted or failed trial ends the series; the trials done so far are still combined."""
     series_id = new_run_id(f"{opts.label}-series" if opts.label else "series")
-    series_dir = RESULTS / series_id
+    series_dir = paths.RESULTS / series_id
     series_dir.mkdir(parents=True, exist_ok=False)
     trials = trial.plan(opts.repeat, opts.aa, series_id)
     print(f"series {series_id}: {opts.repeat} trials, the machines' roles swapped on every second one; "
@@ -169,31 +169,29 @@ def run_series(opts: Options, sets: dict, ensure_up, log=steps.note) -> int:
     for t in trials:
         print(f"\n==== trial {t.number} of {t.of}" + (" (roles swapped)" if t.swapped else ""), flush=True)
         label = f"{opts.label}-t{t.number}" if opts.label else f"t{t.number}"
-        exit_code, run_dir = run_trial(opts, t, sets, ensure_up, label, log)
+        exit_code, run_dir = run_trial(opts, t, s, label, log)
         done.append(run_dir)
         if exit_code != 0:
             print(f"start.sh: trial {t.number} did not complete; the series stops here", file=sys.stderr)
             break
     with steps.step(f"combined report over {len(done)} trial(s)"):
-        combined = subprocess.run([sys.executable, "-m", "report.combine", str(series_dir), *map(str, done)],
-                                  cwd=paths.ROOT, capture_output=True, text=True)
-        if combined.returncode != 0:
-            log(f"the combined report failed: {(combined.stdout + combined.stderr).strip()[-800:]}")
-    _print_outcome(series_dir)
+        reporting.python_m("report.combine", series_dir, *done, log=log, what="combined report")
+    reporting.print_outcome(series_dir)
     return exit_code
 
 
-def run_trial(opts: Options, t: trial.Trial, sets: dict, ensure_up, label: str, log=steps.note) -> tuple[int, Path]:
+def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
+              log=steps.note) -> tuple[int, Path]:
     """One trial in its own run folder; returns (exit code, run folder)."""
     run_id = new_run_id(label)
-    run_dir = RESULTS / run_id
+    run_dir = paths.RESULTS / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
     record = Record(run_dir, {
         "run_id": run_id, "label": label or None, "started": _utc_now(), "ended": None,
         "status": "running", "phase": "start", "stopped_at": None, "error": None,
         "git_commit": _git_commit(), "command": sys.argv[1:], "design": t.record(),
         "load": _load_record(opts),
-        "overrides": {c: o for c, o in sets.items() if o}, "host": _host(), "phases": {}})
+        "overrides": {c: o for c, o in opts.sets.items() if o}, "host": _host(), "phases": {}})
     print(f"run {run_id}: results in {run_dir}", flush=True)
     marked_at = None
     exit_code = 0
@@ -205,13 +203,13 @@ def run_trial(opts: Options, t: trial.Trial, sets: dict, ensure_up, label: str, 
     try:
         t0 = time.monotonic()
         with phase("up", "machines up"):
-            resolved = ensure_up()
+            resolved = lifecycle.ensure_up(s)
         record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
                       accelerator_reason=resolved.get("accelerator_reason"),
                       placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
         targets = t.targets(resolved["machines"])
         with phase("provision", "build and provision both machines (Ansible)"):
-            overrides = t.overrides(sets)
+            overrides = t.overrides(opts.sets)
             record.update(machine_overrides={m: o for m, o in overrides.items() if o})
             ran = provision.run(resolved, overrides, log=log, force=opts.provision)
         record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
@@ -276,7 +274,7 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
         knobs[side] = collect.read_knobs(mdir)
         machines_info[side] = {"machine": vm, "ip": addresses.get(vm),
                                "knobs": knobs[side], "versions": collect.read_versions(mdir)}
-        if machines_info[side]["versions"] and (paths.STATE_DIR / "jmeter" / "home").exists():
+        if machines_info[side]["versions"] and load.HOME.exists():
             machines_info[side]["versions"]["jmeter"] = record.data.get("load", {}).get("jmeter_version")
     record.update(machines=machines_info, knob_diff=knob_diff(knobs), ended=_utc_now())
     if record.data["status"] == "running":      # everything is gathered; the report is derived from it
@@ -285,35 +283,8 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
         with steps.step("JMeter dashboards"):
             load.dashboards(run_dir, progress=log)
     with steps.step("report"):
-        done = subprocess.run([sys.executable, "-m", "report", str(run_dir)], cwd=paths.ROOT,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            log(f"the report failed: {(done.stdout + done.stderr).strip()[-800:]}")
-        else:
+        if reporting.python_m("report", run_dir, log=log) == 0:
             log(f"{run_dir / 'report.html'}")
             log(f"{run_dir / 'summary.md'}")
-    _print_outcome(run_dir)
+    reporting.print_outcome(run_dir)
 
-
-def _print_outcome(folder: Path) -> None:
-    """The verdict sentence, the results table, where the report is (what the README promises)."""
-    try:
-        sentence = json.loads((folder / "verdict.json").read_text()).get("verdict")
-    except (OSError, ValueError):
-        sentence = None
-    summary = folder / "summary.md"
-    print("\n" + (f"Verdict: {sentence}\n" if sentence else "No verdict (the report was not written).\n"), flush=True)
-    if summary.exists():
-        print(_results_table(summary.read_text()) + "\n", flush=True)
-    if (folder / "report.html").exists():
-        print(f"Report: {folder / 'report.html'}", flush=True)
-
-
-def _results_table(markdown: str) -> str:
-    """The summary's first table (the verdict figures), for the terminal."""
-    lines = markdown.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
-    if start is None:
-        return ""
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
-    return "\n".join(lines[start:end])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import cli, collect, load, run
+from lab import cli, collect, lifecycle, load, paths, reporting, run
 
 # --- options and ids -----------------------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ def test_knob_diff_names_only_what_differs():
 
 def test_results_table_is_the_first_markdown_table():
     md = "# Run\n\ntext\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\nmore\n\n| x |\n"
-    assert run._results_table(md) == "| a | b |\n| --- | --- |\n| 1 | 2 |"
+    assert reporting.results_table(md) == "| a | b |\n| --- | --- |\n| 1 | 2 |"
 
 
 # --- collection parsing -----------------------------------------------------------------------------------
@@ -133,8 +133,8 @@ def test_guest_script_refuses_bad_run_ids():
 def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monkeypatch, tmp_path):
     # bad input is named first, whether or not another checkout's lab holds the namespace
     monkeypatch.setattr(cli.netns, "foreign_owner", lambda: foreign_lab)
-    monkeypatch.setattr(run, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(cli, "ensure_up", lambda s: pytest.fail("must not bring anything up"))
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(lifecycle, "ensure_up", lambda s: pytest.fail("must not bring anything up"))
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
@@ -143,6 +143,26 @@ def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monk
 def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path)]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatch, tmp_path, capsys):
+    """run.execute brings the lab up and (--down) tears it down through lab.lifecycle, not the command line."""
+    calls = []
+
+    def not_up(s):
+        raise lifecycle.LabError("the machines are up but were made with other settings")
+
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(lifecycle, "ensure_up", not_up)
+    monkeypatch.setattr(lifecycle, "down", lambda: calls.append("down"))
+    monkeypatch.setattr(reporting, "python_m", lambda module, *args, **kw: calls.append((module, *args)) or 1)
+    assert run.execute(run.Options(label="x", down=True), s=None, log=lambda line: None) == 1
+    [run_dir] = (tmp_path / "results").iterdir()
+    record = json.loads((run_dir / "run.json").read_text())
+    assert (record["status"], record["stopped_at"]) == ("failed", "up")
+    assert "made with other settings" in record["error"]
+    assert calls == [("report", run_dir), "down"]
+    assert "No verdict" in capsys.readouterr().out
 
 
 # --- provisioning is skipped when nothing changed ------------------------------------------------------------

@@ -1,0 +1,146 @@
+"""The lab's lifecycle on the host: prerequisites, up (box, namespace, accelerator, machines, SSH), whether it
+is up, its status, and down (which also clears the remains of a lab that was killed)."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+from lab import box, machines, netns, paths, prereqs, settings, shell, steps
+
+
+class LabError(RuntimeError):
+    """Any failure the user must read: printed as one message, exit 1."""
+
+
+def install_prereqs() -> None:
+    with steps.step("host prerequisites"):
+        need = prereqs.missing()
+        if need:
+            steps.note(f"installing {' '.join(need)}")
+            prereqs.install(need)
+        else:
+            steps.note("all present")
+
+
+def running() -> bool:
+    """Both machines run in a healthy lab namespace."""
+    return netns.healthy() and set(machines.states().values()) == {"running"}
+
+
+def is_up(s: settings.Settings) -> bool:
+    """Both machines running in a healthy lab; an error when they were made with other settings."""
+    if not running():
+        return False
+    previous = machines.read_resolved() or {}
+    if previous.get("requested") != json.loads(json.dumps(asdict(s))):
+        raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
+    return True
+
+
+def ensure_up(s: settings.Settings) -> dict:
+    """For the full run: the lab up (brought up when it is not), and its resolved settings."""
+    if is_up(s):
+        steps.note("both machines are already up")
+    else:
+        up(s)
+    return machines.read_resolved() or {}
+
+
+def up(s: settings.Settings) -> None:
+    """Prerequisites, box, namespace and libvirt, both machines booted and answering over SSH, then the status.
+    A failure tears down what was started."""
+    install_prereqs()
+    if is_up(s):
+        print("The lab is already up; nothing changed.")
+        status()
+        return
+    if netns.exists() and not netns.healthy():
+        with steps.step("cleaning up a lab left behind"):
+            for line in teardown():
+                steps.note(line)
+    with steps.step("base box"):
+        box_path, built = box.ensure(s)
+        steps.note(f"{'built' if built else 'reusing'} {box_path.name}")
+    try:
+        with steps.step("lab network namespace and libvirt"):
+            if not netns.healthy():
+                netns.create()
+        with steps.step("accelerator and CPU placement"):
+            resolved = machines.resolve(s)
+            machines.write_resolved(resolved)
+            steps.note(f"accelerator {resolved['accelerator']} ({resolved['accelerator_reason']}); "
+                       f"placement {resolved['cpusets'] or 'unpinned'}")
+        with steps.step("register the box with Vagrant"):
+            machines.ensure_box(box_path, resolved["box"])
+        with steps.step("boot both machines (TCG: a few minutes)"):
+            machines.up(s.boot_timeout)
+        with steps.step("SSH to both machines"):
+            machines.write_ssh_config()
+            for name in machines.NAMES:
+                shell.run(machines.ssh_command(name, "true"), f"{name} booted but does not answer over SSH",
+                          error=LabError, timeout=120)
+    except BaseException as failure:
+        print(f"\nstart.sh up failed: {failure}\nTearing down what was started…", file=sys.stderr)
+        for line in teardown():
+            print(f"  {line}", file=sys.stderr)
+        raise
+    status()
+
+
+def teardown() -> list[str]:
+    """Machines, libvirt networks, daemons, namespace: whatever of them exists, also after a crash."""
+    done = []
+    if not netns.exists() and not machines.defined_domains():
+        return done
+    if not netns.healthy():
+        # Remains of a killed lab: a fresh namespace and libvirtd are needed to remove its domains.
+        done += netns.destroy()
+        netns.create()
+    if machines.domains():
+        machines.destroy()
+        done += [f"domain {d} undefined (Vagrant had lost it)" for d in machines.undefine_leftover_domains()]
+        done.append("machines destroyed")
+    for net in machines.NETWORKS:
+        netns.virsh("net-destroy", net)
+        if netns.virsh("net-undefine", net).returncode == 0:
+            done.append(f"libvirt network {net} removed")
+    done += netns.destroy()
+    paths.SETTINGS_JSON.unlink(missing_ok=True)
+    machines.SSH_CONFIG.unlink(missing_ok=True)
+    return done
+
+
+def down() -> None:
+    """Everything the lab started, gone; an error when something is left behind."""
+    with steps.step("down"):
+        done = teardown()
+        for line in done:
+            steps.note(line)
+        if not done:
+            steps.note("nothing was running")
+    leftovers = [n for n in machines.defined_domains() if n in machines.NAMES]
+    if netns.exists() or leftovers:
+        raise LabError(f"down left something behind: namespace={netns.exists()} domains={leftovers}")
+
+
+def status() -> None:
+    """Each machine's state, IP, provider, accelerator, memory, CPUs, uptime and vCPU placement."""
+    resolved = machines.read_resolved() or {}
+    states = machines.states()
+    print(f"lab namespace: {'up' if netns.healthy() else 'down'}; accelerator: "
+          f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
+    print(f"{'machine':8} {'state':12} {'ip':15} {'provider':8} {'accel':5} {'memory':>8} {'cpus':>4} "
+          f"{'uptime':>8}  placement")
+    for name in machines.NAMES:
+        state = states[name]
+        memory = cpus = uptime = "-"
+        cores = "-"
+        if state == "running":
+            probe = machines.ssh(name, "free -m | awk '/^Mem:/{print $2}'; nproc; cut -d' ' -f1 /proc/uptime")
+            if probe.returncode == 0 and len(probe.stdout.split()) == 3:
+                mem, cpus, up_s = probe.stdout.split()
+                memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
+            cores = machines.vcpu_placement(name)
+        print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} {'libvirt':8} "
+              f"{resolved.get('accelerator', '-'):5} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")

@@ -1,0 +1,64 @@
+"""The reports of run folders: the report package (python -m report, report.compare, report.combine) started
+from the project root, and a report's outcome on the terminal (the verdict, the results table, where it is)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lab import machines, paths
+
+
+def python_m(module: str, *args, log=None, what: str = "report") -> int:
+    """`python -m MODULE ARGS` from the project root; its exit code. Without log its output goes to the
+    terminal; with log it is kept, and a failure is logged as 'the WHAT failed: ' and the output's end."""
+    cmd = [sys.executable, "-m", module, *map(str, args)]
+    if log is None:
+        return subprocess.run(cmd, cwd=paths.ROOT).returncode
+    done = subprocess.run(cmd, cwd=paths.ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        log(f"the {what} failed: {(done.stdout + done.stderr).strip()[-800:]}")
+    return done.returncode
+
+
+def report(run_dir: Path, warmup_s: int | str | None = None) -> int:
+    """`./start.sh report`: (re)writes a run folder's report, the report's own words on the terminal."""
+    if not (run_dir / "run.json").is_file() and not any((run_dir / m).is_dir() for m in machines.NAMES):
+        sides = " or ".join(f"{m}/" for m in machines.NAMES)
+        raise ValueError(f"{run_dir} is not a run folder (no run.json, no {sides})")
+    return python_m("report", run_dir, *([] if warmup_s is None else ["--warmup", warmup_s]))
+
+
+def compare(run_dirs: list[Path], out: Path) -> int:
+    """`./start.sh compare`: run folders side by side in a new folder `out`."""
+    if len(run_dirs) < 2:
+        raise ValueError("compare needs at least two run folders")
+    for folder in run_dirs:
+        if not (folder / "run.json").is_file():
+            raise ValueError(f"{folder} is not a run folder (no run.json)")
+    return python_m("report.compare", out, *run_dirs)
+
+
+def print_outcome(folder: Path) -> None:
+    """The verdict sentence, the results table, where the report is (what the README promises)."""
+    try:
+        sentence = json.loads((folder / "verdict.json").read_text()).get("verdict")
+    except (OSError, ValueError):
+        sentence = None
+    summary = folder / "summary.md"
+    print("\n" + (f"Verdict: {sentence}\n" if sentence else "No verdict (the report was not written).\n"), flush=True)
+    if summary.exists():
+        print(results_table(summary.read_text()) + "\n", flush=True)
+    if (folder / "report.html").exists():
+        print(f"Report: {folder / 'report.html'}", flush=True)
+
+
+def results_table(markdown: str) -> str:
+    """The summary's first table (the verdict figures), for the terminal."""
+    lines = markdown.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end])
