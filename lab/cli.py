@@ -26,7 +26,7 @@ commands:
   status    each machine's state, IP, provider, accelerator, memory, CPUs, uptime and CPU placement
   down      destroy both machines and stop everything the lab started
   prereqs   only install the missing host prerequisites (what up does first)
-  provision build the app, then provision both machines with Ansible (knobs: ansible/group_vars/all.yml,
+  provision build the app, then provision both machines with Ansible (knobs: ansible/knobs.yml,
             ansible/host_vars/tuned.yml; --set [machine:]knob=value for this run only)
   exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
 

@@ -26,7 +26,7 @@ import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lab import machines, paths
+from lab import machines, paths, shell
 
 GUEST_SCRIPT = paths.ROOT / "lab" / "guest" / "run.sh"
 PULL_TIMEOUT_S = 900        # pmrep over a long archive is slow under TCG
@@ -35,20 +35,17 @@ class CollectError(RuntimeError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""
 
 
-def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+def _guest(name: str, args: list[str], timeout: float, what: str) -> subprocess.CompletedProcess:
     """lab/guest/run.sh ARGS as root on a machine, the script on stdin (inside the lab namespace)."""
     command = machines.ssh_command(name, "sudo bash -s -- " + " ".join(args))
-    return subprocess.run(command, input=GUEST_SCRIPT.read_bytes(), capture_output=True, timeout=timeout)
+    return shell.run(command, f"{name}: {what}", error=CollectError, input=GUEST_SCRIPT.read_bytes(), timeout=timeout)
 
 
 def mark(run_id: str, names=machines.NAMES, log=print) -> None:
     """Log offsets remembered and the run's PCP archive started, on both machines; the guest's warnings
     (a metric source that never answered) are passed on. Waits up to pcp_openmetrics_wait_s per source."""
     def one(name):
-        done = _guest(name, ["mark", run_id], timeout=300)
-        if done.returncode != 0:
-            raise CollectError(f"{name}: could not start the run's PCP archive: "
-                               f"{done.stderr.decode(errors='replace').strip()[-400:]}")
+        done = _guest(name, ["mark", run_id], 300, "could not start the run's PCP archive")
         for line in done.stderr.decode(errors="replace").splitlines():
             if "warning" in line:
                 log(f"{name}: {line.strip()}")
@@ -64,9 +61,9 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
         target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
         try:
-            done = _guest(name, ["pack", run_id, str(int(since_epoch))], timeout=PULL_TIMEOUT_S)
-            if done.returncode != 0 or not done.stdout:
-                raise CollectError(f"exit {done.returncode}: {done.stderr.decode(errors='replace').strip()[-400:]}")
+            done = _guest(name, ["pack", run_id, str(int(since_epoch))], PULL_TIMEOUT_S, "packing the run's files")
+            if not done.stdout:
+                raise CollectError(f"the machine sent nothing: {shell.tail(done)}")
             unpack(done.stdout, target)
             wide = target / "pcp" / "pmrep.csv"
             if wide.exists() and wide.stat().st_size:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from lab import knobs, machines, netns, paths
+from lab import knobs, machines, netns, paths, shell
 
 ANSIBLE_DIR = paths.ROOT / "ansible"
 INVENTORY = paths.STATE_DIR / "inventory.yml"
@@ -72,10 +72,10 @@ def ensure_jar(stack: str, log=print) -> Path:
     if jar.exists() and jar.stat().st_mtime >= newest:
         return jar
     log(f"building the {stack} jar (Maven, ~1–2 min)")
-    result = subprocess.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", stack, "-am"],
-                            cwd=APP_DIR, capture_output=True, text=True)
-    if result.returncode != 0 or not jar.exists():
-        raise ProvisionError(f"building the {stack} jar failed:\n{(result.stdout + result.stderr)[-3000:]}")
+    shell.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", stack, "-am"],
+              f"building the {stack} jar failed", error=ProvisionError, lines=40, cwd=APP_DIR)
+    if not jar.exists():
+        raise ProvisionError(f"building the {stack} jar: Maven succeeded but left no {jar}")
     return jar
 
 

@@ -15,10 +15,17 @@ def tail(result: subprocess.CompletedProcess, lines: int = TAIL_LINES) -> str:
     return "\n  ".join(text.strip().splitlines()[-lines:])
 
 
+def shown(cmd: list[str]) -> str:
+    """The command as a message quotes it: its program and first arguments, past `ip netns exec NAME`."""
+    if cmd[:3] == ["ip", "netns", "exec"]:
+        cmd = cmd[4:]
+    return " ".join(cmd[:4]) + (" …" if len(cmd) > 4 else "")
+
+
 def run(cmd: list[str], what: str, error: type[Exception] = RuntimeError, check: bool = True,
-        **kw) -> subprocess.CompletedProcess:
+        lines: int = TAIL_LINES, **kw) -> subprocess.CompletedProcess:
     """cmd with its output captured (text unless told otherwise). A missing program, and with check a
-    non-zero exit, raise `error` with "WHAT: …" and the output's tail."""
+    non-zero exit, raise `error` with "WHAT: …" and the output's last `lines` lines."""
     kw.setdefault("capture_output", True)
     kw.setdefault("text", "input" not in kw or isinstance(kw["input"], str))
     try:
@@ -26,6 +33,5 @@ def run(cmd: list[str], what: str, error: type[Exception] = RuntimeError, check:
     except FileNotFoundError:
         raise error(f"{what}: the command '{cmd[0]}' is not installed") from None
     if check and result.returncode != 0:
-        raise error(f"{what}: {' '.join(cmd[:4])}{' …' if len(cmd) > 4 else ''} exited {result.returncode}\n  "
-                    + tail(result))
+        raise error(f"{what}: {shown(cmd)} exited {result.returncode}\n  " + tail(result, lines))
     return result

@@ -1,6 +1,6 @@
 """Which machine runs which configuration in a trial: A/B, A/A calibration, crossover repeats.
 
-A configuration is a knob set: `default` is the catalog (ansible/group_vars/all.yml), `tuned` the catalog
+A configuration is a knob set: `default` is the catalog (ansible/knobs.yml), `tuned` the catalog
 plus ansible/host_vars/tuned.yml; `--set [config:]knob=value` changes a configuration for this run. A trial
 assigns each configuration (side of the comparison) to a machine; the run folder is labelled by
 configuration (default/, tuned/), run.json's design says which machine ran which. A machine is made to run

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import MACHINES
 from .runs import load_runs, log_or_raw
 from .uncertainty import CONFIDENCE, FIGURES, Effect, interval, kind_of
 from .verdict import FIGURE_NAMES, effect_text, read_record
@@ -79,7 +80,7 @@ def render(out, runs):
                 continue
             e = r.analysis.effects[figure]
             changes = ["" if r is runs[0] else effect_text(across_runs(runs[0], r, side, figure))
-                       for side in ("default", "tuned")]
+                       for side in MACHINES]
             lines.append(f"| {name} | {_value(e.default, figure)} | {_value(e.tuned, figure)} | {effect_text(e)} | "
                          f"{changes[0]} | {changes[1]} |")
         lines.append("")

@@ -43,7 +43,7 @@ class RunInfo:
 
     @property
     def load(self):
-        """run.json's load profile. Also accepts the profile nested as load.profile (lab/load.py's
+        """run.json's load profile. Also accepts the profile nested as load.profile (lab/load/runner.py's
         LoadResult.to_dict()), with load's own keys winning."""
         load = self.get("load", default={})
         if not isinstance(load, dict):

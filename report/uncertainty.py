@@ -16,6 +16,8 @@ import numpy as np
 from arch.bootstrap import CircularBlockBootstrap, optimal_block_length
 from scipy import stats
 
+from . import MACHINES
+
 WINDOW_S = 1.0            # one window: one second of wall-clock time, by sample start
 RESAMPLES = 2000
 SEED = 20261123           # fixed: the same run folder gives the same interval every time
@@ -274,13 +276,13 @@ def analyse(paired, resamples=RESAMPLES, seed=SEED):
     empty = np.full(resamples, np.nan)
     for figure in FIGURES:
         d, t = points["default"][figure], points["tuned"][figure]
-        reps = [analysis.replicates.get(name, {}).get(figure, empty) for name in ("default", "tuned")]
+        reps = [analysis.replicates.get(name, {}).get(figure, empty) for name in MACHINES]
         e = effect_from(figure, d, t, *reps, analysis.df(figure))
         if few:
             e.why_not = f"only {paired.n} paired windows (need {MIN_WINDOWS})"
         elif figure.startswith("p"):
             need = min_successes(int(figure[1:]))
-            short = [f"{name} {int(points[name]['successes']):,}" for name in ("default", "tuned")
+            short = [f"{name} {int(points[name]['successes']):,}" for name in MACHINES
                      if points[name]["successes"] < need]
             if short:
                 e.why_not = f"needs ≥ {need:,} successful requests per machine ({', '.join(short)})"

@@ -3,7 +3,7 @@ a role, and every knob-like name a role reads is declared somewhere."""
 import pytest
 import yaml
 
-from lab import knobs
+from lab import knobs, role_names
 
 
 def test_generated_files_are_current():
@@ -22,7 +22,7 @@ def test_every_knob_like_name_a_role_reads_is_declared():
 
 def test_every_knob_says_what_it_does_and_where_it_lands():
     for name, spec in knobs.specs().items():
-        assert knobs.TIERED.match(name), name
+        assert role_names.TIERED.match(name), name
         assert spec.get("what") and spec.get("lands") and spec.get("type"), name
         assert spec.get("inventory") or "default" in spec, f"{name} has no default"
         if spec.get("default") is None and not spec.get("inventory"):
@@ -72,9 +72,9 @@ def roles(tmp_path, monkeypatch):
 
 
 def test_names_are_found_in_jinja_and_in_raw_expressions_only(roles):
-    assert knobs.references(roles) == {"app_home", "jvm_gc", "tomcat_threads_max", "app_port", "jvm_tier",
+    assert role_names.references(roles) == {"app_home", "jvm_gc", "tomcat_threads_max", "app_port", "jvm_tier",
                                        "app_local", "tomcat_keep"}
-    assert knobs.role_definitions(roles) == {"app_home", "app_port", "app_local"}
+    assert role_names.role_definitions(roles) == {"app_home", "app_port", "app_local"}
 
 
 def test_a_knob_no_role_reads_is_found(roles):

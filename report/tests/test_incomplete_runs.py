@@ -97,7 +97,7 @@ def test_the_report_never_imports_the_lab_package(run_copy):
 
 
 def test_load_profile_nested_as_lab_load_writes_it(run_copy):
-    # lab/load.py's LoadResult.to_dict() nests the profile: {"jmeter_version": ..., "profile": {...}}
+    # lab/load/runner.py's LoadResult.to_dict() nests the profile: {"jmeter_version": ..., "profile": {...}}
     run = json.loads((run_copy / "run.json").read_text())
     run["load"] = {"jmeter_version": "5.6.3", "profile": dict(run["load"], warmup_s=45), "ended_by": "completed"}
     (run_copy / "run.json").write_text(json.dumps(run))
