@@ -35,17 +35,21 @@ class CollectError(RuntimeError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""
 
 
-def _guest(name: str, args: list[str], timeout: float, what: str) -> subprocess.CompletedProcess:
+GUEST_STEPS = {"mark": "could not start the run's PCP archive", "pack": "packing the run's files"}
+
+
+def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
     """lab/guest/run.sh ARGS as root on a machine, the script on stdin (inside the lab namespace)."""
     command = machines.ssh_command(name, "sudo bash -s -- " + " ".join(args))
-    return shell.run(command, f"{name}: {what}", error=CollectError, input=GUEST_SCRIPT.read_bytes(), timeout=timeout)
+    return shell.run(command, f"{name}: {GUEST_STEPS.get(args[0], args[0])}", error=CollectError,
+                     input=GUEST_SCRIPT.read_bytes(), timeout=timeout)
 
 
 def mark(run_id: str, names=machines.NAMES, log=print) -> None:
     """Log offsets remembered and the run's PCP archive started, on both machines; the guest's warnings
     (a metric source that never answered) are passed on. Waits up to pcp_openmetrics_wait_s per source."""
     def one(name):
-        done = _guest(name, ["mark", run_id], 300, "could not start the run's PCP archive")
+        done = _guest(name, ["mark", run_id], timeout=300)
         for line in done.stderr.decode(errors="replace").splitlines():
             if "warning" in line:
                 log(f"{name}: {line.strip()}")
@@ -61,7 +65,7 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
         target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
         try:
-            done = _guest(name, ["pack", run_id, str(int(since_epoch))], PULL_TIMEOUT_S, "packing the run's files")
+            done = _guest(name, ["pack", run_id, str(int(since_epoch))], timeout=PULL_TIMEOUT_S)
             if not done.stdout:
                 raise CollectError(f"the machine sent nothing: {shell.tail(done)}")
             unpack(done.stdout, target)
