@@ -5,8 +5,9 @@ machines; after it, `pull()` stops the archive and brings back, per machine:
 
     logs/     app.log, audit.log.gz, gc.log, httpd-access.log, httpd-error.log (this run's lines only),
               mock.log (the mock's journal), journal.txt (the journal: OOM killer, restarts, failures)
-    config/   the rendered configs (secrets redacted), knobs.json (what Ansible provisioned), versions.txt,
-              actuator-info.json (versions the app reports), httpd-modules.txt
+    config/   the rendered configs (secrets redacted), knobs.json (what Ansible provisioned), manifest.json
+              (what the machine said a run collects), versions.txt, actuator-info.json (versions the app
+              reports), httpd-modules.txt
     pcp/      archive.{0,meta,index} (open it with pmrep/pmchart -a), pmlogger.log, metrics.csv (tidy:
               time,metric,instance,value; counters as rates, as the report reads them)
 
@@ -30,6 +31,7 @@ from lab import machines, paths, shell
 
 GUEST_SCRIPT = paths.ROOT / "lab" / "guest" / "run.sh"
 PULL_TIMEOUT_S = 900        # pmrep over a long archive is slow under TCG
+
 
 class CollectError(RuntimeError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""

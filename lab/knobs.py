@@ -20,10 +20,10 @@ import yaml
 
 from lab import paths, role_names
 
-ANSIBLE_DIR = paths.ROOT / "ansible"
+ANSIBLE_DIR = paths.ANSIBLE_DIR
 CATALOG = ANSIBLE_DIR / "knobs.yml"
 DEFAULTS = ANSIBLE_DIR / "group_vars" / "all" / "knobs.yml"
-LAB_VARS = ANSIBLE_DIR / "group_vars" / "all" / "lab.yml"     # the lab's own variables (secrets), not knobs
+LAB_VARS = ANSIBLE_DIR / "group_vars" / "all" / "lab.yml"     # the lab's own variables (secrets, manifest): not knobs
 TUNED = ANSIBLE_DIR / "host_vars" / "tuned.yml"
 ROLES = ANSIBLE_DIR / "roles"
 README = paths.ROOT / "README.md"
@@ -40,9 +40,21 @@ class Section:
     knobs: dict         # name -> spec
 
 
+TYPES = ("int", "num", "bool", "str", "list", "dict")
+
+
 def sections(text: str | None = None) -> list[Section]:
+    """The catalog's tiers in order; ValueError naming the knob when an entry lacks what every knob says."""
     data = yaml.safe_load(CATALOG.read_text() if text is None else text)
-    return [Section(tier, body.get("about", ""), body.get("knobs") or {}) for tier, body in data.items()]
+    out = [Section(tier, body.get("about", ""), body.get("knobs") or {}) for tier, body in data.items()]
+    for s in out:
+        for name, spec in s.knobs.items():
+            lacks = [k for k in ("type", "what", "lands") if k not in spec]
+            lacks += [] if spec.get("inventory") or "default" in spec else ["default"]
+            if lacks or spec["type"] not in TYPES:
+                raise ValueError(f"ansible/knobs.yml: knob {name} " + (f"lacks {', '.join(lacks)}" if lacks else
+                                 f"has type {spec['type']!r} (one of {', '.join(TYPES)})"))
+    return out
 
 
 def specs(text: str | None = None) -> dict[str, dict]:
@@ -152,9 +164,12 @@ def lab_variables() -> dict:
 def role_inputs(role: Path, known: dict[str, dict]) -> dict[str, str]:
     """The knobs and lab variables a role reads (its own defaults are its other inputs): name -> description."""
     used = role_names.references(role) - role_names.role_definitions(role)
+    if role.name == "knobs":        # it checks every knob of the catalog (by name, from the catalog itself)
+        used |= set(known) | PLAY_VARS
     lab_vars = lab_variables()
     inputs = {n: comment(known[n]) for n in sorted(used) if n in known}
     inputs |= {n: "the lab's group variable (group_vars/all/lab.yml)" for n in sorted(used) if n in lab_vars}
+    inputs |= {n: "this run's --set values per machine (./start.sh passes them with -e)" for n in sorted(used & PLAY_VARS)}
     return inputs
 
 
@@ -164,7 +179,7 @@ def render_argument_specs(role: Path, known: dict[str, dict]) -> str:
     options = {name: {"type": "raw", "required": False, "description": text}
                for name, text in role_inputs(role, known).items()}
     spec = {"argument_specs": {"main": {"short_description": description, "options": options}}}
-    return ("---\n# The knobs and lab variables this role reads; its other inputs are in defaults/main.yml. "
+    return ("---\n# The knobs and lab variables this role reads; its own variables are in its defaults/ and vars/. "
             f"{GENERATED}\n# Types and ranges are checked once, by roles/knobs, before any machine is touched.\n"
             + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=180))
 
@@ -212,20 +227,26 @@ def stale() -> list[Path]:
     return [path for path, text in generated().items() if not path.exists() or path.read_text() != text]
 
 
+def write_stale() -> list[Path]:
+    """Rewrites the generated files that differ from what the catalog wants; the paths it wrote."""
+    files = generated()
+    behind = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
+    for path in behind:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(files[path])
+    return behind
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.knobs", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the generated files that are stale")
     args = parser.parse_args(argv)
     try:
-        files = generated()
-    except (ValueError, KeyError, yaml.YAMLError) as bad:
+        behind = write_stale() if args.write else stale()
+    except (ValueError, yaml.YAMLError) as bad:
         print(f"lab.knobs: {bad}", file=sys.stderr)
         return 2
-    behind = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
     for path in behind:
-        if args.write:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(files[path])
         print(f"{'wrote' if args.write else 'stale'}: {path.relative_to(paths.ROOT)}")
     return 0 if args.write or not behind else 1
 

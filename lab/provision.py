@@ -17,7 +17,7 @@ import yaml
 
 from lab import knobs, machines, netns, paths, shell
 
-ANSIBLE_DIR = paths.ROOT / "ansible"
+ANSIBLE_DIR = paths.ANSIBLE_DIR
 INVENTORY = paths.STATE_DIR / "inventory.yml"
 OVERRIDES = paths.STATE_DIR / "overrides.json"
 # What the machines were last provisioned from (fingerprint()); written only after a successful run.
@@ -151,6 +151,11 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     """Builds the jars the machines need, then runs site.yml against both machines at once. With
     force=False it skips Ansible when nothing changed since the last successful provisioning of these
     machines (under TCG a no-change run still takes ~18 min). True when Ansible ran."""
+    try:
+        for path in knobs.write_stale():   # an edited default in the catalog must reach group_vars before Ansible
+            log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
+    except (ValueError, yaml.YAMLError) as bad:
+        raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
     jars = [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))]
     wanted = fingerprint(resolved, overrides, jars, _machine_ids())
     if not force and STAMP.exists() and STAMP.read_text().strip() == wanted:

@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import (collect, lifecycle, load, machines, netns, paths, provision, reporting, services, settings, steps,
-                 trial)
+from lab import (collect, lifecycle, load, machines, netns, paths, provision, reporting, services, settings, shell,
+                 steps, trial)
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 CHECK_PATH = "/api/customers/1"
@@ -133,10 +133,8 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
     def one(item):
         name, base = item
         url = base + CHECK_PATH
-        done = subprocess.run(netns.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RunError(f"{name} does not answer {url} through HTTPD: {done.stdout.strip() or done.stderr.strip()}")
+        done = shell.run(netns.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
+                         f"{name} does not answer {url} through HTTPD", error=RunError)
         status, after = done.stdout.split()[:2]
         log(f"{name}: {url} answers {status} after {float(after):.0f} s")
         return name, float(after)
@@ -215,7 +213,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
         with phase("restart", "equal start: both machines' services restarted together"):
             starts = services.restart_together()
-            record.update(service_starts={"services": list(services.SERVICES), "spread_s": None, **{
+            record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{
                 side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None} for side, vm in t.machines.items()}})
         with phase("check", "both machines answer through HTTPD"):
             ready = check_answers(targets, log)

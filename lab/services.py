@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from lab import machines, shell
+from lab import machines, paths, shell
 
-# In dependency order for a reader; one `systemctl restart` takes them all (the app is After= the mock).
-SERVICES = ("mock-service", "apache2", "camel-app")
+# The units come from the machine's manifest (Ansible lists each role's service there); one `systemctl
+# restart` takes them all (the app is After= the mock). A machine without a manifest fails here, by name.
+UNITS = f"units=$(python3 -c 'import json; print(*json.load(open(\"{paths.GUEST_MANIFEST}\"))[\"services\"])')"
 RESTART_TIMEOUT_S = 300     # the stop of a loaded JVM (TimeoutStopSec=60) and apache2's graceful stop
 
 
@@ -19,9 +20,9 @@ class ServiceError(RuntimeError):
 
 
 def _restart(name: str) -> dict:
-    command = machines.ssh_command(name, f"sudo systemctl restart {' '.join(SERVICES)} && systemctl show "
-                                         f"-p Id -p ActiveEnterTimestamp -p ActiveState {' '.join(SERVICES)}")
-    done = shell.run(command, f"{name}: restarting {', '.join(SERVICES)} failed", error=ServiceError,
+    command = machines.ssh_command(name, f"{UNITS} && sudo systemctl restart $units && systemctl show "
+                                         "-p Id -p ActiveEnterTimestamp -p ActiveState $units")
+    done = shell.run(command, f"{name}: restarting the services of its manifest failed", error=ServiceError,
                      timeout=RESTART_TIMEOUT_S)
     return parse_show(done.stdout)
 
@@ -42,6 +43,6 @@ def parse_show(text: str) -> dict:
 
 
 def restart_together(names=machines.NAMES) -> dict:
-    """Restarts SERVICES on every machine at the same moment; {machine: {unit: {state, since}}}."""
+    """Restarts every machine's services at the same moment; {machine: {unit: {state, since}}}."""
     with ThreadPoolExecutor(len(names)) as pool:
         return dict(zip(names, pool.map(_restart, names)))

@@ -9,8 +9,8 @@ TAIL_LINES = 15
 
 def tail(result: subprocess.CompletedProcess, lines: int = TAIL_LINES) -> str:
     """The last lines a command wrote (stderr, or stdout when stderr is empty), indented for a message."""
-    text = result.stderr or result.stdout or ""
-    if isinstance(text, bytes):
+    text = result.stderr or (result.stdout if isinstance(result.stdout, str) else b"") or ""
+    if isinstance(text, bytes):     # bytes on stdout are the command's data (a tar), never its message
         text = text.decode(errors="replace")
     return "\n  ".join(text.strip().splitlines()[-lines:])
 

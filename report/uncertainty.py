@@ -275,7 +275,7 @@ def analyse(paired, resamples=RESAMPLES, seed=SEED):
                 analysis.replicates[name].update(side_figures(side, weights, paired.seconds, figures))
     empty = np.full(resamples, np.nan)
     for figure in FIGURES:
-        d, t = points["default"][figure], points["tuned"][figure]
+        d, t = (points[name][figure] for name in MACHINES)
         reps = [analysis.replicates.get(name, {}).get(figure, empty) for name in MACHINES]
         e = effect_from(figure, d, t, *reps, analysis.df(figure))
         if few:

@@ -19,6 +19,8 @@ from report.charts import CHARTS  # noqa: E402
 from report.machine import load_machine  # noqa: E402
 from report.pcp import read_metrics  # noqa: E402
 from report.runinfo import RunInfo  # noqa: E402
+from report.tests.test_metric_list import read_by_report  # noqa: E402
+from lab import collect  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 START = str(ROOT / "start.sh")
@@ -149,11 +151,9 @@ def test_a_second_up_changes_nothing(lab_up):
 
 # Small enough for CI under TCG (DESIGN: 10–20 users, 2–3 minutes); the scenario's 150 users is a benchmark.
 SHORT_RUN = ["--users", "10", "--ramp-up", "30s", "--duration", "3m", "--label", "e2e"]
-# What the report's charts draw from each machine's PCP archive (the JMeter charts come from the JTL).
-CHART_METRICS = ("kernel.all.load", "kernel.all.cpu.user", "mem.util.used", "hotproc.psinfo.rss",
-                 "apache.busy_servers", "openmetrics.app.jvm_memory_used_bytes",
-                 "openmetrics.app.tomcat_connector_threads_busy", "openmetrics.app.jvm_gc_pause_seconds_sum",
-                 "openmetrics.mock.mock_http_request_duration_seconds_count", "network.tcpconn.established")
+# What the report reads from each machine's PCP archive (every PCP name in report/, found as
+# report/tests/test_metric_list.py finds them; the JMeter charts come from the JTL).
+CHART_METRICS = sorted(set().union(*read_by_report().values()))
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +224,9 @@ def test_pcp_archives_hold_the_expected_metrics(short_run):
         metrics = read_metrics(pcp / "metrics.csv")           # the report's own reader
         missing = [m for m in CHART_METRICS if len(metrics.by_metric.get(m, ((),))[0]) < 30]
         assert not missing, f"{name}: too few values of {missing} (seen: {sorted(metrics.by_metric)})"
+        # the machine's manifest (written by Ansible) named what to export; all of it came back
+        assert collect.read_manifest(pcp.parent)["pcp"]["metrics"], f"{name}: no manifest in its config/"
+        assert collect.missing_metrics(pcp.parent) == [], f"{name}: no values of the manifest's metrics"
         instances = metrics.instances("hotproc.psinfo.rss")
         assert any("java" in i for i in instances) and any("apache2" in i for i in instances) \
             and any("python3" in i for i in instances), f"{name}: hotproc followed {sorted(instances)}"

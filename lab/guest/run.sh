@@ -14,11 +14,11 @@ if [ "$mode" != manifest ]; then
   case "$run_id" in */*|.*|"") echo "run.sh: bad run id: $run_id" >&2; exit 2;; esac
 fi
 state=/var/lib/lab-run
-manifest=${LAB_MANIFEST:-/etc/lab/manifest.json}      # another path only for the lab's tests
+manifest=${LAB_MANIFEST:-/etc/lab/manifest.json}      # lab/paths.py GUEST_MANIFEST; another path only in tests
 [ -r "$manifest" ] || { echo "run.sh: $manifest is missing: provision this machine (./start.sh provision)" >&2; exit 3; }
 # The manifest as shell variables: LOGS and JOURNALS (run-folder name <- guest file or unit), CONFIGS (paths
 # or globs), INFO_URL, ARCHIVE_ROOT, INTERVAL, METRICS.
-eval "$(python3 - "$manifest" <<'PY'
+vars=$(python3 - "$manifest" <<'PY'
 import json, shlex, sys
 m = json.load(open(sys.argv[1]))
 q = shlex.quote
@@ -27,12 +27,12 @@ def assoc(name, mapping):
 assoc("LOGS", m.get("logs", {}))
 assoc("JOURNALS", m.get("journals", {}))
 print("CONFIGS=(" + " ".join(q(c) for c in m.get("configs", [])) + ")")
-pcp = m.get("pcp", {})
-print(f"INFO_URL={q(m.get('info_url', ''))} ARCHIVE_ROOT={q(str(pcp.get('archive_root', '/var/log/pcp/lab')))}"
-      f" INTERVAL={q(str(pcp.get('interval_s', 1)))}")
-print("METRICS=(" + " ".join(q(x) for x in pcp.get("metrics", [])) + ")")
+pcp = m["pcp"]
+print(f"INFO_URL={q(m.get('info_url', ''))} ARCHIVE_ROOT={q(str(pcp['archive_root']))} INTERVAL={q(str(pcp['interval_s']))}")
+print("METRICS=(" + " ".join(q(x) for x in pcp["metrics"]) + ")")
 PY
-)" || { echo "run.sh: cannot read $manifest" >&2; exit 3; }
+) || { echo "run.sh: cannot read $manifest (see above); provision this machine again" >&2; exit 3; }
+eval "$vars"
 
 case "$mode" in
 manifest)

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from lab import shell
 from lab.load.jmeter import LAB_PROPERTIES, LoadError, Progress, ensure_jmeter, jmeter_command
 from lab.load.profile import MACHINES
 
@@ -43,13 +44,11 @@ def dashboards(run_dir: Path, machines: tuple[str, ...] = MACHINES, progress: Pr
         cmd = jmeter_command(home, "-g", str(jtl), "-o", str(out), "-q", str(LAB_PROPERTIES), "-j", str(log),
                              f"-Jjmeter.reportgenerator.report_title=Camel Tuning Lab: {machine}", java=java)
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-        except (OSError, subprocess.TimeoutExpired) as e:
+            shell.run(cmd, f"dashboard {machine}", error=LoadError, lines=1, timeout=1800)
+            if not (out / "index.html").is_file():
+                raise LoadError(f"dashboard {machine}: JMeter wrote no index.html")
+        except (LoadError, OSError, subprocess.TimeoutExpired) as e:
             progress(f"dashboard {machine}: failed ({e}); log {log}")
-            continue
-        if done.returncode != 0 or not (out / "index.html").is_file():
-            last = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
-            progress(f"dashboard {machine}: failed (exit {done.returncode}: {last[0]}); log {log}")
             continue
         made[machine] = out
         progress(f"dashboard {machine}: {out / 'index.html'}")

@@ -58,3 +58,15 @@ def test_metrics_the_manifest_promised_but_did_not_come_are_named(tmp_path):
 
 def test_a_run_folder_from_before_the_manifest_misses_nothing(tmp_path):
     assert collect.read_manifest(tmp_path) == {} and collect.missing_metrics(tmp_path) == []
+
+
+def test_a_manifest_that_cannot_be_read_stops_the_guest_script(tmp_path):
+    (tmp_path / "manifest.json").write_text("{not json")
+    done = subprocess.run(["bash", str(collect.GUEST_SCRIPT), "mark", "20261123T000000Z-x"], capture_output=True,
+                          text=True, env={**os.environ, "LAB_MANIFEST": str(tmp_path / "manifest.json")})
+    assert done.returncode == 3 and "cannot read" in done.stderr
+
+
+def test_a_manifest_without_its_pcp_part_stops_the_guest_script(tmp_path):
+    done = guest(tmp_path, "manifest", manifest={k: v for k, v in MANIFEST.items() if k != "pcp"})
+    assert done.returncode == 3 and "cannot read" in done.stderr

@@ -127,3 +127,9 @@ def test_tuned_knob_missing_from_catalog_is_refused():
 def test_readme_without_markers_is_refused():
     with pytest.raises(ValueError, match="knobs:begin"):
         knobs.readme_with("# no markers\n", "table\n")
+
+
+def test_a_catalog_entry_without_its_description_is_refused_by_name():
+    broken = CATALOG.replace("what: maxThreads, ", "")
+    with pytest.raises(ValueError, match="knob tomcat_threads_max lacks what"):
+        knobs.specs(broken)
