@@ -1,6 +1,6 @@
 """summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, knob diff,
 versions, log hints and what is missing from the run folder."""
-from . import MACHINES, fmt
+from . import MACHINES, fmt, integrity
 from .machine import utc_clock
 from .stats import PROCESS_GROUPS
 from .steady import BIN_S, MAX_DRIFT
@@ -250,6 +250,13 @@ def logs_section(machines):
     return lines
 
 
+def integrity_section(run, machines):
+    lines = ["## Data integrity", ""]
+    for m in machines.values():
+        lines += [f"**{m.name}**", ""] + integrity.machine_lines(m, run.machine_dir(m.name)) + [""]
+    return lines
+
+
 def missing_section(run, machines):
     items = list(run.problems) + run.missing_files()
     items += [f"{m.name}: {note}" for m in machines.values() for note in m.notes]
@@ -274,5 +281,6 @@ def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=No
     lines += knobs_section(run)
     lines += versions_section(run)
     lines += logs_section(machines)
+    lines += integrity_section(run, machines)
     lines += missing_section(run, machines)
     return "\n".join(lines).rstrip() + "\n"

@@ -249,6 +249,11 @@ def test_report_holds_every_chart_with_data(short_run):
     verdict = next(line for line in summary.splitlines() if line.startswith("**Verdict:**"))
     # the verdict quotes successful TPS with its 95 % interval (issue 11), not a bare ratio
     assert "successful TPS" in verdict and "95 % CI" in verdict, verdict
+    # nothing lost, checked: every log and metric the manifests named came back, no stretch without samples
+    integrity = summary.split("## Data integrity")[1].split("\n## ")[0]
+    assert integrity.count("all collected") == 2 and integrity.count("all have values") == 2, integrity
+    assert integrity.count("no gap longer than") == 2 and "**" not in integrity.replace("**default**", "") \
+        .replace("**tuned**", ""), integrity
 
 
 def test_the_start_was_equal_and_the_verdict_has_intervals(short_run):

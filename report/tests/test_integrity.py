@@ -1,0 +1,94 @@
+"""Data integrity: gaps in the PCP samples, metrics and logs the manifest named but that did not come back,
+unreadable rows; checked, not assumed."""
+import json
+
+from report import integrity
+from report.machine import Machine
+from report.pcp import read_metrics
+from report.stats import Window
+
+T0 = 1_800_000_000.0
+
+
+def metrics_csv(path, rows):
+    path.write_text("time,metric,instance,value\n" + "".join(f"{T0 + t},{m},{i},{v}\n" for t, m, i, v in rows))
+    return read_metrics(path)
+
+
+def machine_dir(tmp_path, manifest=None, knobs=None, logs=()):
+    for folder in ("config", "logs", "pcp"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+    if manifest is not None:
+        (tmp_path / "config" / "manifest.json").write_text(json.dumps(manifest))
+    if knobs is not None:
+        (tmp_path / "config" / "knobs.json").write_text(json.dumps(knobs))
+    for name in logs:
+        (tmp_path / "logs" / name).write_text("a line\n")
+    return tmp_path
+
+
+def test_a_stretch_without_any_sample_is_a_gap(tmp_path):
+    seconds = [*range(0, 60), *range(100, 160)]            # pmlogger restarted: 40 s without a record
+    m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in seconds]
+                    + [(t, "openmetrics.app.x", "", 1.0) for t in range(0, 160, 10)])
+    assert integrity.sample_gaps(m, 1.0) == [(T0 + 59, 41.0)]
+    assert integrity.sample_gaps(m, 20.0) == []             # at a 20 s interval, 41 s is not 3 intervals
+
+
+def test_one_agent_without_values_is_named(tmp_path):
+    rows = [(t, "kernel.all.load", "1 minute", 1.0) for t in range(120)]
+    rows += [(t, "hotproc.psinfo.rss", "000123 java", 5.0) for t in range(120) if not 30 <= t < 70]
+    m = metrics_csv(tmp_path / "m.csv", rows)
+    assert integrity.sample_gaps(m, 1.0) == []
+    assert integrity.metric_gaps(m, 1.0) == {"hotproc.psinfo.rss": [(T0 + 29, 41.0)]}
+
+
+def test_the_sampling_interval_is_the_machines_own(tmp_path):
+    assert integrity.sampling_interval(machine_dir(tmp_path)) == 1.0
+    assert integrity.sampling_interval(machine_dir(tmp_path, knobs={"pcp_interval_s": 5})) == 5.0
+    assert integrity.sampling_interval(machine_dir(tmp_path, manifest={"pcp": {"interval_s": 2}})) == 2.0
+
+
+MANIFEST = {"logs": {"app.log": "/x/app.log", "audit.log": "/x/audit.log", "gc.log": "/x/gc.log"},
+            "journals": {"mock.log": "mock-service"}, "pcp": {"metrics": ["kernel.all.load", "mem.util.used"]}}
+
+
+def test_logs_the_manifest_named_must_be_there(tmp_path):
+    mdir = machine_dir(tmp_path, MANIFEST, knobs={"jvm_gc_log": False}, logs=("app.log", "audit.log.gz"))
+    assert integrity.missing_logs(mdir) == ["mock.log"]            # gzipped counts; no GC log asked for
+    (mdir / "config" / "knobs.json").write_text(json.dumps({"jvm_gc_log": True}))
+    assert integrity.missing_logs(mdir) == ["gc.log", "mock.log"]
+
+
+def test_metrics_the_manifest_named_must_have_values(tmp_path):
+    mdir = machine_dir(tmp_path, MANIFEST)
+    m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in range(5)])
+    assert integrity.missing_metrics(mdir, m) == ["mem.util.used"]
+    assert integrity.missing_metrics(mdir, None) == ["kernel.all.load", "mem.util.used"]
+
+
+def test_a_folder_from_before_the_manifest_says_what_it_did_not_check(tmp_path):
+    mdir = machine_dir(tmp_path)
+    m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in range(10)])
+    lines = integrity.machine_lines(Machine("default", metrics=m, window=Window(T0, 0.0, T0 + 10)), mdir)
+    assert integrity.missing_logs(mdir) is None and integrity.missing_metrics(mdir, m) is None
+    assert lines == ["- jmeter.jtl: **absent or unreadable**", "- PCP samples every 1 s: no gap longer than 3 s",
+                     "- no config/manifest.json (a run from before it): metrics and logs not checked against it"]
+
+
+def test_every_finding_is_said_with_where_it_happened(tmp_path):
+    mdir = machine_dir(tmp_path, MANIFEST, logs=("app.log", "audit.log", "mock.log"))
+    seconds = [*range(0, 60), *range(100, 160)]
+    m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in seconds]
+                    + [(t, "mem.util.used", "", "bad") for t in range(3)])
+    text = "\n".join(integrity.machine_lines(Machine("tuned", metrics=m, window=Window(T0, 0.0, T0 + 160)), mdir))
+    assert "**1 gap(s) longer than 3 s** at +59 s (41 s)" in text
+    assert "**3 unreadable rows** in metrics.csv" in text
+    assert "**no values for mem.util.used**" in text
+    assert "logs the manifest names: all collected" in text
+
+
+def test_the_report_has_the_section(fixture_report):
+    _, summary = fixture_report
+    section = summary.split("## Data integrity")[1].split("\n## ")[0]
+    assert section.count("no gap longer than 3 s") == 2 and "samples read, no unreadable row" in section
