@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from .runs import back, load_runs, log_or_raw
-from .uncertainty import CONFIDENCE, FIGURES, Effect, interval, kind_of
+from .uncertainty import CI, FIGURES, Effect, interval, kind_of
 from .verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, write_record
 
 AGREEMENT_P = 0.05
@@ -166,7 +166,7 @@ def render(series_folder, trials, results):
              "digits can differ from each trial's own report. Method: report/README.md (Uncertainty, Crossover).",
              "",
              "## Combined", "",
-             f"| figure | tuned vs default ({CONFIDENCE * 100:.0f} % CI) | machine tuned vs machine default | agreement |",
+             f"| figure | tuned vs default ({CI}) | machine tuned vs machine default | agreement |",
              "| --- | ---: | ---: | --- |"]
     for figure, c in results.items():
         effect = effect_text(c.effect)

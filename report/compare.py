@@ -15,7 +15,7 @@ import numpy as np
 
 from . import MACHINES
 from .runs import load_runs, log_or_raw
-from .uncertainty import CONFIDENCE, FIGURES, Effect, interval, kind_of
+from .uncertainty import CI, FIGURES, Effect, interval, kind_of
 from .verdict import FIGURE_NAMES, effect_text, read_record
 
 UNITS = {"tps": "req/s", "error_pct": "%", "p50": "ms", "p95": "ms", "p99": "ms"}
@@ -72,7 +72,7 @@ def render(out, runs):
     lines.append("")
     for figure in FIGURES:
         lines += [f"## {FIGURE_NAMES[figure]}", "",
-                  f"| run | default | tuned | tuned vs default ({CONFIDENCE * 100:.0f} % CI) | default vs first run | "
+                  f"| run | default | tuned | tuned vs default ({CI}) | default vs first run | "
                   "tuned vs first run |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for r, name in zip(runs, names):
             if r.analysis is None:

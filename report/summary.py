@@ -5,7 +5,7 @@ from .machine import utc_clock
 from .stats import PROCESS_GROUPS
 from .steady import BIN_S, MAX_DRIFT
 from .stopped import BUCKET_S, MAX_SUCCESS_RATE, MIN_ATTEMPTS, MIN_SPAN_S
-from .uncertainty import CONFIDENCE
+from .uncertainty import CI, CONFIDENCE
 from .verdict import calibration_words, design, effect_text, signed
 
 TOP_ERRORS = 5
@@ -107,7 +107,7 @@ def results_table(machines, analysis=None):
             lambda x: fmt.num(x, 1, "MiB"))
     rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s), ""])
     return _table(["", "default", "tuned", "tuned/default",
-                   f"tuned vs default ({CONFIDENCE * 100:.0f} % CI, paired windows)"], rows)
+                   f"tuned vs default ({CI}, paired windows)"], rows)
 
 
 def uncertainty_lines(analysis):

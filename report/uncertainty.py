@@ -22,6 +22,7 @@ WINDOW_S = 1.0            # one window: one second of wall-clock time, by sample
 RESAMPLES = 2000
 SEED = 20261123           # fixed: the same run folder gives the same interval every time
 CONFIDENCE = 0.95
+CI = f"{CONFIDENCE * 100:.0f} % CI"     # how every table and sentence names the interval
 MIN_WINDOWS = 10          # fewer paired windows: no interval
 BLOCK_FACTOR = 2          # × Politis–White's length: with 1× the intervals covered only 84–91 % (tests)
 LATENCY_BIN = 1.01        # latency histogram bins for resampling: 1 % wide (log-spaced)

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from . import MACHINES
-from .uncertainty import FIGURES, SEED, WINDOW_S, analyse, paired_windows
+from .uncertainty import CI, FIGURES, SEED, WINDOW_S, analyse, paired_windows
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}
@@ -44,10 +44,10 @@ def effect_text(effect, with_estimate=True):
         return NO_ERRORS
     if effect.kind == "ratio":
         est, lo, hi = pct(effect.estimate), pct(effect.low), pct(effect.high)
-        ci = f"95 % CI {lo[:-2]} … {hi}"
+        ci = f"{CI} {lo[:-2]} … {hi}"
     else:
         est = f"{signed(effect.estimate, 2)} pt"
-        ci = f"95 % CI {signed(effect.low, 2)} … {signed(effect.high, 2)} pt"
+        ci = f"{CI} {signed(effect.low, 2)} … {signed(effect.high, 2)} pt"
     if not effect.has_interval:
         return f"{est} (no interval: {effect.why_not})" if with_estimate else f"no interval: {effect.why_not}"
     return f"{est} ({ci})" if with_estimate else ci
@@ -108,7 +108,7 @@ def calibration_words(calibration):
         return f"Latest A/A run ({calibration['run_id']}) gave no interval."
     bound = 100.0 * max(abs(e["low"] - 1.0), abs(e["high"] - 1.0))
     return (f"Latest A/A run ({calibration['run_id']}): the twins differed by {pct(e['estimate'])} in successful TPS "
-            f"(95 % CI {pct(e['low'])[:-2]} … {pct(e['high'])}): a single run cannot tell an effect within "
+            f"({CI} {pct(e['low'])[:-2]} … {pct(e['high'])}): a single run cannot tell an effect within "
             f"±{bound:.0f} % from twin bias; --repeat (crossover) cancels it.")
 
 
