@@ -39,6 +39,10 @@ class Section:
     about: str
     knobs: dict         # name -> spec
 
+    @property
+    def title(self) -> str:
+        return f"{self.tier}: {self.about}" if self.about else self.tier
+
 
 TYPES = ("int", "num", "bool", "str", "list", "dict")
 
@@ -68,9 +72,8 @@ def defaults(text: str | None = None) -> dict:
 
 
 def _show(value) -> str:
-    if isinstance(value, str):
-        return value
-    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("\n...").removesuffix("...").strip()
+    """A value as the README shows it: a string as it is, anything else as YAML."""
+    return value if isinstance(value, str) else _yaml_value(value)
 
 
 def _number(n) -> str:
@@ -111,8 +114,7 @@ def render_defaults(text: str | None = None) -> str:
         plain = {n: spec for n, spec in s.knobs.items() if not spec.get("inventory")}
         if not plain:
             continue
-        title = f"{s.tier}: {s.about}" if s.about else s.tier
-        out += ["", f"# --- {title} " + "-" * max(3, 100 - len(title))]
+        out += ["", f"# --- {s.title} " + "-" * max(3, 100 - len(s.title))]
         for name, spec in plain.items():
             left = f"{name}: {_yaml_value(spec['default'])}"
             out.append(f"{left:<39} # {comment(spec)}")
@@ -142,8 +144,7 @@ def readme_table(tuned: dict, text: str | None = None) -> str:
             differs = name in tuned and tuned[name] != spec.get("default")
             rows.append(f"| `{name}` | {default} | {_cell('`' + _show(tuned[name]) + '`') if differs else ''} | "
                         f"{_cell(comment(spec))} |")
-        title = f"{s.tier}: {s.about}" if s.about else s.tier
-        out += ["", f"**{_cell(title)}**", "", "| knob | default | tuned | what; values; where it lands |",
+        out += ["", f"**{_cell(s.title)}**", "", "| knob | default | tuned | what; values; where it lands |",
                 "| --- | --- | --- | --- |", *rows]
     return "\n".join(out).strip() + "\n"
 
@@ -163,7 +164,7 @@ def lab_variables() -> dict:
 
 def role_inputs(role: Path, known: dict[str, dict]) -> dict[str, str]:
     """The knobs and lab variables a role reads (its own defaults are its other inputs): name -> description."""
-    used = role_names.references(role) - role_names.role_definitions(role)
+    used = role_names.from_outside(role)
     if role.name == "knobs":        # it checks every knob of the catalog (by name, from the catalog itself)
         used |= set(known) | PLAY_VARS
     lab_vars = lab_variables()
@@ -205,7 +206,7 @@ def undeclared(known: dict[str, dict] | None = None) -> dict[str, list[str]]:
     declared = set(known) | set(lab_variables()) | INVENTORY_HOST_VARS | PLAY_VARS
     out = {}
     for role in roles():
-        missing = role_names.references(role) - role_names.role_definitions(role) - declared
+        missing = role_names.from_outside(role) - declared
         if missing:
             out[role.name] = sorted(missing)
     return out
@@ -223,14 +224,18 @@ def generated() -> dict[Path, str]:
     return files
 
 
+def _behind(files: dict[Path, str]) -> list[Path]:
+    return [path for path, text in files.items() if not path.exists() or path.read_text() != text]
+
+
 def stale() -> list[Path]:
-    return [path for path, text in generated().items() if not path.exists() or path.read_text() != text]
+    return _behind(generated())
 
 
 def write_stale() -> list[Path]:
     """Rewrites the generated files that differ from what the catalog wants; the paths it wrote."""
     files = generated()
-    behind = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
+    behind = _behind(files)
     for path in behind:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(files[path])

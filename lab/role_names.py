@@ -84,6 +84,11 @@ def role_definitions(role: Path) -> set[str]:
     return {n for n in found if isinstance(n, str)}
 
 
+def from_outside(role: Path) -> set[str]:
+    """The tiered names a role reads but does not define: its inputs (knobs, lab variables), or a typo."""
+    return references(role) - role_definitions(role)
+
+
 def _included(role: Path, spec) -> set[str]:
     """What an include_vars task defines: its `name`, or the keys of the file (another role's vars: a
     dependency stated in the task, e.g. roles/knobs reading roles/httpd/vars/main.yml)."""
