@@ -9,7 +9,10 @@ machines; after it, `pull()` stops the archive and brings back, per machine:
               (what the machine said a run collects), versions.txt, actuator-info.json (versions the app
               reports), httpd-modules.txt
     pcp/      archive.{0,meta,index} (open it with pmrep/pmchart -a), pmlogger.log, metrics.csv (tidy:
-              time,metric,instance,value; counters as rates, as the report reads them)
+              time,metric,instance,value; counters as rates, as the report reads them), processes.csv
+              (each hotproc instance's command line)
+    profile/  profile.jfr (async-profiler's recording of the measured window), profile.json (what was
+              asked, when), profile.log, and <event>.collapsed for the report's flame graphs
 
 The guest side is lab/guest/run.sh, sent over SSH each time (nothing to install on the machines). What it
 collects and where it finds it (logs, configs, services' journals, the PCP archive, the metrics to export)
@@ -27,7 +30,7 @@ import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lab import machines, paths, shell
+from lab import machines, paths, profiler, shell
 
 GUEST_SCRIPT = paths.ROOT / "lab" / "guest" / "run.sh"
 PULL_TIMEOUT_S = 900        # pmrep over a long archive is slow under TCG
@@ -37,7 +40,9 @@ class CollectError(RuntimeError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""
 
 
-GUEST_STEPS = {"mark": "could not start the run's PCP archive", "pack": "packing the run's files"}
+GUEST_STEPS = {"mark": "could not start the run's PCP archive", "pack": "packing the run's files",
+               "profile": "profiling the JVM"}
+PROFILE_TIMEOUT_S = 120     # jattach under TCG: the JVM reaches a safepoint, loads the agent, writes the JFR
 
 
 def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
@@ -57,6 +62,23 @@ def mark(run_id: str, names=machines.NAMES, log=print) -> None:
                 log(f"{name}: {line.strip()}")
     with ThreadPoolExecutor(len(names)) as pool:
         list(pool.map(one, names))
+
+
+def profile(run_id: str, action: str, names=machines.NAMES, log=print) -> dict[str, str | None]:
+    """async-profiler started or stopped in each machine's JVM at once (run.sh profile; settings from the
+    manifest, knobs profiler_*); {machine: None, or what went wrong}: profiling never stops a run."""
+    def one(name):
+        try:
+            done = _guest(name, ["profile", run_id, action], timeout=PROFILE_TIMEOUT_S)
+        except (CollectError, subprocess.TimeoutExpired) as failure:
+            log(f"{name}: profiler {action}: {failure}")
+            return str(failure)
+        said = done.stdout.decode(errors="replace").strip()
+        if said:
+            log(f"{name}: {said}")
+        return None
+    with ThreadPoolExecutor(len(names)) as pool:
+        return dict(zip(names, pool.map(one, names)))
 
 
 def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
@@ -80,6 +102,11 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
                     + (f"; no values for {len(absent)} of the manifest's metrics: {', '.join(absent)}" if absent else ""))
             else:
                 log(f"{name}: collected, but PCP gave no values (see {target / 'pcp'})")
+            psargs = target / "pcp" / "psargs.csv"
+            if psargs.exists():
+                tidy_processes(psargs, target / "pcp" / "processes.csv")
+                psargs.unlink()
+            _convert_profile(name, target / "profile", log)
             return None
         except (CollectError, subprocess.TimeoutExpired, tarfile.TarError, OSError) as failure:
             (target / "collect-error.txt").write_text(f"collecting {name} failed: {failure}\n")
@@ -120,6 +147,39 @@ def tidy_metrics(wide_csv: Path, out_csv: Path) -> int:
                     out.writerow([row[0], metric, instance, value])
                     count += 1
     return count
+
+
+def tidy_processes(wide_csv: Path, out_csv: Path) -> int:
+    """pmrep's CSV of hotproc.psinfo.psargs → instance,psargs (each instance's command line, once): the
+    report tells the mock from PCP's own python3 agent by it. Returns the number of processes."""
+    seen: dict[str, str] = {}
+    with open(wide_csv, newline="", errors="replace") as src:
+        rows = csv.reader(src)
+        header = next(rows, None) or []
+        for row in rows:
+            for column, value in zip(header[1:], row[1:]):
+                instance = column.split("-", 1)[1] if "-" in column else column
+                if value and value != "N/A":
+                    seen.setdefault(instance, value)
+    with open(out_csv, "w", newline="") as dst:
+        out = csv.writer(dst)
+        out.writerow(["instance", "psargs"])
+        out.writerows(sorted(seen.items()))
+    return len(seen)
+
+
+def _convert_profile(name: str, profile_dir: Path, log) -> None:
+    """The machine's profile.jfr → collapsed stacks per event (lab/profiler.py); a failure is logged only."""
+    if not (profile_dir / "profile.jfr").is_file():
+        return
+    try:
+        outcome = profiler.convert(profile_dir, profiler.ensure(log=log))
+    except profiler.ProfilerError as failure:
+        log(f"{name}: the profile was not converted: {failure}")
+        return
+    bad = {event: why for event, why in outcome.items() if why}
+    log(f"{name}: profile converted ({', '.join(e for e in outcome if e not in bad) or 'no event'})"
+        + (f"; failed: {bad}" if bad else ""))
 
 
 def read_manifest(machine_dir: Path) -> dict:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from lab import knobs, machines, netns, paths, shell
+from lab import knobs, machines, netns, paths, profiler, shell
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 INVENTORY = paths.STATE_DIR / "inventory.yml"
@@ -157,6 +157,10 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     except (ValueError, yaml.YAMLError) as bad:
         raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
     jars = [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))]
+    try:   # the agent library the app role copies to the machines
+        jars.append(profiler.ensure(log=log) / profiler.LIBRARY)
+    except profiler.ProfilerError as failure:
+        raise ProvisionError(str(failure)) from None
     wanted = fingerprint(resolved, overrides, jars, _machine_ids())
     if not force and STAMP.exists() and STAMP.read_text().strip() == wanted:
         log("nothing changed since these machines were last provisioned (ansible/, jars, --set): skipped; "

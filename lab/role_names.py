@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-TIERED = re.compile(r"^(app|camel|tomcat|jvm|logback|httpd|mock|pcp|base|knobs|lab)_[a-z0-9_]+$")
+TIERED = re.compile(r"^(app|camel|tomcat|jvm|logback|httpd|mock|profiler|pcp|base|knobs|lab)_[a-z0-9_]+$")
 EXPRESSION_KEYS = ("when", "that", "loop", "until", "changed_when", "failed_when", "with_items")
 _JINJA = re.compile(r"\{\{(.*?)\}\}|\{%-?(.*?)-?%\}", re.S)
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")

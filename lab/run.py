@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import (collect, lifecycle, load, machines, netns, paths, provision, reporting, services, settings, shell,
-                 steps, trial)
+from lab import (collect, instruments, lifecycle, load, machines, netns, paths, provision, reporting, services,
+                 settings, shell, steps, trial)
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 CHECK_PATH = "/api/customers/1"
@@ -192,6 +192,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         "overrides": {c: o for c, o in opts.sets.items() if o}, "host": _host(), "phases": {}})
     print(f"run {run_id}: results in {run_dir}", flush=True)
     marked_at = None
+    beside = None           # the profiles and the load generator's watch, once the load starts
     exit_code = 0
 
     def phase(name: str, title: str):
@@ -225,7 +226,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         with phase("load", "the load, on both machines at once"):
             collect.mark(run_id, log=log)
             marked_at = time.time()
-            result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log)
+            beside = instruments.BesideLoad(run_dir, run_id, opts.effective_warmup_s, t.machines.values(), log)
+            result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log, beside=beside)
             record.update(load=_load_record(opts, result))
             if result.interrupted:
                 record.update(status="interrupted", stopped_at="load")
@@ -246,6 +248,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         print(f"start.sh: {record.data['phase']} failed: {failure}", file=sys.stderr)
         exit_code = 1
     finally:
+        if beside is not None:      # the profiles end with the load, whatever ended it
+            record.update(**beside.stop())
         _finish(t, record, run_dir, run_id, marked_at, log)
     return exit_code, run_dir
 

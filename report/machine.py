@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 from .jtl import read_jtl
 from .logs import log_hints
-from .pcp import read_metrics
+from .pcp import read_metrics, read_processes
 from .stats import LoadFigures, SystemFigures, Window, load_figures, system_figures
 from .steady import find_steady
 from .stopped import find_stop
@@ -55,6 +55,8 @@ def load_machine(run, name, warmup_s):
             machine.metrics = read_metrics(csv_path)
         except (OSError, ValueError) as e:
             machine.notes.append(f"pcp/metrics.csv unreadable: {e}")
+        else:
+            machine.metrics.name_processes(read_processes(mdir / "pcp" / "processes.csv"))
     # time zero: the first sample; without samples the run's start, then the first PCP value
     has_samples = machine.samples is not None and len(machine.samples) > 0
     if has_samples:

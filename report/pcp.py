@@ -33,6 +33,14 @@ class Metrics:
         uniq, idx = np.unique(times, return_inverse=True)
         return uniq, np.bincount(idx, weights=values, minlength=len(uniq))
 
+    def name_processes(self, command_lines):
+        """hotproc instances renamed "PID command line" from {instance: command line} (pcp/processes.csv):
+        PCP names a process by its executable only, and python3 is both the mock and PCP's own agent."""
+        for metric, (times, instances, values) in self.by_metric.items():
+            if metric.startswith("hotproc."):
+                renamed = [f"{i.split(' ', 1)[0]} {command_lines[i]}" if i in command_lines else i for i in instances]
+                self.by_metric[metric] = (times, np.asarray(renamed, dtype=object), values)
+
     def first_time(self):
         firsts = [t.min() for t, _, _ in self.by_metric.values() if len(t)]
         return min(firsts) if firsts else None
@@ -62,6 +70,15 @@ def read_metrics(path):
     by_metric = {m: (np.asarray(t, dtype=float), np.asarray(i, dtype=object), np.asarray(v, dtype=float))
                  for m, (t, i, v) in cols.items()}
     return Metrics(by_metric, bad)
+
+
+def read_processes(path):
+    """pcp/processes.csv (instance,psargs) → {instance: command line}; {} when absent or unreadable."""
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            return {row["instance"]: row["psargs"] for row in csv.DictReader(f) if row.get("psargs")}
+    except (OSError, KeyError, csv.Error):
+        return {}
 
 
 def contains(*words):

@@ -94,6 +94,13 @@ def max_in_window(metrics, metric, window, match=None):
     return float(values.max()) if len(values) else math.nan
 
 
+def mean_in_window(metrics, metric, window, match=None):
+    """Mean over the window's samples of the metric summed over the matching instances (samples are evenly
+    spaced: pmrep exports at the run's interval)."""
+    times, values = in_window(*metrics.series(metric, match), window)
+    return float(values.mean()) if len(values) else math.nan
+
+
 def integral_in_window(metrics, metric, window, match=None):
     """∫ rate dt of a rate-converted counter over the window: each value is the mean rate since the
     previous sample, so it is weighted by the time since that sample."""

@@ -2,8 +2,11 @@
 # The guest side of a lab run, sent over SSH (`sudo bash -s -- MODE RUN_ID ...`): nothing to install.
 #   manifest             print what the manifest says a run collects here, as shell variables
 #   mark RUN_ID          remember where each log ends, start this run's PCP archive
-#   pack RUN_ID EPOCH    stop the archive, stage this run's logs, journal, configs, versions and the
-#                        archive (plus a pmrep CSV of the exported metrics) and write them to stdout as a tar.gz
+#   profile RUN_ID start|stop   load async-profiler into the app's JVM (jattach) for the measured window
+#                        with the manifest's events, or stop it (the recording is finished and kept)
+#   pack RUN_ID EPOCH    stop the archive (and a profiler still running), stage this run's logs, journal,
+#                        configs, versions, the archive (plus a pmrep CSV of the exported metrics) and the
+#                        profile, and write them to stdout as a tar.gz
 # What to collect and where it is comes from /etc/lab/manifest.json, which Ansible writes (site.yml,
 # group_vars/all/lab.yml: lab_manifest); logs are cut at the offsets `mark` saved, so a run folder holds
 # only its own run's lines.
@@ -17,7 +20,7 @@ state=/var/lib/lab-run
 manifest=${LAB_MANIFEST:-/etc/lab/manifest.json}      # lab/paths.py GUEST_MANIFEST; another path only in tests
 [ -r "$manifest" ] || { echo "run.sh: $manifest is missing: provision this machine (./start.sh provision)" >&2; exit 3; }
 # The manifest as shell variables: LOGS and JOURNALS (run-folder name <- guest file or unit), CONFIGS (paths
-# or globs), INFO_URL, ARCHIVE_ROOT, INTERVAL, METRICS.
+# or globs), INFO_URL, ARCHIVE_ROOT, INTERVAL, METRICS, PROFILE_* (the profiler's settings; no events: off).
 vars=$(python3 - "$manifest" <<'PY'
 import json, shlex, sys
 m = json.load(open(sys.argv[1]))
@@ -30,13 +33,76 @@ print("CONFIGS=(" + " ".join(q(c) for c in m.get("configs", [])) + ")")
 pcp = m["pcp"]
 print(f"INFO_URL={q(m.get('info_url', ''))} ARCHIVE_ROOT={q(str(pcp['archive_root']))} INTERVAL={q(str(pcp['interval_s']))}")
 print("METRICS=(" + " ".join(q(x) for x in pcp["metrics"]) + ")")
+p = m.get("profile", {})
+print("PROFILE_EVENTS=(" + " ".join(q(e) for e in p.get("events", [])) + ")")
+for key in ("interval_ms", "alloc_bytes", "lock_ns", "library", "output_root", "service"):
+    print(f"PROFILE_{key.upper()}={q(str(p.get(key, '')))}")
 PY
 ) || { echo "run.sh: cannot read $manifest (see above); provision this machine again" >&2; exit 3; }
 eval "$vars"
 
+# profile.json: what was asked, of which process, when (stop adds "stopped" and the recording's size)
+profile_json() {
+  python3 - "$1/profile.json" "$2" "$3" "$4" "${PROFILE_INTERVAL_MS}" "${PROFILE_EVENTS[@]}" <<'PY'
+import json, os, sys
+path, pid, started, error, interval, events = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
+info = {"engine": "async-profiler", "events": events, "interval_ms": int(interval), "pid": int(pid),
+        "started": started, "stopped": None, "error": error or None}
+with open(path, "w") as f:
+    json.dump(info, f, indent=2)
+PY
+}
+
+# stops a recording of this run that is still going (the load ended, or it was interrupted); idempotent
+profile_stop() {
+  local info="$PROFILE_OUTPUT_ROOT/$run_id/profile.json" pid
+  [ -f "$info" ] || return 0
+  python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); sys.exit(0 if i["stopped"] is None and not i["error"] else 1)' "$info" || return 0
+  pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$info")
+  local out error=""
+  out=$(jattach "$pid" load "$PROFILE_LIBRARY" true stop 2>&1) || error="stop: $out"
+  python3 - "$info" "$error" <<'PY'
+import datetime, json, os, sys
+path, error = sys.argv[1], sys.argv[2]
+info = json.load(open(path))
+info["stopped"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+info["error"] = info["error"] or error or None
+jfr = os.path.join(os.path.dirname(path), "profile.jfr")
+info["jfr_bytes"] = os.path.getsize(jfr) if os.path.exists(jfr) else 0
+json.dump(info, open(path, "w"), indent=2)
+PY
+}
+
 case "$mode" in
 manifest)
-  declare -p LOGS JOURNALS CONFIGS METRICS INFO_URL ARCHIVE_ROOT INTERVAL
+  declare -p LOGS JOURNALS CONFIGS METRICS INFO_URL ARCHIVE_ROOT INTERVAL PROFILE_EVENTS PROFILE_INTERVAL_MS \
+    PROFILE_ALLOC_BYTES PROFILE_LOCK_NS PROFILE_LIBRARY PROFILE_OUTPUT_ROOT PROFILE_SERVICE
+  ;;
+profile)
+  action="${3:?start or stop}"
+  dir="$PROFILE_OUTPUT_ROOT/$run_id"
+  profile_stop
+  [ "$action" = stop ] && exit 0
+  [ "$action" = start ] || { echo "run.sh: profile start|stop, not $action" >&2; exit 2; }
+  [ ${#PROFILE_EVENTS[@]} -gt 0 ] || { echo "profiling off (knob profiler_events: [])"; exit 0; }
+  pid=$(systemctl show -p MainPID --value "$PROFILE_SERVICE")
+  [ "${pid:-0}" -gt 0 ] || { echo "run.sh: $PROFILE_SERVICE is not running: nothing to profile" >&2; exit 4; }
+  rm -rf "$dir"; mkdir -p "$dir"; chown --reference="$PROFILE_OUTPUT_ROOT" "$dir"
+  jattach "$pid" load "$PROFILE_LIBRARY" true stop >/dev/null 2>&1   # a recording an earlier run left going
+  # JFR output: the only one async-profiler writes several events into at once
+  opts="start,jfr,file=$dir/profile.jfr,log=$dir/profile.log,interval=${PROFILE_INTERVAL_MS}ms"
+  for event in "${PROFILE_EVENTS[@]}"; do
+    case "$event" in
+      cpu) opts="$opts,event=cpu";;
+      alloc) opts="$opts,alloc=$PROFILE_ALLOC_BYTES";;
+      lock) opts="$opts,lock=$PROFILE_LOCK_NS";;
+    esac
+  done
+  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  if out=$(jattach "$pid" load "$PROFILE_LIBRARY" true "$opts" 2>&1); then error=""; else error="jattach: $out"; fi
+  profile_json "$dir" "$pid" "$started" "$error"
+  [ -z "$error" ] || { echo "run.sh: profiling $PROFILE_SERVICE (pid $pid) did not start: $out" >&2; exit 4; }
+  echo "profiling $PROFILE_SERVICE (pid $pid): ${PROFILE_EVENTS[*]} every ${PROFILE_INTERVAL_MS} ms"
   ;;
 mark)
   mkdir -p "$state"
@@ -50,6 +116,10 @@ pack)
   stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
   mkdir -p "$stage/logs" "$stage/config" "$stage/pcp"
   lab-pmlogger stop
+  profile_stop
+  if [ -d "$PROFILE_OUTPUT_ROOT/$run_id" ]; then
+    cp -rp "$PROFILE_OUTPUT_ROOT/$run_id" "$stage/profile"
+  fi
   # logs: from the offset `mark` saw (whole file when it was rotated since)
   for name in "${!LOGS[@]}"; do
     file="${LOGS[$name]}"; [ -f "$file" ] || continue
@@ -112,8 +182,12 @@ pack)
       pmrep -a "$read_from" -t "$INTERVAL" -o csv -Z UTC -f '%s.%f' -I "${present[@]}" \
         > "$stage/pcp/pmrep.csv" 2> "$stage/pcp/pmrep.err" || true
     fi
+    # which process each hotproc instance is (python3 is both the mock and PCP's openmetrics agent)
+    if grep -qxF hotproc.psinfo.psargs <<< "$(pminfo -a "$read_from" hotproc.psinfo.psargs 2>/dev/null)"; then
+      pmrep -a "$read_from" -t 30 -o csv -Z UTC -f '%s' hotproc.psinfo.psargs > "$stage/pcp/psargs.csv" 2>/dev/null || true
+    fi
   fi
   tar -C "$stage" -czf - .
   ;;
-*) echo "run.sh: unknown mode $mode (manifest | mark | pack)" >&2; exit 2;;
+*) echo "run.sh: unknown mode $mode (manifest | mark | profile | pack)" >&2; exit 2;;
 esac

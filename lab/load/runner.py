@@ -125,8 +125,11 @@ _UDP_SEND = "import socket,sys; socket.socket(socket.AF_INET,socket.SOCK_DGRAM).
 
 
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
-        progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java") -> LoadResult:
-    """Runs the plan against targets (machine → "http://host[:port]"); see lab/load/__init__.py."""
+        progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
+        beside=None) -> LoadResult:
+    """Runs the plan against targets (machine → "http://host[:port]"); see lab/load/__init__.py. beside: what
+    records beside the load (lab/instruments.py BesideLoad): told JMeter's pid, then the seconds since the
+    test started, several times a second."""
     properties = target_properties(targets)
     run_dir = Path(run_dir).resolve()
     jtls = {m: run_dir / m / "jmeter.jtl" for m in MACHINES}
@@ -152,8 +155,10 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     console = _Console(proc.stdout, run_dir / "jmeter.out")
     stats = _ProcessStats(proc.pid)
     tails = {m: JtlTail(p) for m, p in jtls.items()}
+    if beside is not None:
+        beside.started(proc.pid)
     try:
-        _watch(proc, console, tails, stats, profile, progress, progress_every_s)
+        _watch(proc, console, tails, stats, profile, progress, progress_every_s, beside)
     except KeyboardInterrupt:
         result.interrupted = True
         result.ended_by = _stop(proc, console, stats, wrap, profile, progress)
@@ -189,12 +194,14 @@ def _percent(part: int, whole: int) -> str:
 
 
 def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: _ProcessStats, profile: Profile,
-           progress: Progress, every_s: float) -> None:
+           progress: Progress, every_s: float, beside=None) -> None:
     """Waits for JMeter to end, printing a progress line every every_s seconds."""
     last = time.monotonic()
     while proc.poll() is None:
         time.sleep(0.2)
         now = time.monotonic()
+        if beside is not None:
+            beside.tick(None if console.started_at is None else now - console.started_at)
         if now - last < every_s:
             continue
         stats.sample()

@@ -184,6 +184,10 @@ def fake_provisioning(monkeypatch, tmp_path):
 
     monkeypatch.setattr(provision, "STAMP", tmp_path / "provisioned.sha256")
     monkeypatch.setattr(provision, "ensure_jar", lambda stack, log=print: jar)
+    profiler_home = tmp_path / "profiler"
+    profiler_home.mkdir()
+    (profiler_home / provision.profiler.LIBRARY).write_bytes(b"agent")
+    monkeypatch.setattr(provision.profiler, "ensure", lambda log=print: profiler_home)
     monkeypatch.setattr(provision, "_machine_ids", lambda: {"default": "id-d", "tuned": "id-t"})
     monkeypatch.setattr(provision, "write_inventory", lambda resolved: tmp_path / "inventory.yml")
     monkeypatch.setattr(provision.paths, "LOG_DIR", tmp_path / "log")

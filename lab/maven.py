@@ -1,0 +1,55 @@
+"""A folder assembled from Maven Central by a pom (JMeter's home, async-profiler), once per content of that
+pom: the pom's hash is stamped in the folder, and a folder stamped by another pom is assembled again."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from lab import paths, shell
+
+MAVEN_WRAPPER = paths.ROOT / "app" / "mvnw"  # Maven 3.9 from the app's wrapper; needs only Java
+STAMP_NAME = ".lab-pom.sha256"              # in the folder: the hash of the pom it was built from
+
+
+def pom_hash(pom: Path) -> str:
+    return hashlib.sha256(pom.read_bytes()).hexdigest()
+
+
+def is_built(home: Path, pom: Path, marker: str) -> bool:
+    """home was assembled from this pom and holds marker (a file the assembly must leave)."""
+    try:
+        return (home / STAMP_NAME).read_text().strip() == pom_hash(pom) and (home / marker).is_file()
+    except OSError:
+        return False
+
+
+def assemble(pom: Path, home: Path, home_property: str, marker: str, error: type[Exception],
+             finish: Callable[[Path], None] = lambda building: None) -> Path:
+    """Runs `mvn package -D<home_property>=<a fresh folder>` on pom, then finish(folder), checks marker is
+    there, stamps it and moves it to home (a half-built folder never becomes home). Returns home."""
+    if is_built(home, pom, marker):
+        return home
+    maven = [str(MAVEN_WRAPPER)] if MAVEN_WRAPPER.exists() else ["mvn"]
+    home.parent.mkdir(parents=True, exist_ok=True)
+    for stale in home.parent.glob(f"{home.name}.building-*"):    # left by an interrupted build
+        shutil.rmtree(stale, ignore_errors=True)
+    building = home.with_name(f"{home.name}.building-{os.getpid()}")
+    what = f"assembling {pom.relative_to(paths.ROOT) if pom.is_relative_to(paths.ROOT) else pom} with Maven"
+    try:
+        shell.run([*maven, "-B", "-ntp", "-q", "-f", str(pom), "package", f"-D{home_property}={building}"],
+                  f"{what} failed", error=error, cwd=pom.parent)
+        finish(building)
+        if not (building / marker).is_file():
+            raise error(f"{what} failed: no {marker} in {building}")
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(pom.parent / "target", ignore_errors=True)   # Maven's empty build dir, nothing in it
+    (building / STAMP_NAME).write_text(pom_hash(pom) + "\n")
+    shutil.rmtree(home, ignore_errors=True)
+    building.rename(home)
+    return home
