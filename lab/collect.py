@@ -1,7 +1,7 @@
 """Collection: what a run leaves on each machine, pulled into results/<run-id>/<machine>/.
 
-Before the load, `mark()` remembers where each log ends and starts the run's own PCP archive on both
-machines; after it, `pull()` stops the archive and brings back, per machine:
+Before the load, `mark()` remembers where each log ends and starts the run's own PCP archive and the
+profile of the app's JVM on both machines; after it, `pull()` stops them and brings back, per machine:
 
     logs/     app.log, audit.log.gz, gc.log, httpd-access.log, httpd-error.log (this run's lines only),
               mock.log (the mock's journal), journal.txt (the journal: OOM killer, restarts, failures)
@@ -11,8 +11,9 @@ machines; after it, `pull()` stops the archive and brings back, per machine:
     pcp/      archive.{0,meta,index} (open it with pmrep/pmchart -a), pmlogger.log, metrics.csv (tidy:
               time,metric,instance,value; counters as rates, as the report reads them), processes.csv
               (each hotproc instance's command line)
-    profile/  profile.jfr (async-profiler's recording of the measured window), profile.json (what was
-              asked, when), profile.log, and <event>.collapsed for the report's flame graphs
+    profile/  profile.jfr (async-profiler's recording of the whole load), profile.json (what was asked,
+              when, the window converted), profile.log, and <event>.collapsed (the measured window only:
+              the warm-up cut off) for the report's flame graphs
 
 The guest side is lab/guest/run.sh, sent over SSH each time (nothing to install on the machines). What it
 collects and where it finds it (logs, configs, services' journals, the PCP archive, the metrics to export)
@@ -40,9 +41,7 @@ class CollectError(RuntimeError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""
 
 
-GUEST_STEPS = {"mark": "could not start the run's PCP archive", "pack": "packing the run's files",
-               "profile": "profiling the JVM"}
-PROFILE_TIMEOUT_S = 120     # jattach under TCG: the JVM reaches a safepoint, loads the agent, writes the JFR
+GUEST_STEPS = {"mark": "could not start the run's PCP archive", "pack": "packing the run's files"}
 
 
 def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
@@ -64,27 +63,12 @@ def mark(run_id: str, names=machines.NAMES, log=print) -> None:
         list(pool.map(one, names))
 
 
-def profile(run_id: str, action: str, names=machines.NAMES, log=print) -> dict[str, str | None]:
-    """async-profiler started or stopped in each machine's JVM at once (run.sh profile; settings from the
-    manifest, knobs profiler_*); {machine: None, or what went wrong}: profiling never stops a run."""
-    def one(name):
-        try:
-            done = _guest(name, ["profile", run_id, action], timeout=PROFILE_TIMEOUT_S)
-        except (CollectError, subprocess.TimeoutExpired) as failure:
-            log(f"{name}: profiler {action}: {failure}")
-            return str(failure)
-        said = done.stdout.decode(errors="replace").strip()
-        if said:
-            log(f"{name}: {said}")
-        return None
-    with ThreadPoolExecutor(len(names)) as pool:
-        return dict(zip(names, pool.map(one, names)))
-
-
 def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
-         folders: dict[str, str] | None = None, log=print) -> dict[str, str | None]:
+         folders: dict[str, str] | None = None, log=print,
+         profile_window: tuple[int, int | None] | None = None) -> dict[str, str | None]:
     """Each machine's files into run_dir/<folder>/ (folders: machine → the configuration it ran; its own
-    name by default); {machine: None, or what went wrong}."""
+    name by default); {machine: None, or what went wrong}. profile_window: (from, to) epoch ms of the
+    measured window, to which the profiles are cut (the whole recording when None)."""
     def one(name):
         target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
@@ -106,7 +90,7 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
             if psargs.exists():
                 tidy_processes(psargs, target / "pcp" / "processes.csv")
                 psargs.unlink()
-            _convert_profile(name, target / "profile", log)
+            _convert_profile(name, target / "profile", profile_window, log)
             return None
         except (CollectError, subprocess.TimeoutExpired, tarfile.TarError, OSError) as failure:
             (target / "collect-error.txt").write_text(f"collecting {name} failed: {failure}\n")
@@ -168,12 +152,12 @@ def tidy_processes(wide_csv: Path, out_csv: Path) -> int:
     return len(seen)
 
 
-def _convert_profile(name: str, profile_dir: Path, log) -> None:
+def _convert_profile(name: str, profile_dir: Path, window, log) -> None:
     """The machine's profile.jfr → collapsed stacks per event (lab/profiler.py); a failure is logged only."""
     if not (profile_dir / "profile.jfr").is_file():
         return
     try:
-        outcome = profiler.convert(profile_dir, profiler.ensure(log=log))
+        outcome = profiler.convert(profile_dir, profiler.ensure(log=log), window=window)
     except profiler.ProfilerError as failure:
         log(f"{name}: the profile was not converted: {failure}")
         return

@@ -1,6 +1,5 @@
-"""What the lab records beside the load: both JVMs profiled from the end of the warm-up to the end of the
-load (async-profiler, lab/guest/run.sh profile), and the load generator watched on the host, so the report
-can say whether JMeter itself was short of CPU.
+"""The load generator watched on the host while the load runs, so the report can say whether JMeter itself
+was short of CPU (the machines' own instruments are PCP and the profiler, started by collect.mark).
 
 host/load-generator.csv, one row a second: JMeter's CPU (% of one core), the host's busy share (% of all
 its cores) and the timer lag: how late a thread that sleeps TICK_S wakes up, worst and mean over the second
@@ -14,12 +13,13 @@ import threading
 import time
 from pathlib import Path
 
-from lab import collect
 
 TICK_S = 0.05                   # the sleeper's period: the timer lag's resolution
-SATURATED_JMETER_CPU = 0.9      # JMeter at ≥ 90 % of the host's cores …
-SATURATED_HOST_BUSY = 0.95      # … or the host ≥ 95 % busy, or …
-SATURATED_LAG_MS = 100          # … threads woken ≥ 100 ms late (p99 of the seconds): the generator lagged
+# The generator counts as saturated when JMeter used ≥ 90 % of the host's cores, or threads woke ≥ 100 ms
+# late (p99 of the seconds' worst). A busy host alone is not it: under emulation the machines keep the
+# host's cores busy by design, and what matters is whether JMeter got the CPU when it needed it.
+SATURATED_JMETER_CPU = 0.9
+SATURATED_LAG_MS = 100
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -39,7 +39,8 @@ def _host_cpu() -> tuple[float, float]:
 
 
 class LoadGeneratorWatch:
-    """A thread sampling JMeter's process and the host once a second into host/load-generator.csv."""
+    """A thread sampling JMeter's process and the host once a second into host/load-generator.csv; given
+    to load.run as its `beside`, which calls started(JMeter's pid)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.path = Path(run_dir) / "host" / "load-generator.csv"
@@ -48,7 +49,7 @@ class LoadGeneratorWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="load-generator-watch", daemon=True)
 
-    def start(self, pid: int) -> None:
+    def started(self, pid: int) -> None:
         self.pid = pid
         self._thread.start()
 
@@ -100,8 +101,6 @@ def summarise(rows) -> dict:
     why = []
     if jmeter and p(jmeter, 0.99) >= SATURATED_JMETER_CPU * 100 * cpus:
         why.append(f"JMeter at {p(jmeter, 0.99):.0f} % of one core (p99) on {cpus} cores")
-    if p(host, 0.99) >= SATURATED_HOST_BUSY * 100:
-        why.append(f"host {p(host, 0.99):.0f} % busy (p99)")
     if p(lag, 0.99) >= SATURATED_LAG_MS:
         why.append(f"timer lag {p(lag, 0.99):.0f} ms (p99 of the seconds' worst)")
     return {"seconds": len(rows), "host_cpus": cpus,
@@ -110,38 +109,3 @@ def summarise(rows) -> dict:
             "host_busy_pct_mean": round(sum(host) / len(host), 1), "host_busy_pct_p99": p(host, 0.99),
             "timer_lag_ms_p50": p(lag, 0.5), "timer_lag_ms_p99": p(lag, 0.99), "timer_lag_ms_max": lag[-1],
             "saturated": bool(why), "why": "; ".join(why) or None}
-
-
-class BesideLoad:
-    """Given to load.run as its `beside`: started with JMeter's pid, told the seconds since the test
-    started; starts the profiles once the warm-up is over. stop() ends both; returns what run.json keeps."""
-
-    def __init__(self, run_dir: Path, run_id: str, warmup_s: float, names, log=print) -> None:
-        self.run_id, self.warmup_s, self.names, self.log = run_id, warmup_s, list(names), log
-        self.watch = LoadGeneratorWatch(run_dir)
-        self.profile: dict = {"started": None, "stopped": None, "problems": {}}
-        self._starting: threading.Thread | None = None
-
-    def started(self, pid: int) -> None:
-        self.watch.start(pid)
-
-    def tick(self, elapsed_s: float | None) -> None:
-        if elapsed_s is not None and elapsed_s >= self.warmup_s and self._starting is None:
-            self._starting = threading.Thread(target=self._start_profiles, name="profile-start", daemon=True)
-            self._starting.start()
-
-    def _start_profiles(self) -> None:
-        self.profile["started"] = time.time()
-        problems = collect.profile(self.run_id, "start", self.names, log=self.log)
-        self.profile["problems"].update({f"{m} start": p for m, p in problems.items() if p})
-
-    def stop(self) -> dict:
-        generator = self.watch.stop()
-        if self._starting is not None:
-            self._starting.join(collect.PROFILE_TIMEOUT_S)
-            problems = collect.profile(self.run_id, "stop", self.names, log=self.log)
-            self.profile["stopped"] = time.time()
-            self.profile["problems"].update({f"{m} stop": p for m, p in problems.items() if p})
-        else:
-            self.profile["problems"]["all"] = "the load ended before the warm-up did: nothing profiled"
-        return {"load_generator": generator, "profiling": {**self.profile, "problems": self.profile["problems"] or None}}

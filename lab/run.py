@@ -192,7 +192,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         "overrides": {c: o for c, o in opts.sets.items() if o}, "host": _host(), "phases": {}})
     print(f"run {run_id}: results in {run_dir}", flush=True)
     marked_at = None
-    beside = None           # the profiles and the load generator's watch, once the load starts
+    watch = None            # the load generator's watch, once the load starts
     exit_code = 0
 
     def phase(name: str, title: str):
@@ -226,8 +226,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         with phase("load", "the load, on both machines at once"):
             collect.mark(run_id, log=log)
             marked_at = time.time()
-            beside = instruments.BesideLoad(run_dir, run_id, opts.effective_warmup_s, t.machines.values(), log)
-            result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log, beside=beside)
+            watch = instruments.LoadGeneratorWatch(run_dir)
+            result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log, beside=watch)
             record.update(load=_load_record(opts, result))
             if result.interrupted:
                 record.update(status="interrupted", stopped_at="load")
@@ -248,8 +248,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         print(f"start.sh: {record.data['phase']} failed: {failure}", file=sys.stderr)
         exit_code = 1
     finally:
-        if beside is not None:      # the profiles end with the load, whatever ended it
-            record.update(**beside.stop())
+        if watch is not None:
+            record.update(load_generator=watch.stop())
         _finish(t, record, run_dir, run_id, marked_at, log)
     return exit_code, run_dir
 
@@ -260,13 +260,26 @@ def _load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
     return {**asdict(opts.profile), "warmup_s": opts.effective_warmup_s, **done}
 
 
+def _measured_window(data: dict) -> tuple[int, int | None] | None:
+    """(from, to) epoch ms of the load's measured window: JMeter's test start + the warm-up, to the load's
+    end; None when JMeter never started (the profiles are then kept whole)."""
+    load_data = data.get("load", {})
+    start_ms = load_data.get("test_start_ms")
+    if not start_ms:
+        return None
+    ended = load_data.get("ended_at")
+    end_ms = int(datetime.datetime.fromisoformat(ended).timestamp() * 1000) if ended else None
+    return start_ms + int(load_data.get("warmup_s", 0)) * 1000, end_ms
+
+
 def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log) -> None:
     """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
     default/ and tuned/ are the configurations; each says which machine ran it."""
     if marked_at is not None:
         with steps.step("collect logs, configs and the PCP archives from both machines"):
             record.update(phase="collect")
-            problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log)
+            problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log,
+                                    profile_window=_measured_window(record.data))
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
     machines_info = {}
     knobs = {}

@@ -16,6 +16,8 @@ from .stats import mean_in_window
 INSTRUMENT_BUDGET = 0.03            # of a machine's CPU (all its vCPUs), over the measured window
 PCP_PROCESS = re.compile(r"\bpm(cd|logger|da\w*)\b|pmdaopenmetrics|/pcp/")   # pmcd, pmlogger, pmda*
 SCRAPE_URI = "uri:/actuator/prometheus"
+# the scrape's own frames in a CPU profile (Spring Boot's endpoint and the Prometheus client writing the page)
+SCRAPE_FRAMES = re.compile(r"PrometheusScrapeEndpoint|io/prometheus/client/")
 LOAD_GENERATOR = "host/load-generator.csv"
 
 
@@ -54,7 +56,41 @@ def _process_share(metrics, window, what, match, cpus, ram_kib):
         mean_in_window(metrics, "hotproc.psinfo.stime", window, keep)
     rss_kib = mean_in_window(metrics, "hotproc.psinfo.rss", window, keep)
     return Share(what, cpu=cpu_ms / (1000.0 * cpus), rss_mib=rss_kib / 1024.0,
-                 rss_share=rss_kib / ram_kib if ram_kib else math.nan, note=f"{len(names)} processes")
+                 rss_share=rss_kib / ram_kib if ram_kib else math.nan, note=f"{len(names)} process" + ("es" if len(names) > 1 else ""))
+
+
+def profile_share(collapsed_path, frames):
+    """(share of the CPU samples whose stack holds a frame matching `frames`, samples) of a collapsed
+    profile; None when there is none."""
+    total = hit = 0
+    try:
+        with open(collapsed_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                stack, _, count = line.rstrip("\n").rpartition(" ")
+                if not count.isdigit():
+                    continue
+                total += int(count)
+                hit += int(count) if frames.search(stack) else 0
+    except OSError:
+        return None
+    return (hit / total, total) if total else None
+
+
+def _scrape_share(machine, metrics, window, cpus):
+    """The JVM's CPU answering the scrapes: its CPU times the scrape frames' share of its CPU profile, or
+    without a profile the scrapes' wall time (an upper bound under load, where a scrape waits for CPU)."""
+    java_cpu_ms = mean_in_window(metrics, "hotproc.psinfo.utime", window, contains("java")) + \
+        mean_in_window(metrics, "hotproc.psinfo.stime", window, contains("java"))
+    profiled = profile_share(machine.folder / "profile" / "cpu.collapsed", SCRAPE_FRAMES) if machine.folder else None
+    if profiled is not None and not math.isnan(java_cpu_ms):
+        share, samples = profiled
+        return Share("metric scrapes in the JVM", cpu=share * java_cpu_ms / (1000.0 * cpus),
+                     note=f"{100 * share:.1f} % of the JVM's {samples} CPU samples (profile)")
+    wall_s = mean_in_window(metrics, "openmetrics.app.http_server_requests_seconds_sum", window, contains(SCRAPE_URI))
+    if math.isnan(wall_s):
+        return Share("metric scrapes in the JVM", note="not recorded")
+    return Share("metric scrapes in the JVM", cpu=wall_s / cpus,
+                 note="time answering /actuator/prometheus (wall time, no profile: at most its CPU)")
 
 
 def machine_cost(machine):
@@ -67,11 +103,7 @@ def machine_cost(machine):
     ram_kib = mean_in_window(metrics, "mem.physmem", window)
     pcp = _process_share(metrics, window, "PCP (pmcd, pmlogger, agents)", lambda i: bool(PCP_PROCESS.search(i)),
                          cpus, ram_kib)
-    scrape_s = mean_in_window(metrics, "openmetrics.app.http_server_requests_seconds_sum", window,
-                              contains(SCRAPE_URI))
-    scrapes = Share("metric scrapes in the JVM", cpu=scrape_s / cpus if not math.isnan(scrape_s) else math.nan,
-                    note="time answering /actuator/prometheus (wall time: at most its CPU)"
-                    if not math.isnan(scrape_s) else "not recorded")
+    scrapes = _scrape_share(machine, metrics, window, cpus)
     mock = _process_share(metrics, window, "mock service", contains("mock_service", "mock"), cpus, ram_kib)
     cost.shares = [pcp, scrapes, mock]
     known = [s.cpu for s in (pcp, scrapes) if not math.isnan(s.cpu)]

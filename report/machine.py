@@ -14,6 +14,7 @@ from .stopped import find_stop
 @dataclass
 class Machine:
     name: str
+    folder: object = None    # the machine's folder in the run (pathlib.Path)
     samples: object = None   # jtl.Samples or None
     metrics: object = None   # pcp.Metrics or None
     window: Window = None    # None when there is no time reference at all
@@ -37,8 +38,8 @@ def _parse_utc(text):
 
 
 def load_machine(run, name, warmup_s):
-    machine = Machine(name)
     mdir = run.machine_dir(name)
+    machine = Machine(name, folder=mdir)
     jtl, csv_path = mdir / "jmeter.jtl", mdir / "pcp" / "metrics.csv"
     if jtl.is_file():
         try:

@@ -266,3 +266,29 @@ def test_the_start_was_equal_and_the_verdict_has_intervals(short_run):
     assert record["design"]["kind"] == "ab"
     effects = json.loads((short_run["folder"] / "verdict.json").read_text())["effects"]
     assert effects["tps"]["low"] is not None and effects["tps"]["low"] <= effects["tps"]["estimate"] <= effects["tps"]["high"]
+
+
+def test_every_run_explains_itself(short_run):
+    """Issue 12: both JVMs profiled over the measured window (collapsed stacks, flame graphs in the page),
+    the lab's own cost stated, the load generator watched, a saturation analysis per machine."""
+    folder = short_run["folder"]
+    record = run_json(short_run)
+    for name in ("default", "tuned"):
+        profile = folder / name / "profile"
+        info = json.loads((profile / "profile.json").read_text())
+        assert info["error"] is None and info["stopped"] and info["jfr_bytes"] > 0, info
+        assert info["converted"].get("cpu") is None, info
+        stacks = (profile / "cpu.collapsed").read_text().splitlines()
+        assert sum(int(line.rsplit(" ", 1)[1]) for line in stacks) >= 100, f"{name}: few CPU samples"
+        assert any("camel" in line for line in stacks), f"{name}: no Camel frame in the CPU profile"
+        processes = (folder / name / "pcp" / "processes.csv").read_text()
+        assert "mock_service" in processes and "pmcd" in processes, processes
+    assert record["load_generator"]["seconds"] >= 180, record["load_generator"]
+    assert record["profiling"]["problems"] is None, record["profiling"]
+    summary = (folder / "summary.md").read_text()
+    cost = summary.split("## The lab's own cost")[1].split("\n## ")[0]
+    assert cost.count("**instruments together** | **") == 2 and "not recorded" not in cost, cost
+    assert "Load generator (the host" in cost, cost
+    assert "## Saturation" in summary
+    html = (folder / "report.html").read_text()
+    assert html.count("<svg") >= 3, "flame graphs of both JVMs and the differential one"

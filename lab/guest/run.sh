@@ -1,9 +1,8 @@
 #!/bin/bash
 # The guest side of a lab run, sent over SSH (`sudo bash -s -- MODE RUN_ID ...`): nothing to install.
 #   manifest             print what the manifest says a run collects here, as shell variables
-#   mark RUN_ID          remember where each log ends, start this run's PCP archive
-#   profile RUN_ID start|stop   load async-profiler into the app's JVM (jattach) for the measured window
-#                        with the manifest's events, or stop it (the recording is finished and kept)
+#   mark RUN_ID          remember where each log ends, start this run's PCP archive and its profile of
+#                        the app's JVM (async-profiler loaded by jattach, the manifest's events)
 #   pack RUN_ID EPOCH    stop the archive (and a profiler still running), stage this run's logs, journal,
 #                        configs, versions, the archive (plus a pmrep CSV of the exported metrics) and the
 #                        profile, and write them to stdout as a tar.gz
@@ -53,6 +52,33 @@ with open(path, "w") as f:
 PY
 }
 
+# loads async-profiler into the service's JVM, recording into $PROFILE_OUTPUT_ROOT/RUN_ID until profile_stop
+# (the whole load: the host cuts the warm-up off when it converts the recording)
+profile_start() {
+  local dir="$PROFILE_OUTPUT_ROOT/$run_id" pid opts started out error=""
+  [ ${#PROFILE_EVENTS[@]} -gt 0 ] || { echo "profiling off (knob profiler_events: [])"; return 0; }
+  pid=$(systemctl show -p MainPID --value "$PROFILE_SERVICE")
+  [ "${pid:-0}" -gt 0 ] || { echo "run.sh: warning: $PROFILE_SERVICE is not running: nothing to profile" >&2; return 1; }
+  rm -rf "$dir"; mkdir -p "$dir"; chown --reference="$PROFILE_OUTPUT_ROOT" "$dir"
+  jattach "$pid" load "$PROFILE_LIBRARY" true stop >/dev/null 2>&1   # a recording an earlier run left going
+  # JFR output: the only one async-profiler writes several events into at once
+  opts="start,jfr,file=$dir/profile.jfr,log=$dir/profile.log,interval=${PROFILE_INTERVAL_MS}ms"
+  for event in "${PROFILE_EVENTS[@]}"; do
+    case "$event" in
+      cpu) opts="$opts,event=cpu";;
+      alloc) opts="$opts,alloc=$PROFILE_ALLOC_BYTES";;
+      lock) opts="$opts,lock=$PROFILE_LOCK_NS";;
+    esac
+  done
+  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  out=$(jattach "$pid" load "$PROFILE_LIBRARY" true "$opts" 2>&1) || error="jattach: $out"
+  profile_json "$dir" "$pid" "$started" "$error"
+  if [ -n "$error" ]; then
+    echo "run.sh: warning: profiling $PROFILE_SERVICE (pid $pid) did not start: $out" >&2; return 1
+  fi
+  echo "profiling $PROFILE_SERVICE (pid $pid): ${PROFILE_EVENTS[*]} every ${PROFILE_INTERVAL_MS} ms"
+}
+
 # stops a recording of this run that is still going (the load ended, or it was interrupted); idempotent
 profile_stop() {
   local info="$PROFILE_OUTPUT_ROOT/$run_id/profile.json" pid
@@ -77,39 +103,6 @@ case "$mode" in
 manifest)
   declare -p LOGS JOURNALS CONFIGS METRICS INFO_URL ARCHIVE_ROOT INTERVAL PROFILE_EVENTS PROFILE_INTERVAL_MS \
     PROFILE_ALLOC_BYTES PROFILE_LOCK_NS PROFILE_LIBRARY PROFILE_OUTPUT_ROOT PROFILE_SERVICE
-  ;;
-profile)
-  action="${3:?start or stop}"
-  dir="$PROFILE_OUTPUT_ROOT/$run_id"
-  profile_stop
-  [ "$action" = stop ] && exit 0
-  [ "$action" = start ] || { echo "run.sh: profile start|stop, not $action" >&2; exit 2; }
-  [ ${#PROFILE_EVENTS[@]} -gt 0 ] || { echo "profiling off (knob profiler_events: [])"; exit 0; }
-  pid=$(systemctl show -p MainPID --value "$PROFILE_SERVICE")
-  [ "${pid:-0}" -gt 0 ] || { echo "run.sh: $PROFILE_SERVICE is not running: nothing to profile" >&2; exit 4; }
-  rm -rf "$dir"; mkdir -p "$dir"; chown --reference="$PROFILE_OUTPUT_ROOT" "$dir"
-  jattach "$pid" load "$PROFILE_LIBRARY" true stop >/dev/null 2>&1   # a recording an earlier run left going
-  # JFR output: the only one async-profiler writes several events into at once
-  opts="start,jfr,file=$dir/profile.jfr,log=$dir/profile.log,interval=${PROFILE_INTERVAL_MS}ms"
-  for event in "${PROFILE_EVENTS[@]}"; do
-    case "$event" in
-      cpu) opts="$opts,event=cpu";;
-      alloc) opts="$opts,alloc=$PROFILE_ALLOC_BYTES";;
-      lock) opts="$opts,lock=$PROFILE_LOCK_NS";;
-    esac
-  done
-  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  if out=$(jattach "$pid" load "$PROFILE_LIBRARY" true "$opts" 2>&1); then error=""; else error="jattach: $out"; fi
-  profile_json "$dir" "$pid" "$started" "$error"
-  [ -z "$error" ] || { echo "run.sh: profiling $PROFILE_SERVICE (pid $pid) did not start: $out" >&2; exit 4; }
-  echo "profiling $PROFILE_SERVICE (pid $pid): ${PROFILE_EVENTS[*]} every ${PROFILE_INTERVAL_MS} ms"
-  ;;
-mark)
-  mkdir -p "$state"
-  for name in "${!LOGS[@]}"; do
-    echo "$name $(stat -c %s "${LOGS[$name]}" 2>/dev/null || echo 0)"
-  done > "$state/$run_id.offsets"
-  lab-pmlogger start "$run_id"
   ;;
 pack)
   since="${3:?start epoch}"
@@ -189,5 +182,5 @@ pack)
   fi
   tar -C "$stage" -czf - .
   ;;
-*) echo "run.sh: unknown mode $mode (manifest | mark | profile | pack)" >&2; exit 2;;
+*) echo "run.sh: unknown mode $mode (manifest | mark | pack)" >&2; exit 2;;
 esac

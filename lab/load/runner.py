@@ -128,8 +128,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
         progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
         beside=None) -> LoadResult:
     """Runs the plan against targets (machine → "http://host[:port]"); see lab/load/__init__.py. beside: what
-    records beside the load (lab/instruments.py BesideLoad): told JMeter's pid, then the seconds since the
-    test started, several times a second."""
+    watches beside the load (lab/instruments.py), told JMeter's pid once it is launched."""
     properties = target_properties(targets)
     run_dir = Path(run_dir).resolve()
     jtls = {m: run_dir / m / "jmeter.jtl" for m in MACHINES}
@@ -158,7 +157,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     if beside is not None:
         beside.started(proc.pid)
     try:
-        _watch(proc, console, tails, stats, profile, progress, progress_every_s, beside)
+        _watch(proc, console, tails, stats, profile, progress, progress_every_s)
     except KeyboardInterrupt:
         result.interrupted = True
         result.ended_by = _stop(proc, console, stats, wrap, profile, progress)
@@ -194,14 +193,12 @@ def _percent(part: int, whole: int) -> str:
 
 
 def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: _ProcessStats, profile: Profile,
-           progress: Progress, every_s: float, beside=None) -> None:
+           progress: Progress, every_s: float) -> None:
     """Waits for JMeter to end, printing a progress line every every_s seconds."""
     last = time.monotonic()
     while proc.poll() is None:
         time.sleep(0.2)
         now = time.monotonic()
-        if beside is not None:
-            beside.tick(None if console.started_at is None else now - console.started_at)
         if now - last < every_s:
             continue
         stats.sample()
