@@ -18,6 +18,7 @@ import yaml
 from lab import knobs, machines, netns, paths, profiler, shell
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
+STOP_GRACE_S = 30               # for Ansible to end its connections after SIGTERM, before SIGKILL
 INVENTORY = paths.STATE_DIR / "inventory.yml"
 OVERRIDES = paths.STATE_DIR / "overrides.json"
 # What the machines were last provisioned from (fingerprint()); written only after a successful run.
@@ -173,12 +174,21 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     with open(logfile, "w") as keep:
         proc = subprocess.Popen(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
-        for line in proc.stdout:
-            keep.write(line)
-            if _worth_showing(line):
-                out.write("    " + line)
-                out.flush()
-        proc.wait()
+        try:
+            for line in proc.stdout:
+                keep.write(line)
+                if _worth_showing(line):
+                    out.write("    " + line)
+                    out.flush()
+            proc.wait()
+        except BaseException:       # Ctrl-C: Ansible must not go on changing the machines behind the user
+            proc.terminate()
+            try:
+                proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            raise
     if proc.returncode != 0:
         raise ProvisionError(f"ansible-playbook exited {proc.returncode}; the whole output is in {logfile}")
     STAMP.write_text(wanted + "\n")

@@ -269,3 +269,28 @@ def test_guest_warnings_reach_the_run_log(monkeypatch):
     lines = []
     collect.mark("20261123T000000Z-x", log=lines.append)
     assert lines == ["tuned: " + warning.decode().strip()]
+
+
+def test_an_interrupted_provisioning_stops_ansible(fake_provisioning, monkeypatch):
+    provision, _, _ = fake_provisioning
+
+    class Interrupted:
+        returncode = None
+        terminated = False
+
+        @property
+        def stdout(self):
+            raise KeyboardInterrupt
+
+        def terminate(self):
+            Interrupted.terminated = True
+
+        def wait(self, timeout=None):
+            return -15
+
+    monkeypatch.setattr(provision.subprocess, "Popen", lambda *a, **k: Interrupted())
+    resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
+    with pytest.raises(KeyboardInterrupt):
+        provision.run(resolved, {}, log=lambda *a: None, out=io.StringIO())
+    assert Interrupted.terminated, "Ansible left running after Ctrl-C"
+    assert not provision.STAMP.exists()
