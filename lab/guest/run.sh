@@ -15,7 +15,7 @@ if [ "$mode" != manifest ]; then
   run_id="${2:?run id}"
   case "$run_id" in */*|.*|"") echo "run.sh: bad run id: $run_id" >&2; exit 2;; esac
 fi
-state=/var/lib/lab-run
+state=${LAB_RUN_STATE:-/var/lib/lab-run}            # another path only in tests
 manifest=${LAB_MANIFEST:-/etc/lab/manifest.json}      # lab/paths.py GUEST_MANIFEST; another path only in tests
 [ -r "$manifest" ] || { echo "run.sh: $manifest is missing: provision this machine (./start.sh provision)" >&2; exit 3; }
 # The manifest as shell variables: LOGS and JOURNALS (run-folder name <- guest file or unit), CONFIGS (paths
@@ -103,6 +103,14 @@ case "$mode" in
 manifest)
   declare -p LOGS JOURNALS CONFIGS METRICS INFO_URL ARCHIVE_ROOT INTERVAL PROFILE_EVENTS PROFILE_INTERVAL_MS \
     PROFILE_ALLOC_BYTES PROFILE_LOCK_NS PROFILE_LIBRARY PROFILE_OUTPUT_ROOT PROFILE_SERVICE
+  ;;
+mark)
+  mkdir -p "$state"
+  for name in "${!LOGS[@]}"; do
+    echo "$name $(stat -c %s "${LOGS[$name]}" 2>/dev/null || echo 0)"
+  done > "$state/$run_id.offsets"
+  lab-pmlogger start "$run_id"
+  profile_start || true        # a run without profiles is still a run (the warning says why)
   ;;
 pack)
   since="${3:?start epoch}"

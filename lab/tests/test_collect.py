@@ -70,3 +70,50 @@ def test_a_manifest_that_cannot_be_read_stops_the_guest_script(tmp_path):
 def test_a_manifest_without_its_pcp_part_stops_the_guest_script(tmp_path):
     done = guest(tmp_path, "manifest", manifest={k: v for k, v in MANIFEST.items() if k != "pcp"})
     assert done.returncode == 3 and "cannot read" in done.stderr
+
+
+def _stub(bin_dir, name, body):
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+
+
+def test_mark_starts_the_archive_and_the_profile_and_pack_stops_and_brings_it(tmp_path):
+    """run.sh mark/pack with stand-ins for PCP, systemd and jattach: the modes a run calls, end to end."""
+    import io
+    import tarfile
+    bin_dir, calls, root = tmp_path / "bin", tmp_path / "calls.txt", tmp_path / "profiles"
+    bin_dir.mkdir()
+    root.mkdir()
+    for name in ("lab-pmlogger", "jattach"):
+        _stub(bin_dir, name, f'echo "{name} $*" >> {calls}')
+    _stub(bin_dir, "systemctl", 'echo 4242')        # systemctl show -p MainPID --value camel-app
+    manifest = {**MANIFEST, "logs": {"app.log": str(tmp_path / "app.log")}, "journals": {}, "configs": [],
+                "info_url": "", "pcp": {**MANIFEST["pcp"], "archive_root": str(tmp_path / "archives")},
+                "profile": {"events": ["cpu", "alloc"], "interval_ms": 20, "alloc_bytes": 2097152, "lock_ns": 1000000,
+                            "library": "/opt/async-profiler/libasyncProfiler.so", "output_root": str(root),
+                            "service": "camel-app"}}
+    (tmp_path / "app.log").write_text("before the run\n")
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    env = {**os.environ, "LAB_MANIFEST": str(tmp_path / "manifest.json"), "LAB_RUN_STATE": str(tmp_path / "state"),
+           "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    run_id = "20261124T000000Z-t"
+    mark = subprocess.run(["bash", str(collect.GUEST_SCRIPT), "mark", run_id], capture_output=True, text=True, env=env)
+    assert mark.returncode == 0, mark.stderr
+    assert "profiling camel-app (pid 4242): cpu alloc every 20 ms" in mark.stdout
+    said = calls.read_text().splitlines()
+    assert f"lab-pmlogger start {run_id}" in said
+    start = [c for c in said if "true start," in c]
+    assert start == [f"jattach 4242 load /opt/async-profiler/libasyncProfiler.so true start,jfr,file={root}/{run_id}/"
+                     f"profile.jfr,log={root}/{run_id}/profile.log,interval=20ms,event=cpu,alloc=2097152"], said
+    info = json.loads((root / run_id / "profile.json").read_text())
+    assert info["pid"] == 4242 and info["events"] == ["cpu", "alloc"] and info["stopped"] is None
+    (tmp_path / "app.log").write_text("before the run\nduring the run\n")
+    (root / run_id / "profile.jfr").write_bytes(b"JFR")
+    pack = subprocess.run(["bash", str(collect.GUEST_SCRIPT), "pack", run_id, "0"], capture_output=True, env=env)
+    assert "true stop" in calls.read_text().splitlines()[-1] and f"lab-pmlogger stop" in calls.read_text()
+    with tarfile.open(fileobj=io.BytesIO(pack.stdout), mode="r:gz") as tar:
+        names = tar.getnames()
+        assert tar.extractfile("./logs/app.log").read() == b"during the run\n"
+        stopped = json.loads(tar.extractfile("./profile/profile.json").read())
+    assert "./profile/profile.jfr" in names and stopped["stopped"] and stopped["jfr_bytes"] == 3, names
