@@ -294,3 +294,10 @@ def test_an_interrupted_provisioning_stops_ansible(fake_provisioning, monkeypatc
         provision.run(resolved, {}, log=lambda *a: None, out=io.StringIO())
     assert Interrupted.terminated, "Ansible left running after Ctrl-C"
     assert not provision.STAMP.exists()
+
+
+def test_no_profile_is_the_profiler_knob_off_for_both_configurations():
+    args = cli.parser().parse_args(["--no-profile", "--set", "tuned:tomcat_threads_max=250"])
+    opts = cli.run_options(args)
+    assert opts.sets["default"]["profiler_events"] == [] and opts.sets["tuned"]["profiler_events"] == []
+    assert opts.sets["tuned"]["tomcat_threads_max"] == 250
