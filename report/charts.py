@@ -2,7 +2,6 @@
 since each machine's first sample, warm-up shaded, a machine's stop marked."""
 import io
 import math
-import re
 from dataclasses import dataclass, field
 
 import matplotlib
@@ -12,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402  (comes with matplotlib)
 
-from .pcp import contains  # noqa: E402
+from . import path  # noqa: E402
+from .pcp import connector, contains  # noqa: E402
 from .stats import PROCESS_GROUPS, percentile, process_match  # noqa: E402
 
 DPI = 96
@@ -206,13 +206,8 @@ def tomcat_threads(machine, span):
     metric = "openmetrics.app.tomcat_connector_threads_busy"
     if m is None or not m.has(metric):
         return _metric_panel(machine, [("busy", metric, None)])
-    wanted = [(_connector(i), metric, lambda x, i=i: x == i) for i in m.instances(metric)]
+    wanted = [(connector(i), metric, lambda x, i=i: x == i) for i in m.instances(metric)]
     return _metric_panel(machine, wanted)
-
-
-def _connector(instance):
-    found = re.search(r"connector[:=]\"?([\w.\-]+)", instance)
-    return found.group(1) if found else instance
 
 
 def httpd_workers(machine, span):
@@ -242,6 +237,16 @@ def process_rss(machine, span):
                          1 / 1024.0)
 
 
+def request_path(machine, span):
+    """Mean time per request per bin, stacked by where it was spent (path.py): HTTPD's share growing is a
+    queue in front of the app."""
+    width = _bin_width(span, path.MIN_BIN_S)
+    found = path.breakdown(machine, span, width)
+    if not found.parts:
+        return Panel(note="no data (" + ", ".join(found.missing) + " not recorded)")
+    return Panel(series=[(label, found.x, ms) for label, ms in found.parts], stacked=True)
+
+
 def tcp(machine, span):
     return _metric_panel(machine, [("established", "network.tcpconn.established", None),
                                    ("time_wait", "network.tcpconn.time_wait", None)])
@@ -261,6 +266,9 @@ CHARTS = [
           tomcat_threads),
     Chart("httpd", "HTTPD workers", "workers", "busy and idle workers (apache.busy_servers / idle_servers)",
           httpd_workers),
+    Chart("path", "Request path", "ms per request",
+          "mean time per request: in HTTPD and in front of the app (%D − the app's), in the app, waiting for the "
+          "backend (route timers), stacked", request_path),
     Chart("mock", "Mock service latency", "ms", "mean time in the mock per request (its histogram sum / count)",
           mock_latency),
     Chart("rss", "Process memory (RSS)", "MiB", "hotproc.psinfo.rss per process group", process_rss),

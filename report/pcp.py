@@ -1,6 +1,7 @@
 """Reads a machine's pcp/metrics.csv (time,metric,instance,value; counters already per second) and gives
 time series of one metric, summed over the instances that match."""
 import csv
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -86,3 +87,9 @@ def contains(*words):
     PCP instance names vary by PMDA ('0 area:heap id:G1 Eden Space', '012345 /usr/bin/java -jar …')."""
     lowered = [w.lower() for w in words]
     return lambda instance: any(w in instance.lower() for w in lowered)
+
+
+def connector(instance):
+    """A Tomcat connector's name from its instance ('0 connector:http-nio-8080 protocol:…' → 'http-nio-8080')."""
+    found = re.search(r"connector[:=]\"?([\w.\-]+)", instance)
+    return found.group(1) if found else instance

@@ -104,7 +104,11 @@ def mean_in_window(metrics, metric, window, match=None):
 def integral_in_window(metrics, metric, window, match=None):
     """∫ rate dt of a rate-converted counter over the window: each value is the mean rate since the
     previous sample, so it is weighted by the time since that sample."""
-    times, values = metrics.series(metric, match)
+    return integral(*metrics.series(metric, match), window)
+
+
+def integral(times, values, window):
+    """integral_in_window of one (times, values) series."""
     if len(times) < 2:
         return math.nan
     dt = np.diff(times)

@@ -1,7 +1,8 @@
-"""summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, knob diff,
-versions, log hints and what is missing from the run folder."""
+"""summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, the saturation
+analysis, knob diff, versions, log hints and what is missing from the run folder."""
 from . import MACHINES, fmt, integrity
 from .machine import utc_clock
+from .saturation import saturation_lines
 from .stats import PROCESS_GROUPS
 from .steady import BIN_S, MAX_DRIFT
 from .stopped import BUCKET_S, MAX_SUCCESS_RATE, MIN_ATTEMPTS, MIN_SPAN_S
@@ -277,6 +278,7 @@ def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=No
     lines += uncertainty_lines(analysis)
     lines += steady_lines(machines)
     lines += stops_section(machines)
+    lines += saturation_lines(run, machines)
     lines += errors_section(machines)
     lines += knobs_section(run)
     lines += versions_section(run)
