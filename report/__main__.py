@@ -6,6 +6,7 @@ from pathlib import Path
 
 from . import MACHINES
 from .charts import CHARTS, render
+from .flame import flame_sections, load_profiles
 from .html import render_html
 from .machine import load_machine
 from .runinfo import RunInfo
@@ -34,10 +35,12 @@ def build_report(folder, warmup=None):
     analysis = analyse_machines(machines)
     sentence = verdict_sentence(run, machines, analysis, stop_phrase)
     calibration = latest_calibration(folder, run.run_id)
-    summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration)
+    profiles = load_profiles(run)
+    summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration, profiles)
     write_record(folder, verdict_record(run, machines, analysis, sentence))
     charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
-    page = render_html(f"Camel Tuning Lab — {run.run_id}", summary, charts, run.dashboards())
+    page = render_html(f"Camel Tuning Lab — {run.run_id}", summary, charts, run.dashboards(),
+                       flames=flame_sections(profiles))
     summary_path, html_path = Path(folder) / "summary.md", Path(folder) / "report.html"
     summary_path.write_text(summary, encoding="utf-8")
     html_path.write_text(page, encoding="utf-8")

@@ -1,4 +1,5 @@
-"""report.html: one self-contained page (CSS inline, charts as base64 PNGs): the summary, then the charts."""
+"""report.html: one self-contained page (CSS inline, charts as base64 PNGs, flame graphs as inline SVG): the
+summary, the charts, then the profiles' flame graphs."""
 import base64
 import html
 
@@ -12,12 +13,15 @@ th { background: #f3f3f3; } td { font-variant-numeric: tabular-nums; }
 blockquote { background: #fff3cd; border-left: 4px solid #e0a800; margin: 0; padding: .4em 1em; }
 code { background: #f4f4f4; padding: 0 3px; font-size: 90%; }
 .chart img { width: 100%; max-width: 1296px; } .about { color: #666; margin: 0 0 .3em; font-size: 90%; }
+.flame { max-width: 100%; height: auto; } .flame text { pointer-events: none; fill: #000; }
+.flame g:hover rect { stroke: #000; stroke-width: .7; }
 """
 
 
-def render_html(title, summary_md, charts, dashboards, charts_title=None):
+def render_html(title, summary_md, charts, dashboards, charts_title=None, flames=()):
     """charts: [(Chart, png bytes)]; dashboards: {machine: relative link}. charts_title: a page whose charts
-    are not the run's side-by-side panels (the combined trials) names them so."""
+    are not the run's side-by-side panels (the combined trials) names them so. flames: [(key, title, about,
+    svg text)] (report/flame.py)."""
     body = markdown.markdown(summary_md, extensions=["tables"])
     parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>", body]
@@ -39,5 +43,12 @@ def render_html(title, summary_md, charts, dashboards, charts_title=None):
                   f"<p class='about'>{html.escape(chart.about)}</p>",
                   f"<img alt='{html.escape(chart.title)}: default and tuned' src='data:image/png;base64,{data}'>",
                   "</div>"]
+    if flames:
+        parts += ["<h2 id='profiles'>Profiles</h2>",
+                  "<p class='about'>async-profiler's samples of each JVM over the measured window (warm-up cut off). "
+                  "Green: Java, yellow: native code (the JVM, libraries), red: the kernel.</p>"]
+    for key, name, about, svg in flames:
+        parts += [f"<div class='chart' id='{html.escape(key, quote=True)}'><h3>{html.escape(name)}</h3>",
+                  f"<p class='about'>{html.escape(about)}</p>", svg, "</div>"]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

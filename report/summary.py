@@ -1,7 +1,9 @@
 """summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, the saturation
-analysis, knob diff, versions, log hints and what is missing from the run folder."""
+analysis, the profiles, the lab's own cost, knob diff, versions, log hints and what is missing from the run folder."""
 from . import MACHINES, fmt, integrity
 from .machine import utc_clock
+from .cost import cost_lines
+from .flame import load_profiles, profile_lines
 from .saturation import saturation_lines
 from .stats import PROCESS_GROUPS
 from .steady import BIN_S, MAX_DRIFT
@@ -266,7 +268,8 @@ def missing_section(run, machines):
     return ["## Missing or unreadable", ""] + [f"- {i}" for i in items] + [""]
 
 
-def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=None, calibration=None):
+def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=None, calibration=None,
+                   profiles=None):
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
     lines += [f"**Verdict:** {sentence}", ""]
@@ -279,6 +282,8 @@ def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=No
     lines += steady_lines(machines)
     lines += stops_section(machines)
     lines += saturation_lines(run, machines)
+    lines += profile_lines(profiles if profiles is not None else load_profiles(run))
+    lines += cost_lines(run, machines)
     lines += errors_section(machines)
     lines += knobs_section(run)
     lines += versions_section(run)

@@ -284,7 +284,6 @@ def test_every_run_explains_itself(short_run):
         processes = (folder / name / "pcp" / "processes.csv").read_text()
         assert "mock_service" in processes and "pmcd" in processes, processes
     assert record["load_generator"]["seconds"] >= 180, record["load_generator"]
-    assert record["profiling"]["problems"] is None, record["profiling"]
     summary = (folder / "summary.md").read_text()
     cost = summary.split("## The lab's own cost")[1].split("\n## ")[0]
     assert cost.count("**instruments together** | **") == 2 and "not recorded" not in cost, cost

@@ -139,10 +139,13 @@ def test_ansible_managed_header(rendered):
             assert "# Managed by the Camel Tuning Lab" in "\n".join(text.splitlines()[:2]), where
 
 
-def test_hotproc_follows_the_jvm_httpd_and_the_mock(tuned):
+def test_hotproc_follows_the_jvm_httpd_the_mock_and_pcp_itself(tuned):
+    """PCP's own daemons and agents too (pm*; the openmetrics agent is a Python process): the report states
+    what the lab's instruments cost each machine."""
     lines = tuned["pcp/hotproc.conf"].splitlines()
     assert lines[:2] == ["#pmdahotproc", "Version 1.0"]
-    assert lines[2] == 'fname == "java" || fname == "apache2" || psargs ~ /mock_service/'
+    assert lines[2] == ('fname == "java" || fname == "apache2" || psargs ~ /mock_service/'
+                        ' || fname ~ /^pm/ || psargs ~ /pmdaopenmetrics/')
 
 
 # --- tuned ----------------------------------------------------------------------------------------------
@@ -280,7 +283,7 @@ def test_pmlogger_intervals(tuned):
     groups = re.findall(r"log mandatory on every (\d+) seconds? \{([^}]*)\}", tuned["pcp/pmlogger.config"])
     metrics = {interval: group.split() for interval, group in groups}
     assert sorted(metrics) == ["1", "10"]
-    assert metrics["10"] == ["openmetrics.app", "openmetrics.mock"]
+    assert metrics["10"] == ["openmetrics.app", "openmetrics.mock", "openmetrics.conntrack"]
     assert "kernel.all.load" in metrics["1"] and not any(m.startswith("openmetrics") for m in metrics["1"])
 
 
