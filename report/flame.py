@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import zlib
 from dataclasses import dataclass, field
 
@@ -22,6 +23,8 @@ EVENTS = {                  # event → (what a sample is, title)
     "alloc": ("allocation samples (where the code allocates)", "allocations"),
     "lock": ("contended-lock samples (where threads waited for a monitor)", "lock contention"),
 }
+# package/Class.method (hidden and lambda classes included); not "I2C/C2I adapters" or /usr/lib/…/libc.so.6
+JAVA_FRAME = re.compile(r"[\w$+\-]+(?:/[\w$+\-]+)+\.[\w$<>+\-]+")
 FRAME_TYPE = ("_[j]", "_[i]", "_[k]", "_[0]", "_[1]")   # async-profiler's optional frame type suffixes
 
 
@@ -70,14 +73,19 @@ def read_collapsed(path):
 
 
 def hottest(root, n=TOP_METHODS):
-    """[(frame, share of the samples as leaf)]: where the samples were taken, highest first."""
+    """[(Java method, share of the samples)]: each sample counted for the Java method nearest its leaf (the one
+    running, or calling the native code or kernel that was), highest first; samples with no Java frame (GC,
+    the compiler, other JVM threads) under the name of their leaf."""
     own = {}
-    stack = [root]
+    stack = [(root, None)]
     while stack:
-        node = stack.pop()
-        if node is not root and node.own:
-            own[node.name] = own.get(node.name, 0) + node.own
-        stack.extend(node.children.values())
+        node, java = stack.pop()
+        if node is not root:
+            java = node.name if _kind(node.name) == "java" else java
+            if node.own:
+                name = _label(java or node.name)      # a method interpreted and compiled counts once
+                own[name] = own.get(name, 0) + node.own
+        stack.extend((child, java) for child in node.children.values())
     return [(name, count / root.total) for name, count in sorted(own.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
@@ -86,9 +94,7 @@ def _kind(name):
     for suffix, kind in (("_[k]", "kernel"), ("_[j]", "java"), ("_[i]", "java"), ("_[0]", "java"), ("_[1]", "java")):
         if name.endswith(suffix):
             return kind
-    if "/" in name or (name.count(".") and not name.startswith("[") and "::" not in name):
-        return "java"
-    return "native"
+    return "java" if JAVA_FRAME.fullmatch(name) else "native"
 
 
 def _label(name):
@@ -275,7 +281,8 @@ def profile_lines(profiles):
     cpu = profiles.roots.get("cpu", {})
     if cpu:
         tops = {name: hottest(cpu[name]) if name in cpu else [] for name in MACHINES}
-        lines += ["", "Hottest methods (share of each JVM's CPU samples where the method itself was running):", "",
+        lines += ["", "Hottest methods: each JVM's CPU samples by the Java method nearest the top of the stack (the "
+                  "one running, or calling the native code that was; a stack without Java code by its top frame):", "",
                   "| # | " + " | ".join(MACHINES) + " |", "| ---: | " + " | ".join("---" for _ in MACHINES) + " |"]
         for i in range(max(len(t) for t in tops.values())):
             cells = []

@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 import time
+from urllib.parse import parse_qs
 
 from . import __version__
 from .data import DataSet
@@ -28,6 +29,12 @@ _ADDRESS_FIELDS = ("street", "city", "zip", "country")
 
 def _error(message: str) -> bytes:
     return json.dumps({"error": message}).encode()
+
+
+def _names(query: str) -> frozenset[str] | None:
+    """/metrics?names=a,b[&names=c]: the samples to show (a scraper that reads few parses few lines); None: all."""
+    wanted = [n for v in parse_qs(query).get("names", []) for n in v.split(",") if n]
+    return frozenset(wanted) if wanted else None
 
 
 def _not_found(cid: int) -> tuple[int, bytes, bytes]:
@@ -95,7 +102,7 @@ class App:
             status, body, ctype = 200, _HEALTH, JSON
         elif endpoint == "metrics":
             status, ctype = 200, PROMETHEUS
-            body = self.metrics.render(self.in_flight, len(self.connections))
+            body = self.metrics.render(self.in_flight, len(self.connections), _names(req.query))
         elif endpoint == "method_not_allowed":
             status, body, ctype = 405, _error(f"method {req.method} not allowed on {req.path}"), JSON
         else:

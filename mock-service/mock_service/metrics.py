@@ -35,7 +35,9 @@ class Metrics:
             buckets[bisect.bisect_left(BUCKETS, seconds)] += 1
             self._sum[endpoint] += seconds
 
-    def render(self, in_flight: int, connections: int) -> bytes:
+    def render(self, in_flight: int, connections: int, names: frozenset[str] | None = None) -> bytes:
+        """The page; with `names` only those samples (by sample name, e.g. mock_http_request_duration_seconds_sum)
+        and their families' HELP and TYPE lines: a scraper that reads a few series parses a few lines."""
         out = []
         add = out.append
         info = ",".join(f'{k}="{v}"' for k, v in sorted(self._info.items()))
@@ -68,7 +70,26 @@ class Metrics:
         add("# HELP mock_rejected_requests_total API requests refused with 503 (--max-concurrent).\n"
             f"# TYPE mock_rejected_requests_total counter\nmock_rejected_requests_total {self.rejected}\n")
         add(_process_metrics(self._start))
-        return "".join(out).encode()
+        text = "".join(out)
+        return (text if names is None else _only(text, names)).encode()
+
+
+def _only(text: str, names: frozenset[str]) -> str:
+    """The exposition text with only the samples named, each family's HELP and TYPE before its first kept one."""
+    kept, family, written, in_samples = [], [], False, False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("#"):
+            if in_samples:                      # the next family's comments
+                family, written, in_samples = [], False, False
+            family.append(line)
+            continue
+        in_samples = True
+        if line.split("{", 1)[0].split(" ", 1)[0] in names:
+            if not written:
+                kept += family
+                written = True
+            kept.append(line)
+    return "".join(kept)
 
 
 def _process_metrics(start: float) -> str:

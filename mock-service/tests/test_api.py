@@ -140,6 +140,23 @@ def test_metrics(mock):
     assert m['mock_injected_errors_total{endpoint="account"}'] == 0
 
 
+def test_metrics_only_the_samples_named(mock):
+    """?names= (comma-separated sample names, as PCP's agent asks): only those lines, with their family's HELP
+    and TYPE once, so a scrape parses a few lines instead of every histogram bucket."""
+    mock.get("/customers/1")
+    page = mock.get("/metrics?names=mock_http_request_duration_seconds_sum,mock_http_request_duration_seconds_count"
+                    "&names=mock_http_requests_in_flight").body.decode()
+    samples = [line for line in page.splitlines() if not line.startswith("#")]
+    assert {line.split("{")[0].split(" ")[0] for line in samples} == {
+        "mock_http_request_duration_seconds_sum", "mock_http_request_duration_seconds_count",
+        "mock_http_requests_in_flight"}
+    assert 'mock_http_request_duration_seconds_count{endpoint="customer_get"} 1' in samples
+    assert page.count("# TYPE mock_http_request_duration_seconds histogram") == 1
+    assert page.index("# TYPE mock_http_request_duration_seconds") < page.index("mock_http_request_duration_seconds_sum")
+    assert "# TYPE mock_http_requests_in_flight gauge" in page and "_bucket" not in page and "mock_info" not in page
+    assert "mock_info" in mock.get("/metrics?names=").body.decode()
+
+
 # --- HTTP details the Camel client (Apache HttpClient) may use -------------------------------------
 
 def _raw(port: int, data: bytes, expect_responses: int, timeout: float = 10) -> bytes:

@@ -50,10 +50,13 @@ def test_collapsed_stacks_make_a_tree_and_bad_lines_are_skipped(tmp_path):
     assert flame.read_collapsed(write(tmp_path, "tuned", "no samples here\n")) is None
 
 
-def test_hottest_methods_are_the_leaves_by_share(tmp_path):
+def test_hottest_methods_are_the_java_frames_nearest_the_top(tmp_path):
     root = flame.read_collapsed(write(tmp_path, "default", DEFAULT))
     assert flame.hottest(root, 3) == [("org/apache/camel/Foo.process", 0.7), ("java/util/zip/Deflater.deflate", 0.2),
-                                      ("GCTaskThread::run", 0.099)]
+                                      ("java/lang/Thread.run", 0.099)]
+    native = flame.read_collapsed(write(tmp_path, "tuned", "java/lang/Thread.run;a/B.write;__write;sys_write_[k] 3\n"
+                                                           "start_thread;GCTaskThread::run 1\n"))
+    assert flame.hottest(native) == [("a/B.write", 0.75), ("GCTaskThread::run", 0.25)]
 
 
 def test_a_machine_flame_graph_is_wide_where_the_samples_are(tmp_path, monkeypatch):
@@ -69,6 +72,16 @@ def test_a_machine_flame_graph_is_wide_where_the_samples_are(tmp_path, monkeypat
     assert "org/example/Rare.<init>" not in drawn, "0.1 % of the samples: under MIN_SHARE (0.15 % here), left out"
     assert drawn["org/apache/camel/Foo.process"][2].startswith("rgb(") and \
         drawn["GCTaskThread::run"][2] != drawn["org/apache/camel/Foo.process"][2]
+
+
+def test_java_frames_are_told_from_native_ones():
+    for java in ("java/lang/Thread.run", "org/x/Foo$Bar.<init>", "com/x/Foo$$Lambda/0x000075c1b8012345.apply",
+                 "a/B.write_[j]"):
+        assert flame._kind(java) == "java", java
+    for native in ("I2C/C2I adapters", "/usr/lib/x86_64-linux-gnu/libc.so.6", "libjvm.so", "GCTaskThread::run",
+                   "__write", "itable stub", "Interpreter"):
+        assert flame._kind(native) == "native", native
+    assert flame._kind("sys_write_[k]") == "kernel"
 
 
 def test_frame_names_are_escaped(tmp_path):
