@@ -293,6 +293,14 @@ def profile_lines(profiles):
                 else:
                     cells.append("")
             lines.append(f"| {i + 1} | " + " | ".join(cells) + " |")
+    for event, what in (("lock", "Most contended locks (share of the lock samples)"),
+                        ("alloc", "Most allocated types (share of the allocation samples)")):
+        machines = profiles.roots.get(event, {})
+        if machines:
+            lines += ["", f"{what}:"] + [
+                f"- {name}: " + ", ".join(f"`{_label(frame)}` {100 * share:.0f} %" for frame, share in
+                                          hottest(machines[name], 4)) for name in MACHINES if name in machines]
+    if profiles.events():
         lines += ["", "Flame graphs of each machine and the differential one (tuned vs default) are in report.html."]
     lines.append("")
     return lines

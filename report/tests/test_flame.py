@@ -124,6 +124,8 @@ def test_the_report_shows_both_machines_flame_graphs_and_the_differential(run_co
     assert "- default: events cpu, alloc; CPU engine ctimer; interval 20 ms" in section
     assert "- tuned: profile.json missing — cpu 1000 samples, alloc 40 samples" in section
     assert "| 1 | `org/apache/camel/Foo.process` 70.0 % | `org/apache/camel/Foo.process` 90.0 % |" in section
+    assert "Most allocated types (share of the allocation samples):\n- default: `java/util/HashMap.resize` 100 %" \
+        in section
 
 
 def test_a_run_without_profiles_says_so(fixture_report):
