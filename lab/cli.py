@@ -63,8 +63,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
                    help="override a knob of a configuration (default or tuned; both without a prefix) for this "
                         "run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
-    r.add_argument("--no-profile", action="store_true",
-                   help="no JVM profiles in this run (the same as --set profiler_events=[])")
+    r.add_argument("--profile", action="store_true",
+                   help="profile both JVMs (CPU, allocations, locks) for flame graphs; off by default: it costs the "
+                        "JVMs, unequally (the same as --set profiler_events=[cpu,alloc,lock])")
     r.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="N trials in one command, each restarted alike; from the second on the two configurations "
                         "alternate between the machines (crossover) and a combined report cancels machine bias")
@@ -116,7 +117,7 @@ def run_options(args) -> run.Options:
     """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
     profile = load.Profile(model=args.model, users=args.users, ramp_up_s=args.ramp_up, duration_s=args.duration,
                            rate_per_s=args.rate, keep_alive=not args.no_keep_alive)
-    overrides = args.overrides + (["profiler_events=[]"] if args.no_profile else [])
+    overrides = (["profiler_events=[cpu,alloc,lock]"] if args.profile else []) + args.overrides
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa)
     return opts          # Options checked itself: --set, --repeat, --aa, --label, --warmup

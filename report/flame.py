@@ -255,7 +255,7 @@ def flame_sections(profiles):
 
 def _recorded(info, sampled):
     if not info:
-        return "profile.json missing" if sampled else "not profiled (--no-profile, or knob profiler_events [])"
+        return "profile.json missing" if sampled else "not profiled (off by default: ./start.sh --profile)"
     bits = [f"events {', '.join(info.get('events') or []) or 'none'}"]
     if info.get("engine"):
         bits.append(f"CPU engine {info['engine']}")

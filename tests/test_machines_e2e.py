@@ -150,7 +150,7 @@ def test_a_second_up_changes_nothing(lab_up):
 # --- the whole pipeline: provision, a short load on both at once, collect, report --------------------------
 
 # Small enough for CI under TCG (DESIGN: 10–20 users, 2–3 minutes); the scenario's 150 users is a benchmark.
-SHORT_RUN = ["--users", "10", "--ramp-up", "30s", "--duration", "3m", "--label", "e2e"]
+SHORT_RUN = ["--users", "10", "--ramp-up", "30s", "--duration", "3m", "--label", "e2e", "--profile"]
 # What the report reads from each machine's PCP archive (every PCP name in report/, found as
 # report/tests/test_metric_list.py finds them; the JMeter charts come from the JTL).
 CHART_METRICS = sorted(set().union(*read_by_report().values()))

@@ -296,8 +296,12 @@ def test_an_interrupted_provisioning_stops_ansible(fake_provisioning, monkeypatc
     assert not provision.STAMP.exists()
 
 
-def test_no_profile_is_the_profiler_knob_off_for_both_configurations():
-    args = cli.parser().parse_args(["--no-profile", "--set", "tuned:tomcat_threads_max=250"])
+def test_profile_is_the_profiler_knob_on_for_both_configurations():
+    args = cli.parser().parse_args(["--profile", "--set", "tuned:tomcat_threads_max=250"])
     opts = cli.run_options(args)
-    assert opts.sets["default"]["profiler_events"] == [] and opts.sets["tuned"]["profiler_events"] == []
+    assert opts.sets["default"]["profiler_events"] == ["cpu", "alloc", "lock"] == opts.sets["tuned"]["profiler_events"]
     assert opts.sets["tuned"]["tomcat_threads_max"] == 250
+    # a --set after it picks the events
+    args = cli.parser().parse_args(["--profile", "--set", "profiler_events=[cpu]"])
+    assert cli.run_options(args).sets["tuned"]["profiler_events"] == ["cpu"]
+    assert "profiler_events" not in cli.run_options(cli.parser().parse_args([])).sets["tuned"]

@@ -62,12 +62,23 @@ def test_shares_are_the_processes_cpu_of_all_vcpus_and_the_mock_is_not_pcp(run_c
 
 
 def test_over_budget_is_said(run_copy):
-    _write(run_copy, "default", pcp_ms=50, openmetrics_ms=40, mock_ms=10, scrape_s=0.1)   # 4.5 % + 5 %
+    _write(run_copy, "default", pcp_ms=50, openmetrics_ms=40, mock_ms=10, scrape_s=0.1)   # 4.5 % + at most 5 %
     run, machine = _machine(run_copy, "default")
     cost = machine_cost(machine)
     assert cost.instruments_cpu > INSTRUMENT_BUDGET and cost.over_budget
     text = "\n".join(cost_lines(run, {"default": machine}))
-    assert "| default | **instruments together** | **9.5 %** | | **over budget** |" in text, text
+    assert "| default | **instruments together** | **≤ 9.5 %** | | **over budget** |" in text, text
+    assert "| default | metric scrapes in the JVM | ≤ 5.0 % |" in text
+
+
+def test_an_upper_bound_does_not_make_a_run_over_budget(run_copy):
+    """Without a profile the scrapes' figure is their wall time, an upper bound of their CPU: PCP's 1.5 % and
+    at most 2.5 % of scrapes is not a measured 4 %."""
+    _write(run_copy, "default", pcp_ms=10, openmetrics_ms=20, mock_ms=10, scrape_s=0.05)
+    run, machine = _machine(run_copy, "default")
+    cost = machine_cost(machine)
+    assert not cost.over_budget and cost.at_most
+    assert cost.verdict.startswith("within budget without the scrapes (1.5 %)"), cost.verdict
 
 
 def test_without_the_new_metrics_nothing_is_invented(run_copy):

@@ -131,5 +131,5 @@ def test_the_report_shows_both_machines_flame_graphs_and_the_differential(run_co
 def test_a_run_without_profiles_says_so(fixture_report):
     _folder, summary = fixture_report
     section = summary[summary.index("## Profiles"):]
-    assert "- default: not profiled (--no-profile, or knob profiler_events [])" in section
+    assert "- default: not profiled (off by default: ./start.sh --profile)" in section
     assert "Hottest methods" not in section.split("## The lab")[0]
