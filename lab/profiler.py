@@ -60,6 +60,13 @@ def recorded_settings(recording: Path) -> dict:
     return {key: pairs[key] for key in ("version", "engine") if key in pairs}
 
 
+def _why(output: str) -> str:
+    """The converter's reason from its output: the exception's message ('Incomplete JFR file'), not the trace."""
+    found = re.search(r"[\w.$]*(?:Exception|Error): (.+)$", output, re.MULTILINE)
+    lines = output.strip().splitlines()
+    return found.group(1).strip() if found else (lines[-1][-300:] if lines else "no output")
+
+
 def convert(profile_dir: Path, home: Path = HOME, java: str = "java",
             window: tuple[int, int | None] | None = None) -> dict[str, str]:
     """profile_dir/profile.jfr → <event>.collapsed for each event profile.json says was recorded, only the
@@ -85,7 +92,7 @@ def convert(profile_dir: Path, home: Path = HOME, java: str = "java",
             done = subprocess.run([java, "-jar", str(home / CONVERTER), "-o", "collapsed", EVENTS[event], *cut,
                                    str(recording), str(out)], capture_output=True, text=True,
                                   timeout=CONVERT_TIMEOUT_S)
-            outcome[event] = None if done.returncode == 0 else (done.stderr or done.stdout).strip()[-300:]
+            outcome[event] = None if done.returncode == 0 else _why(done.stderr or done.stdout)
         except (OSError, subprocess.TimeoutExpired) as failure:
             outcome[event] = str(failure)
     info["converted"] = outcome

@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402  (comes with matplotlib)
 
 from . import path  # noqa: E402
-from .pcp import connector, contains  # noqa: E402
+from .pcp import CPU_STATES, connector, contains  # noqa: E402
 from .stats import PROCESS_GROUPS, percentile, process_match  # noqa: E402
 
 DPI = 96
@@ -149,13 +149,16 @@ def _ncpu(machine):
 
 
 def cpu(machine, span):
+    m = machine.metrics
+    shares = m.cpu_shares() if m is not None else {}
+    if shares:
+        return Panel(series=[(state, t - machine.t0, v) for state, (t, v) in shares.items()], stacked=True)
     ncpu = _ncpu(machine)
-    if machine.metrics is not None and ncpu is None:
+    if m is not None and ncpu is None:
         return Panel(note="no data (hinv.ncpu not recorded: cannot scale to %)")
-    # rate-converted CPU counters are ms of CPU per second over all CPUs: 1000 × ncpu = 100 %
+    # without idle: rate-converted CPU counters are ms of CPU per second over all CPUs, 1000 × ncpu = 100 %
     scale = 100.0 / (1000.0 * ncpu) if ncpu else 1.0
-    wanted = [("user", "kernel.all.cpu.user", None), ("sys", "kernel.all.cpu.sys", None),
-              ("iowait", "kernel.all.cpu.wait.total", None), ("steal", "kernel.all.cpu.steal", None)]
+    wanted = [(state, metric, None) for state, metric in CPU_STATES.items() if state != "idle"]
     return _metric_panel(machine, wanted, scale, stacked=True)
 
 
@@ -258,7 +261,7 @@ CHARTS = [
           latency),
     Chart("errors", "Errors by type", "req/s", "failed requests per second, stacked by error", errors),
     Chart("load", "Load average", "", "kernel.all.load", load_average),
-    Chart("cpu", "CPU", "% of all CPUs", "user / sys / iowait / steal, stacked (kernel.all.cpu.*)", cpu),
+    Chart("cpu", "CPU", "% of all CPUs", "user / sys / iowait / steal, stacked: shares of all CPU time, idle included (kernel.all.cpu.*)", cpu),
     Chart("memory", "Memory and swap", "MiB", "used by processes / cached / buffers / swap used, stacked; dotted: RAM", memory),
     Chart("heap", "JVM heap used", "MiB", "sum of the heap pools (jvm_memory_used_bytes, area heap)", heap),
     Chart("gc", "GC pauses", "ms per s", "time spent in GC pauses per second (jvm_gc_pause_seconds_sum)", gc_pauses),

@@ -38,6 +38,12 @@ KINDS = {
 }
 UNIT = re.compile(r"([\w@.-]+)\.service:")
 
+# pmlogger's own log (pcp/pmlogger*.log): pmcd's state changed (an agent went or came), then the lookups of an
+# agent's metrics failed: pmcd had dropped that agent (a PMDA slower than pmcd's -t is cut off)
+PMCD_CHANGED = re.compile(r"(?:PMCD state changed|Lost connection to PMCD on \S+) at "
+                          r"(\w{3} \w{3} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4})")
+NO_AGENT = re.compile(r"Error looking up ([\w]+(?:\.[\w]+)?)\.\S+: Reason: No PMCD agent")
+
 
 def _epoch(text, fmt):
     try:
@@ -100,7 +106,32 @@ def log_events(machine_dir, year):
                         at, message = _time(name, line.strip(), year)
                         if at is not None:
                             events.append(Event(float(at), kind, f"logs/{name}", message.strip()[:MAX_LINE]))
-    return sorted(events, key=lambda e: e.at)
+    return sorted(events + agents_dropped(machine_dir), key=lambda e: e.at)
+
+
+def agents_dropped(machine_dir):
+    """Events "agent_dropped", one per run of pmcd state changes after which pmlogger found no agent for some
+    metrics (pmcd had cut the agent off): at the first change of the run; the message names the sources
+    ('openmetrics.app, openmetrics.mock') and when they were found missing."""
+    events = []
+    for path in sorted((machine_dir / "pcp").glob("pmlogger*.log")):
+        first = last = None
+        sources = set()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in list(f) + [""]:
+                found = PMCD_CHANGED.search(line)
+                if (found or not line) and sources:
+                    missing_at = datetime.fromtimestamp(last, tz=timezone.utc).strftime("%H:%M:%S UTC")
+                    events.append(Event(first, "agent_dropped", f"pcp/{path.name}",
+                                        f"no PMCD agent for {', '.join(sorted(sources))} by {missing_at}"))
+                    first, sources = None, set()
+                if found:
+                    last = _epoch(" ".join(found.group(1).split()), "%a %b %d %H:%M:%S %Y")
+                    first = last if first is None else first
+                lost = NO_AGENT.search(line)
+                if lost and first is not None:
+                    sources.add(lost.group(1))
+    return [e for e in events if e.at is not None]
 
 
 def unit_of(event):

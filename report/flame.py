@@ -263,11 +263,17 @@ def _recorded(info, sampled):
         bits.append(f"interval {info['interval_ms']} ms")
     if info.get("window"):
         bits.append("window " + " → ".join(str(w) for w in info["window"]))
-    failed = {e: why for e, why in (info.get("converted") or {}).items() if why}
-    if failed:
-        bits.append("not converted: " + "; ".join(f"{e}: {why[:120]}" for e, why in failed.items()))
+    by_reason = {}
+    for event, why in (info.get("converted") or {}).items():
+        if why:
+            by_reason.setdefault(why.strip().splitlines()[0][:120], []).append(event)
+    for why, events in by_reason.items():
+        bits.append(f"not converted ({', '.join(events)}): {why}")
     if info.get("error"):
         bits.append(f"error: {info['error']}")
+        if "not found" in info["error"] and by_reason:
+            # the agent lives in the JVM: a JVM gone before the stop never finished its recording
+            bits.append("the JVM was gone before the recording's end (killed?): only its finished chunks convert")
     return "; ".join(bits)
 
 

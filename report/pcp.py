@@ -7,6 +7,11 @@ from collections import defaultdict
 import numpy as np
 
 
+# The CPU states the lab records (rate-converted: ms per second over all CPUs), by the name charts give them
+CPU_STATES = {"user": "kernel.all.cpu.user", "sys": "kernel.all.cpu.sys", "iowait": "kernel.all.cpu.wait.total",
+              "steal": "kernel.all.cpu.steal", "idle": "kernel.all.cpu.idle"}
+
+
 class Metrics:
     """All values of one metrics.csv, by metric name: {metric: (times, instances, values)} arrays."""
 
@@ -41,6 +46,24 @@ class Metrics:
             if metric.startswith("hotproc."):
                 renamed = [f"{i.split(' ', 1)[0]} {command_lines[i]}" if i in command_lines else i for i in instances]
                 self.by_metric[metric] = (times, np.asarray(renamed, dtype=object), values)
+
+    def cpu_shares(self):
+        """{state: (times, %)} of user, sys, iowait and steal: each state's share of all the CPU time recorded at
+        that sample (idle included), as mpstat computes it; {} without idle, the share's denominator.
+        Not the rate over 1000 ms × ncpu: when a starved guest's sampling stalls, the rates pmrep derives for
+        one sample can add up to several times the machine's capacity and to a fraction of it at the next
+        (793 % of 2 vCPUs in results/20261124T122420Z-full-explain); shares stay within 0…100 %."""
+        found = {state: self.series(metric) for state, metric in CPU_STATES.items()}
+        found = {state: tv for state, tv in found.items() if len(tv[0])}
+        if "idle" not in found:
+            return {}
+        common = found["idle"][0]
+        for t, _ in found.values():
+            common = np.intersect1d(common, t)
+        values = {state: v[np.searchsorted(t, common)] for state, (t, v) in found.items()}
+        total = sum(values.values())
+        ok = total > 0
+        return {state: (common[ok], 100.0 * v[ok] / total[ok]) for state, v in values.items() if state != "idle"}
 
     def first_time(self):
         firsts = [t.min() for t, _, _ in self.by_metric.values() if len(t)]

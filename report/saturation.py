@@ -30,6 +30,7 @@ GC_TIME_SHARE = 0.10   # the heap is saturated when GC pauses take over 10 % of 
 ERROR_BIN_S = 10.0     # the error rate is judged in bins of this many seconds from the first sample ...
 ERROR_RATE = 0.01      # ... the first bin in which more than 1 % of the requests failed
 APP_SILENT_S = 30.0    # the app's scraped metrics ending this long before the system's: its endpoint went unanswered
+AGENT_DROP_S = 180.0   # pmcd cutting its openmetrics agent off this soon after: the agent may be why they ended
 
 # A limit comes from the metric that reports it; without that, from the knob; a null knob is the default.
 KNOB_DEFAULTS = {
@@ -258,17 +259,6 @@ class _Reader:
         return self.in_window(kind)
 
 
-def _sum_of(r, metrics):
-    """Σ of several metrics on their common timestamps (an absent one is skipped); None when all are absent."""
-    found = [s for s in (r.series(name) for name in metrics) if len(s)]
-    if not found:
-        return None
-    common = found[0].t
-    for s in found[1:]:
-        common = np.intersect1d(common, s.t)
-    return Series(common, sum(s.v[np.searchsorted(s.t, common)] for s in found))
-
-
 def _limit(r, metric, match, knob):
     """(limit, source): the metric's last positive value, else the knob (or its default)."""
     value = r.last(metric, match)
@@ -280,15 +270,17 @@ def _limit(r, metric, match, knob):
 # --- the resources ------------------------------------------------------------------------------------------
 
 def _cpu(r):
-    res = Resource("CPU", reads="busy (user + sys + steal), % of all vCPUs", unit="%")
+    res = Resource("CPU", reads="busy (user + sys + steal), % of all CPU time", unit="%")
     ncpu = r.last("hinv.ncpu")
-    busy = _sum_of(r, ("kernel.all.cpu.user", "kernel.all.cpu.sys", "kernel.all.cpu.steal"))
     known = not fmt.missing(ncpu) and ncpu > 0
-    if busy is None or not known:
-        res.not_recorded = "kernel.all.cpu.*, hinv.ncpu"
+    shares = r.m.cpu_shares() if r.m is not None else {}
+    busy = [Series(*shares[state]) for state in ("user", "sys", "steal") if state in shares]
+    if busy:
+        # shares of all CPU time (report.pcp.Metrics.cpu_shares): bounded by 100 % when sampling stalls
+        r.utilisation(res, Series(busy[0].t, sum(s.v for s in busy)), 100.0,
+                      f"{ncpu:.0f} vCPUs, hinv.ncpu" if known else "all CPU time")
     else:
-        # rate-converted CPU counters are ms of CPU per second over all CPUs: 1000 × ncpu = 100 %
-        r.utilisation(res, busy.map(lambda v: v / (10.0 * ncpu)), 100.0, f"{ncpu:.0f} vCPUs, hinv.ncpu")
+        res.not_recorded = "kernel.all.cpu.* (idle included)"
     runnable = r.series("kernel.all.runnable")
     if len(runnable) and known:
         peak, over = r.queue(res, runnable, ncpu, lambda top: f"run queue above {ncpu:.0f} vCPUs (up to {top:.0f})")
@@ -316,10 +308,14 @@ def _memory(r):
         bits.append(f"major faults peak {faults.v.max():,.0f}/s")
     res.saturation = "; ".join(bits) or "swap-out, major faults not recorded"
     kills = r.series("mem.vmstat.oom_kill")
-    if len(kills):
-        res.errors = f"OOM kills {fmt.count(integral(kills.t, kills.v, r.window))}"
-    elif r.has_log("journal.txt"):
-        res.errors = f"OOM kills {r.in_window('oom_kill')} (journal)"
+    counted = integral(kills.t, kills.v, r.window) if len(kills) else math.nan
+    logged = r.in_window("oom_kill") if r.has_log("journal.txt") else None
+    if logged is not None and (math.isnan(counted) or logged > round(counted)):
+        # the kernel's counter misses kills made while the guest was too starved to be sampled
+        seen = "" if math.isnan(counted) else f"; PCP's counter saw {fmt.count(counted)}: its samples stalled"
+        res.errors = f"OOM kills {logged} (journal{seen})"
+    elif not math.isnan(counted):
+        res.errors = f"OOM kills {fmt.count(counted)}"
     else:
         res.errors = "OOM kills not recorded"
     return res
@@ -560,9 +556,14 @@ def _app_silent(r):
     system = [t.max() for name, (t, _, _) in r.m.by_metric.items() if not name.startswith(SCRAPED) and len(t)]
     if not app or not system or max(system) - max(app) < APP_SILENT_S or max(app) < r.t0:
         return None
+    why = "its /actuator/prometheus went unanswered (frozen, dead or too busy)"
+    dropped = [e for e in r.events if e.kind == "agent_dropped" and 0 <= e.at - max(app) <= AGENT_DROP_S]
+    if dropped:
+        # the agent reading the endpoint waits for it: a frozen app and a starved agent look alike from here
+        why = (f"its /actuator/prometheus went unanswered, or PCP's openmetrics agent reading it stalled: pmcd "
+               f"cut that agent off {dropped[0].at - max(app):.0f} s later ({dropped[0].file})")
     return Finding(float(max(app)), "symptom", "the app's own metrics stop",
-                   f"{max(system) - max(app):.0f} s before the system's: its /actuator/prometheus went unanswered "
-                   "(frozen, dead or too busy)")
+                   f"{max(system) - max(app):.0f} s before the system's: {why}")
 
 
 JOURNAL_MESSAGE = re.compile(r"^[\w@./-]+(?:\[\d+\])?: (?:\[\s*[\d.]+\] )?(?:[\w@.-]+\.service: )?(.*)$")
@@ -592,7 +593,7 @@ def _symptoms(r):
         found.append(silent)
     groups = {}
     for e in r.events:
-        if e.kind in ("oom_kill", "exited", "restart", "full_gc", "out_of_memory"):
+        if e.kind in ("oom_kill", "exited", "restart", "full_gc", "out_of_memory", "agent_dropped"):
             groups.setdefault((e.kind, unit_of(e)), []).append(e)
     for (kind, unit), events in groups.items():
         first, times = events[0], f" ×{len(events)}" if len(events) > 1 else ""
@@ -600,7 +601,8 @@ def _symptoms(r):
                 "exited": f"{unit or 'a service'} exited{times} (journal: {_journal_message(first)})",
                 "restart": f"{unit or 'a service'} restarted{times} (journal)",
                 "full_gc": f"full GC{times} (gc.log)",
-                "out_of_memory": f"OutOfMemoryError{times} (app.log)"}[kind]
+                "out_of_memory": f"OutOfMemoryError{times} (app.log)",
+                "agent_dropped": f"PCP lost agents{times} ({first.file}: {first.line}): their metrics end"}[kind]
         found.append(Finding(first.at, "symptom", text))
     if not any(kind == "full_gc" for kind, _ in groups):
         majors = r.series("openmetrics.app.jvm_gc_pause_seconds_count", MAJOR_GC).between(r.t0)

@@ -278,6 +278,17 @@ def test_mock_settings(tuned, default):
         assert env["MOCK_KEEP_ALIVE"] == "on" and env["MOCK_SEED"] == "42"
 
 
+def test_lab_pmlogger_is_valid_sh_and_waits_for_the_app_metrics_after_a_restart(tuned, tmp_path):
+    script = tmp_path / "lab-pmlogger"
+    script.write_text(tuned["pcp/lab-pmlogger"])
+    checked = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    # a pmlogger restarted mid-run resolves openmetrics.app once: it must not start before the agent names it
+    restart = tuned["pcp/lab-pmlogger"].split("systemd-run", 1)[1]
+    assert re.search(r'HUP pmcd; w=0\s+until \[ -n "\$\(pminfo openmetrics\.app 2>/dev/null\)" \] \|\| '
+                     r'\[ "\$w" -ge 60 \]; do sleep 2', restart), restart
+
+
 def test_pmlogger_intervals(tuned):
     """Everything every 2 s (pcp_interval_s: 1 s put PCP over the lab's CPU budget), but the scraped endpoints
     (each fetch costs the JVM a /actuator/prometheus)."""

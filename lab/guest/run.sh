@@ -61,8 +61,9 @@ profile_start() {
   [ "${pid:-0}" -gt 0 ] || { echo "run.sh: warning: $PROFILE_SERVICE is not running: nothing to profile" >&2; return 1; }
   rm -rf "$dir"; mkdir -p "$dir"; chown --reference="$PROFILE_OUTPUT_ROOT" "$dir"
   jattach "$pid" load "$PROFILE_LIBRARY" true stop >/dev/null 2>&1   # a recording an earlier run left going
-  # JFR output: the only one async-profiler writes several events into at once
-  opts="start,jfr,file=$dir/profile.jfr,log=$dir/profile.log,interval=${PROFILE_INTERVAL_MS}ms"
+  # JFR output: the only one async-profiler writes several events into at once. A chunk is readable once
+  # finished (default: after 1 h): a JVM killed mid-run (OOM) left nothing to convert, now its last minute.
+  opts="start,jfr,file=$dir/profile.jfr,log=$dir/profile.log,interval=${PROFILE_INTERVAL_MS}ms,chunktime=60s"
   for event in "${PROFILE_EVENTS[@]}"; do
     case "$event" in
       cpu) opts="$opts,event=cpu";;

@@ -97,3 +97,33 @@ def test_async_profiler_records_a_real_jvm_and_the_recording_converts(tmp_path):
     assert info["converted"]["cpu"] is None
     if shutil.which("jfr"):     # the JDK's tool reads which agent and engine recorded it
         assert info["version"].startswith("4.") and info["engine"], info
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the lab's machines and this agent are linux-x64")
+def test_a_jvm_killed_mid_recording_leaves_its_finished_chunks_convertible(tmp_path):
+    """A JVM OOM-killed during the load never finishes its recording: with one chunk per run nothing converted
+    (results/20261124T122420Z-full-explain: 'Incomplete JFR file'); with short chunks the finished ones do."""
+    home = profiler.ensure(log=lambda *a: None)
+    out = tmp_path / "profile"
+    out.mkdir()
+    (tmp_path / "Hot.java").write_text(HOT.replace("+ 2500", "+ 60000").replace(
+        "while (System", 'System.out.println("go"); System.out.flush();\n        while (System'))
+    agent = (f"{home / profiler.LIBRARY}=start,jfr,file={out / 'profile.jfr'},log={out / 'profile.log'},"
+             "interval=10ms,event=cpu,chunktime=1s")
+    jvm = subprocess.Popen(["java", f"-agentpath:{agent}", str(tmp_path / "Hot.java")], stdout=subprocess.PIPE,
+                           text=True)
+    recording = out / "profile.jfr"
+    try:
+        assert jvm.stdout.readline().strip() == "go"
+        # the agent rotates chunks every few seconds at the earliest: kill once a second chunk has begun
+        deadline = time.time() + 60
+        while time.time() < deadline and recording.read_bytes().count(b"FLR\0") < 2:
+            time.sleep(0.5)
+        assert recording.read_bytes().count(b"FLR\0") >= 2, "no chunk finished in 60 s"
+    finally:
+        jvm.kill()      # SIGKILL, as the OOM killer: the agent gets no chance to finish
+        jvm.wait()
+    (out / "profile.json").write_text(json.dumps({"events": ["cpu"]}))
+    outcome = profiler.convert(out, home)
+    assert outcome["cpu"] is None, outcome
+    assert "Hot.spin" in (out / "cpu.collapsed").read_text()

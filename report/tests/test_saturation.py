@@ -40,10 +40,11 @@ def _steady(overrides=None):
     10 of 200 Tomcat threads, 20 of 150 HTTPD workers, no queue anywhere."""
     series = {
         ("hinv.ncpu", ""): lambda k: 2,
-        # ms per s over both CPUs: (1100 + 300) / 2000 = 70 %
+        # ms per s over both CPUs: (1100 + 300) / (1100 + 300 + 600) = 70 %
         ("kernel.all.cpu.user", ""): lambda k: 1100.0 if k == 45 else 900.0,
         ("kernel.all.cpu.sys", ""): lambda k: 300.0,
         ("kernel.all.cpu.steal", ""): lambda k: 0.0,
+        ("kernel.all.cpu.idle", ""): lambda k: 600.0 if k == 45 else 800.0,
         ("kernel.all.runnable", ""): lambda k: 1,
         ("mem.physmem", ""): lambda k: 512 * KIB_PER_MIB,
         ("mem.util.available", ""): lambda k: 200 * KIB_PER_MIB,
@@ -241,13 +242,32 @@ def test_oom_kill_and_restart_from_the_journal(run_copy):
     assert "; camel-app restarted (journal) at +126 s" in default
 
 
+def test_cpu_is_a_share_of_all_cpu_time_when_sampling_stalls(run_copy):
+    """A starved guest's stalled sample: pmrep's rates of one sample add up to 8 × the capacity of 2 vCPUs, the
+    next ones to a sixth of it (the values of results/20261124T122420Z-full-explain, default, 12:51:14 … 12:51:22).
+    Shares of all CPU time stay within 100 %: the peak is 98 %, not 793 %."""
+    stall = {30: (12445.0, 3421.0, 322.5), 31: (155.5, 155.5, 5.0), 32: (155.5, 155.5, 5.0)}
+    _write_metrics(run_copy, _steady({
+        ("kernel.all.cpu.user", ""): lambda k: stall[k][0] if k in stall else 900.0,
+        ("kernel.all.cpu.sys", ""): lambda k: stall[k][1] if k in stall else 300.0,
+        ("kernel.all.cpu.idle", ""): lambda k: stall[k][2] if k in stall else 800.0}))
+    machine, sat = _machine(run_copy)
+    cpu = _row(sat, "CPU")
+    assert cpu.peak == pytest.approx(max(100 * (u + s) / (u + s + i) for u, s, i in stall.values()), abs=0.01)
+    assert cpu.limit == 100 and cpu.near_s == 3   # the stalled sample and the two after it, ≥ 90 % busy
+    panel = charts.cpu(machine, None)
+    stacked = sum(v for _, _, v in panel.series)
+    assert stacked.max() <= 100.0 + 1e-9 and stacked.max() == pytest.approx(cpu.peak)
+
+
 def test_missing_metrics_are_not_recorded_rows(run_copy):
     _write_metrics(run_copy, {("hinv.ncpu", ""): lambda k: 2, ("kernel.all.cpu.sys", ""): lambda k: 100.0,
-                              ("kernel.all.cpu.user", ""): lambda k: 500.0 if k == 40 else 300.0})
+                              ("kernel.all.cpu.user", ""): lambda k: 500.0 if k == 40 else 300.0,
+                              ("kernel.all.cpu.idle", ""): lambda k: 1400.0 if k == 40 else 1600.0})
     (run_copy / "tuned" / "pcp" / "metrics.csv").unlink()
     text = _section(run_copy)
     default = text.split("### default", 1)[1].split("### tuned", 1)[0]
-    assert "| CPU: busy (user + sys + steal), % of all vCPUs | 30 % (+40 s" in default  # steal absent: skipped
+    assert "| CPU: busy (user + sys + steal), % of all CPU time | 30 % (+40 s" in default  # steal absent: skipped
     for row in ("Memory: in use (RAM − available) | not recorded (mem.util.available, mem.physmem)",
                 "HTTPD workers: busy workers | not recorded (apache.busy_servers)",
                 "Tomcat threads: busy threads | not recorded (openmetrics.app.tomcat_connector_threads_busy)",
@@ -256,7 +276,7 @@ def test_missing_metrics_are_not_recorded_rows(run_copy):
         assert f"| {row}" in default
     assert "run queue not recorded" in default and "Nothing reached its limit; the closest: CPU 30 % busy" in default
     tuned = text.split("### tuned", 1)[1]
-    assert "| CPU: busy (user + sys + steal), % of all vCPUs | not recorded (kernel.all.cpu.*, hinv.ncpu)" in tuned
+    assert "| CPU: busy (user + sys + steal), % of all CPU time | not recorded (kernel.all.cpu.* (idle included))" in tuned
     assert "Nothing reached its limit." in tuned
 
 
