@@ -1,0 +1,98 @@
+"""The saturation analysis on a recorded lab run with known saturation: results/20261124T122420Z-full-explain, 150
+users, 150 s ramp-up, 20 min, both machines under QEMU/TCG with profiling on, trimmed into
+fixtures/20261124T122420Z-both-fell.tar.xz (fixtures/record/trim_lab_run.py). What happened, read from its charts
+and logs by hand: both machines' CPU was busy from the first seconds; default's HTTPD workers pegged at 150 of
+150 (MaxRequestWorkers in httpd-error.log), it stopped answering, its JVM was OOM-killed (journal) and the
+conntrack table filled; tuned's AJP threads pegged at 150 of 150, its 200 AJP connections filled shortly before it
+stopped answering with HTTP 503s; on both, pmcd cut PCP's openmetrics agent off under load and the app's metrics
+ended there."""
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from report.machine import load_machine
+from report.runinfo import RunInfo
+from report.saturation import analyse, read_knobs, saturation_lines
+
+FIXTURE = Path(__file__).parent / "fixtures" / "20261124T122420Z-both-fell.tar.xz"
+
+
+@pytest.fixture(scope="module")
+def fell(tmp_path_factory):
+    """{"run", "machines", "sat": {name: Saturation}, "text": the summary's section}"""
+    root = tmp_path_factory.mktemp("recorded")
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(root, filter="data")
+    run = RunInfo(root / "20261124T122420Z-both-fell")
+    machines = {n: load_machine(run, n, run.warmup_s) for n in ("default", "tuned")}
+    sat = {n: analyse(m, read_knobs(m, run)) for n, m in machines.items()}
+    return {"run": run, "machines": machines, "sat": sat, "text": "\n".join(saturation_lines(run, machines))}
+
+
+def _row(sat, name):
+    found = [r for r in sat.resources if r.name.startswith(name)]
+    assert found, f"no row {name!r} in {[r.name for r in sat.resources]}"
+    return found[0]
+
+
+def _held(sat, name):
+    return round(_row(sat, name).held_from - sat.t0)
+
+
+def _section(text, machine):
+    return text.split(f"### {machine}", 1)[1].split("###", 1)[0]
+
+
+def test_default_pegged_its_httpd_workers_and_was_oom_killed(fell):
+    sat = fell["sat"]["default"]
+    httpd = _row(sat, "HTTPD workers")
+    assert (httpd.peak, httpd.limit) == (150, 150) and httpd.limit_source.startswith("default")
+    assert _held(sat, "HTTPD workers") == 118 and httpd.near_s > 0.4 * httpd.window_s
+    cpu = _row(sat, "CPU")
+    assert 99 <= cpu.peak <= 100 and _held(sat, "CPU") < 10      # a share of CPU time: never above 100 %
+    memory = _row(sat, "Memory")
+    assert memory.peak / memory.limit > 0.95
+    assert memory.errors.startswith("OOM kills 1 (journal")       # the kill PCP's stalled counter missed
+    conntrack = _row(sat, "Conntrack")
+    assert conntrack.errors.startswith("table full")
+    tomcat = _row(sat, "Tomcat threads (http-nio-8080, traffic)")
+    assert tomcat.limit == 200 and tomcat.peak < 0.9 * tomcat.limit and tomcat.held_from is None
+
+
+def test_default_story_in_order(fell):
+    story = _section(fell["text"], "default")
+    order = [story.index(s) for s in ("1. CPU: 100 % busy from +2 s", "HTTPD workers: 150 of 150 workers from +118 s",
+                                      "Memory: 435 of 457 MiB from +264 s", "Conntrack: conntrack table full")]
+    assert order == sorted(order), story
+    symptoms = story.split("Symptoms, in time order:", 1)[1]
+    steps = ["the app's own metrics stop at +440 s", "PCP lost agents", "stopped answering at +649 s",
+             "OOM kill (journal: Out of memory: Killed process 7376 (java)", "camel-app restarted (journal) at +852 s"]
+    at = [symptoms.index(s) for s in steps]
+    assert at == sorted(at), symptoms
+    assert "pmcd cut that agent off 38 s later (pcp/pmlogger-20261124.12.34.56.log)" in symptoms
+
+
+def test_tuned_pegged_its_ajp_threads_then_its_connections_then_stopped(fell):
+    sat = fell["sat"]["tuned"]
+    assert sat.traffic.startswith("ajp-apr-127.0.0.1-8009")
+    threads = _row(sat, "Tomcat threads (ajp-apr-127.0.0.1-8009, traffic)")
+    assert (threads.peak, threads.limit) == (150, 150) and _held(sat, "Tomcat threads (ajp") == 142
+    connections = _row(sat, "Tomcat connections (ajp-apr-127.0.0.1-8009, traffic)")
+    assert (connections.peak, connections.limit) == (200, 200) and _held(sat, "Tomcat connections (ajp") == 566
+    metrics_port = _row(sat, "Tomcat threads (http-nio-8080)")
+    assert metrics_port.peak <= 2 and metrics_port.held_from is None
+    assert _row(sat, "HTTPD workers").peak == 150
+    story = _section(fell["text"], "tuned")
+    filled = story.index("Tomcat connections (ajp-apr-127.0.0.1-8009, traffic): 200 of 200 connections from +566 s")
+    assert story.index("Tomcat threads (ajp-apr-127.0.0.1-8009, traffic): 150 of 150 threads from +142 s") < filled
+    symptoms = story.split("Symptoms, in time order:", 1)[1]
+    assert "stopped answering at +603 s (12:45:11 UTC), 97 % HTTP 503 Service Unavailable" in symptoms
+    assert symptoms.index("stopped answering at +603 s") < symptoms.index("OOM kill (journal")
+
+
+def test_every_row_stays_within_its_limit_or_says_why(fell):
+    for name, sat in fell["sat"].items():
+        for row in sat.resources:
+            if row.unit == "%":
+                assert row.peak <= 100.0 + 1e-9, (name, row.name, row.peak)
