@@ -266,7 +266,8 @@ def _recorded(info, sampled):
     by_reason = {}
     for event, why in (info.get("converted") or {}).items():
         if why:
-            by_reason.setdefault(why.strip().splitlines()[0][:120], []).append(event)
+            thrown = re.search(r"[\w.$]*(?:Exception|Error): (.+)", why)   # the message, not the stack trace
+            by_reason.setdefault((thrown.group(1) if thrown else why.strip().splitlines()[0])[:120], []).append(event)
     for why, events in by_reason.items():
         bits.append(f"not converted ({', '.join(events)}): {why}")
     if info.get("error"):

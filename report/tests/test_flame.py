@@ -133,3 +133,14 @@ def test_a_run_without_profiles_says_so(fixture_report):
     section = summary[summary.index("## Profiles"):]
     assert "- default: not profiled (off by default: ./start.sh --profile)" in section
     assert "Hottest methods" not in section.split("## The lab")[0]
+
+
+def test_a_recording_the_killed_jvm_never_finished_is_said_in_one_line():
+    """results/20261124T122420Z-full-explain: both JVMs OOM-killed mid-run, the converter's stack trace stored."""
+    trace = ('ion in thread "main" java.io.IOException: Incomplete JFR file\n'
+             '\tat one.jfr.JfrReader.<init>(JfrReader.java:95)')
+    info = {"events": ["cpu", "alloc", "lock"], "interval_ms": 20, "error": "stop: Process 7376 not found",
+            "converted": {"cpu": trace, "alloc": trace, "lock": trace}}
+    said = flame._recorded(info, True)
+    assert "not converted (cpu, alloc, lock): Incomplete JFR file;" in said and "JfrReader" not in said
+    assert "the JVM was gone before the recording's end" in said
