@@ -125,13 +125,14 @@ def agents_dropped(machine_dir):
                     events.append(Event(first, "agent_dropped", f"pcp/{path.name}",
                                         f"no PMCD agent for {', '.join(sorted(sources))} by {missing_at}"))
                     first, sources = None, set()
-                if found:
-                    last = _epoch(" ".join(found.group(1).split()), "%a %b %d %H:%M:%S %Y")
-                    first = last if first is None else first
+                at = found and _epoch(" ".join(found.group(1).split()), "%a %b %d %H:%M:%S %Y")
+                if at:
+                    last = at
+                    first = at if first is None else first
                 lost = NO_AGENT.search(line)
                 if lost and first is not None:
                     sources.add(lost.group(1))
-    return [e for e in events if e.at is not None]
+    return events
 
 
 def unit_of(event):
