@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
                    help="excluded from the summary figures, from the first sample (default: the ramp-up)")
     r.add_argument("--model", choices=("closed", "open"), default=d.model,
                    help="closed: users loop; open: arrivals at --rate whatever the server does (default closed)")
-    r.add_argument("--rate", type=float, default=d.rate_per_s, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
+    r.add_argument("--rate", type=float, default=None, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
     r.add_argument("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
     r.add_argument("--label", default="", help="added to the run folder's name, e.g. threads200")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
@@ -75,6 +75,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--down", action="store_true", help="destroy the machines after the run")
     r.add_argument("--provision", action="store_true",
                    help="run Ansible even when nothing changed since the machines were last provisioned")
+    p.set_defaults(run_options=[a.dest for a in r._group_actions])
     sub = p.add_subparsers(dest="command", metavar="command")
     sub.add_parser("up", help="bring both machines up")
     sub.add_parser("status", help="show the machines")
@@ -95,7 +96,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def cmd_provision(overrides: dict) -> int:
+def cmd_provision(overrides: dict, s: settings.Settings) -> int:
+    provision.validate({"machines": s.machines, "management_network": s.management_network,
+                        "memory_mb": s.memory_mb}, overrides)
     if not lifecycle.running():
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
     with steps.step("provision both machines (Ansible)"):
@@ -113,10 +116,35 @@ def cmd_exec(argv: list[str]) -> int:
     return subprocess.run(netns.wrap(argv), env=machines.vagrant_env(), cwd=paths.ROOT).returncode
 
 
+# a command's own options that share a name (dest) with a run option
+COMMAND_OPTIONS = {"provision": {"overrides"}, "report": {"warmup"}}
+
+
+def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
+    """Options that contradict each other or do nothing where they were given: refused, not ignored."""
+    if args.command is not None:
+        own = COMMAND_OPTIONS.get(args.command, set())
+        given = [d for d in args.run_options if d not in own and getattr(args, d) != p.get_default(d)]
+        return [f"--{d.replace('_', '-') if d != 'overrides' else 'set'} is a run option: it does nothing with "
+                f"`./start.sh {args.command}`" for d in given]
+    problems = []
+    if args.model == "closed" and args.rate is not None:
+        problems.append("--rate applies to the open model only (add --model open, or leave --rate out)")
+    if args.model == "open" and args.no_keep_alive:
+        problems.append("--no-keep-alive applies to the closed model only: in the open model every arrival "
+                        "connects anew")
+    if args.model == "open" and args.users != p.get_default("users"):
+        problems.append("--users applies to the closed model only: the open model sets its pace with --rate")
+    if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
+        problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
+    return problems
+
+
 def run_options(args) -> run.Options:
     """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
     profile = load.Profile(model=args.model, users=args.users, ramp_up_s=args.ramp_up, duration_s=args.duration,
-                           rate_per_s=args.rate, keep_alive=not args.no_keep_alive)
+                           rate_per_s=load.Profile().rate_per_s if args.rate is None else args.rate,
+                           keep_alive=not args.no_keep_alive)
     overrides = (["profiler_events=[cpu,alloc,lock]"] if args.profile else []) + args.overrides
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa)
@@ -124,7 +152,13 @@ def run_options(args) -> run.Options:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    refused = contradictions(args, p)
+    if refused:
+        for problem in refused:
+            print(f"start.sh: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.command == "report":
             return reporting.report(args.run_dir, args.warmup)
@@ -133,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         opts = run_options(args) if args.command is None else None
         overrides = provision.parse_overrides(args.overrides) if args.command == "provision" else None
         s = settings.load()
+        if opts is not None:
+            run.validate(opts, s)        # bad knobs are named before anything else is looked at
         owner = netns.foreign_owner()
         if owner and args.command in ("up", "down", "exec", None):
             raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
@@ -148,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "prereqs":
             lifecycle.install_prereqs()
         elif args.command == "provision":
-            return cmd_provision(overrides)
+            return cmd_provision(overrides, s)
         else:
             return cmd_exec(args.argv)
         return 0

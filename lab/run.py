@@ -142,9 +142,21 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
         return dict(pool.map(one, targets.items()))
 
 
+def validate(opts: Options, s: settings.Settings) -> None:
+    """Every knob of every trial's machines checked (ansible/validate.yml, on this host) before anything is
+    built, booted or changed; ValueError naming each bad value."""
+    known = {"machines": s.machines, "management_network": s.management_network, "memory_mb": s.memory_mb}
+    checked = []
+    for t in trial.plan(opts.repeat, opts.aa):
+        overrides = t.overrides(opts.sets)
+        if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
+            checked.append(overrides)
+            provision.validate(known, overrides, load_id_max=opts.profile.id_max)
+
+
 def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
     """The whole run, one trial or a series, on the lab made with settings s (brought up when it is not);
-    returns the exit code (0, 1 failed, 130 interrupted)."""
+    returns the exit code (0, 1 failed, 130 interrupted). The knobs are validated before (validate())."""
     if opts.repeat == 1:
         exit_code, _ = run_trial(opts, trial.plan(1, opts.aa)[0], s, opts.label, log)
     else:
@@ -251,6 +263,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         if watch is not None:
             record.update(load_generator=watch.stop())
         _finish(t, record, run_dir, run_id, marked_at, log)
+    if exit_code == 0 and record.data["status"] == "interrupted":     # Ctrl-C after the load
+        exit_code = 130
     return exit_code, run_dir
 
 
@@ -274,13 +288,15 @@ def _measured_window(data: dict) -> tuple[int, int | None] | None:
 
 def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log) -> None:
     """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
-    default/ and tuned/ are the configurations; each says which machine ran it."""
+    default/ and tuned/ are the configurations; each says which machine ran it. A step that fails is
+    recorded and the next one runs; Ctrl-C during collection or the dashboards skips to the report, and
+    during the report ends it: run.json says so either way (status, stopped_at, finish_errors)."""
     if marked_at is not None:
-        with steps.step("collect logs, configs and the PCP archives from both machines"):
-            record.update(phase="collect")
+        def pull():
             problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log,
                                     profile_window=_measured_window(record.data))
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
+        _finish_step(record, "collect", "collect logs, configs and the PCP archives from both machines", pull)
     machines_info = {}
     knobs = {}
     addresses = (machines.read_resolved() or {}).get("machines", {})
@@ -294,12 +310,41 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
     record.update(machines=machines_info, knob_diff=knob_diff(knobs), ended=_utc_now())
     if record.data["status"] == "running":      # everything is gathered; the report is derived from it
         record.update(status="complete")
-    if any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES):
-        with steps.step("JMeter dashboards"):
-            load.dashboards(run_dir, progress=log)
-    with steps.step("report"):
+    if any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES) and not _interrupted_after_load(record):
+        _finish_step(record, "dashboards", "JMeter dashboards", lambda: load.dashboards(run_dir, progress=log))
+
+    def write_report():
         if reporting.python_m("report", run_dir, log=log) == 0:
             log(f"{run_dir / 'report.html'}")
             log(f"{run_dir / 'summary.md'}")
+    _finish_step(record, "report", "report", write_report)
     reporting.print_outcome(run_dir)
 
+
+FINISH_STEPS = ("collect", "dashboards", "report")
+
+
+def _interrupted_after_load(record: Record) -> bool:
+    return record.data.get("status") == "interrupted" and record.data.get("stopped_at") in FINISH_STEPS
+
+
+def _finish_step(record: Record, name: str, title: str, work) -> bool:
+    """One step after the load: a failure or Ctrl-C is recorded (status, stopped_at, finish_errors) and does
+    not stop the steps after it; the run's status keeps the first thing that went wrong. True when it ran."""
+    record.update(phase=name)
+    try:
+        with steps.step(title):
+            work()
+        return True
+    except KeyboardInterrupt:
+        print(f"\nstart.sh: interrupted during {name}"
+              + ("; writing the report from what was gathered" if name != "report" else "; no report written"),
+              file=sys.stderr)
+        if record.data.get("status") in ("running", "complete"):
+            record.update(status="interrupted", stopped_at=name)
+        errors = {**(record.data.get("finish_errors") or {}), name: "interrupted (Ctrl-C)"}
+    except Exception as failure:      # noqa: BLE001 - the next steps still run on what there is
+        print(f"start.sh: {name} failed: {failure}", file=sys.stderr)
+        errors = {**(record.data.get("finish_errors") or {}), name: f"{type(failure).__name__}: {failure}"}
+    record.update(finish_errors=errors)
+    return False

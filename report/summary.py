@@ -42,15 +42,25 @@ def stop_phrase(machine):
 
 
 def _status_lines(run):
-    if run.status == "complete":
-        return []
     if not run.data:
         return [f"> **Run status unknown**: {'; '.join(run.problems)}.", ""]
-    where = run.get("stopped_at")
-    text = f"**Run {run.status}**"
-    text += f" — stopped at phase `{where}`" if where else ""
-    text += f": {run.get('error')}" if run.get("error") else ""
-    return [f"> {text}. Figures below cover only what was gathered.", ""]
+    lines = []
+    if run.status != "complete":
+        where = run.get("stopped_at")
+        text = f"**Run {run.status}**"
+        text += f" — stopped at phase `{where}`" if where else ""
+        text += f": {run.get('error')}" if run.get("error") else ""
+        lines += [f"> {text}. Figures below cover only what was gathered.", ""]
+    # what went wrong after the load (lab/run.py _finish): steps that failed or were interrupted, and what
+    # collection could not bring back from each machine
+    after = run.get("finish_errors", default=None) or {}
+    if after:
+        lines += ["> **After the load**: " + "; ".join(f"{step} {what}" for step, what in after.items()) + ".", ""]
+    collect_errors = run.get("collect_errors", default=None) or {}
+    for machine, problems in collect_errors.items():
+        listed = problems if isinstance(problems, list) else [problems]
+        lines += [f"> **Not collected from {machine}**: " + "; ".join(map(str, listed)) + ".", ""]
+    return lines
 
 
 def _run_line(run):

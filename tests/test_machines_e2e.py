@@ -100,7 +100,10 @@ def test_bad_input_changes_nothing():
     before = lab_footprint()
     for args, env, words in ((["bogus"], {}, "invalid choice"),
                              (["up", "--fast"], {}, "unrecognized arguments"),
-                             (["up"], {"LAB_MEMORY_MB": "lots"}, "memory_mb")):
+                             (["up"], {"LAB_MEMORY_MB": "lots"}, "memory_mb"),
+                             (["--rate", "10"], {}, "--rate applies to the open model only"),
+                             # a knob value is refused before anything is built or booted
+                             (["--set", "tuned:jvm_heap_max_mb=700"], {}, "jvm_heap_max_mb (700) must be below")):
         result = start(*args, env=env, timeout=300)
         assert result.returncode == 2 and words in result.stderr, result.stderr
     assert lab_footprint() == before

@@ -128,6 +128,18 @@ def test_guest_script_refuses_bad_run_ids():
     (["--repeat", "21"], "--repeat"),
     (["--aa", "fast"], "--aa"),
     (["--aa", "--set", "tuned:tomcat_threads_max=300"], "no machine runs the tuned configuration"),
+    # contradictory options, options that would do nothing
+    (["--rate", "10"], "--rate applies to the open model only"),
+    (["--model", "open", "--no-keep-alive"], "--no-keep-alive applies to the closed model only"),
+    (["--model", "open", "--users", "5"], "--users applies to the closed model only"),
+    (["--profile", "--set", "tuned:profiler_events=[cpu]"], "--profile and --set profiler_events"),
+    (["--users", "5", "up"], "--users is a run option: it does nothing with `./start.sh up`"),
+    # knob values, checked by ansible/validate.yml on this host (types, rules, the kernel's names, the JVM)
+    (["--set", "tuned:tomcat_threads_max=many"], 'tuned: knob tomcat_threads_max = "many": must be an integer'),
+    (["--set", "tuned:jvm_heap_max_mb=700"], "jvm_heap_max_mb (700) must be below the machine's memory"),
+    (["--set", "mock_customers=10"], "mock_customers (10) must be ≥ the load's highest customer id (1000)"),
+    (["--set", "default:jvm_extra_options=[-XX:+UseNoSuchThing]"], "Unrecognized VM option 'UseNoSuchThing'"),
+    (["--repeat", "2", "--set", "default:base_sysctl={net.core.nosuch: 1}"], "net.core.nosuch"),
 ])
 @pytest.mark.parametrize("foreign_lab", [None, "/another/checkout"])
 def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monkeypatch, tmp_path):
@@ -305,3 +317,66 @@ def test_profile_is_the_profiler_knob_on_for_both_configurations():
     args = cli.parser().parse_args(["--profile", "--set", "profiler_events=[cpu]"])
     assert cli.run_options(args).sets["tuned"]["profiler_events"] == ["cpu"]
     assert "profiler_events" not in cli.run_options(cli.parser().parse_args([])).sets["tuned"]
+
+
+# --- after the load: each step on its own, Ctrl-C and failures recorded ------------------------------------
+
+@pytest.fixture
+def finishing(monkeypatch, tmp_path):
+    """run._finish on an empty run folder whose load ended; the steps after it replaced by `steps`:
+    {"collect" | "dashboards" | "report": what it does (None, or an exception to raise)}. Returns
+    (finish(), the calls made, run.json as read afterwards)."""
+    from lab import trial
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for side in ("default", "tuned"):
+        (run_dir / side).mkdir()
+        (run_dir / side / "jmeter.jtl").write_text("timeStamp,elapsed\n")
+    record = run.Record(run_dir, {"run_id": "r", "status": "running", "phase": "load", "stopped_at": None})
+    calls, effects = [], {}
+
+    def doing(name):
+        def act(*args, **kwargs):
+            calls.append(name)
+            if effects.get(name):
+                raise effects[name]
+            return {} if name == "collect" else 0      # pull: {machine: problem}; python_m: exit status
+        return act
+
+    monkeypatch.setattr(collect, "pull", doing("collect"))
+    monkeypatch.setattr(load, "dashboards", doing("dashboards"))
+    monkeypatch.setattr(reporting, "python_m", doing("report"))
+    monkeypatch.setattr(reporting, "print_outcome", lambda run_dir: None)
+
+    def finish(**steps_effects):
+        effects.update(steps_effects)
+        run._finish(trial.plan()[0], record, run_dir, "r", marked_at=1.0, log=lambda line: None)
+        return calls, json.loads((run_dir / "run.json").read_text())
+    return finish
+
+
+def test_ctrl_c_during_collection_still_writes_the_report(finishing):
+    calls, record = finishing(collect=KeyboardInterrupt())
+    assert calls == ["collect", "report"], "the dashboards are skipped, the report is written"
+    assert (record["status"], record["stopped_at"], record["phase"]) == ("interrupted", "collect", "report")
+    assert record["finish_errors"] == {"collect": "interrupted (Ctrl-C)"}
+
+
+def test_ctrl_c_again_during_the_report_is_recorded_too(finishing):
+    calls, record = finishing(collect=KeyboardInterrupt(), report=KeyboardInterrupt())
+    assert calls == ["collect", "report"]
+    assert (record["status"], record["stopped_at"]) == ("interrupted", "collect")
+    assert record["finish_errors"] == {"collect": "interrupted (Ctrl-C)", "report": "interrupted (Ctrl-C)"}
+
+
+def test_a_failed_step_after_the_load_does_not_stop_the_others(finishing):
+    calls, record = finishing(dashboards=RuntimeError("JMeter ran out of memory"))
+    assert calls == ["collect", "dashboards", "report"]
+    assert record["status"] == "complete", "the data is all there; only the dashboards are missing"
+    assert record["finish_errors"] == {"dashboards": "RuntimeError: JMeter ran out of memory"}
+
+
+def test_a_clean_finish_records_no_errors(finishing):
+    calls, record = finishing()
+    assert calls == ["collect", "dashboards", "report"]
+    assert record["status"] == "complete" and "finish_errors" not in record

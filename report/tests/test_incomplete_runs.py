@@ -22,6 +22,19 @@ def test_interrupted_run_says_so_on_top_with_the_phase(run_copy):
     assert "**Run interrupted** — stopped at phase `load`: Ctrl-C after 95 s" in first
 
 
+def test_what_went_wrong_after_the_load_is_on_top(run_copy):
+    """lab/run.py records a collection interrupted by Ctrl-C, a failed step, what a machine did not give."""
+    run = json.loads((run_copy / "run.json").read_text())
+    run.update(status="interrupted", stopped_at="collect",
+               finish_errors={"collect": "interrupted (Ctrl-C)", "dashboards": "RuntimeError: out of memory"},
+               collect_errors={"tuned": "ssh: connect to host 192.168.56.12 port 22: No route to host"})
+    (run_copy / "run.json").write_text(json.dumps(run))
+    first = summary_of(run_copy).split("\n## ", 1)[0]
+    assert "**Run interrupted** — stopped at phase `collect`" in first
+    assert "**After the load**: collect interrupted (Ctrl-C); dashboards RuntimeError: out of memory." in first
+    assert "**Not collected from tuned**: ssh: connect to host 192.168.56.12 port 22: No route to host." in first
+
+
 def test_a_machine_folder_missing_entirely(run_copy):
     shutil.rmtree(run_copy / "tuned")
     summary = summary_of(run_copy)
