@@ -4,7 +4,9 @@ Before the load, `mark()` remembers where each log ends and starts the run's own
 profile of the app's JVM on both machines; after it, `pull()` stops them and brings back, per machine:
 
     logs/     app.log, audit.log.gz, gc.log, httpd-access.log, httpd-error.log (this run's lines only),
-              mock.log (the mock's journal), journal.txt (the journal: OOM killer, restarts, failures)
+              mock.log (the mock's journal), journal.txt (the journal: OOM killer, restarts, failures),
+              hs_err_pid<N>.log (a JVM crash during the run), serial-console.log (the guest's console, copied
+              on the host: there even when the machine no longer answers)
     config/   the rendered configs (secrets redacted), knobs.json (what Ansible provisioned), manifest.json
               (what the machine said a run collects), versions.txt, actuator-info.json (versions the app
               reports), httpd-modules.txt
@@ -63,6 +65,24 @@ def mark(run_id: str, names=machines.NAMES, log=print) -> None:
         list(pool.map(one, names))
 
 
+SERIAL_TAIL_BYTES = 2 * 1024 * 1024    # the console since boot can grow over many runs; its end is what matters
+
+
+def copy_serial_console(name: str, target: Path) -> bool:
+    """The guest's serial console, as the host's libvirt wrote it (no SSH needed: a dead machine's last words
+    too), into target/logs/serial-console.log, its last SERIAL_TAIL_BYTES. False when there is none."""
+    source = Path(machines.SERIAL_LOG.format(name=name))
+    try:
+        with open(source, "rb") as console:
+            console.seek(max(0, source.stat().st_size - SERIAL_TAIL_BYTES))
+            data = console.read()
+    except OSError:
+        return False
+    (target / "logs").mkdir(parents=True, exist_ok=True)
+    (target / "logs" / "serial-console.log").write_bytes(data)
+    return True
+
+
 def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
          folders: dict[str, str] | None = None, log=print,
          profile_window: tuple[int, int | None] | None = None) -> dict[str, str | None]:
@@ -72,6 +92,7 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
     def one(name):
         target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
+        copy_serial_console(name, target)
         try:
             done = _guest(name, ["pack", run_id, str(int(since_epoch))], timeout=PULL_TIMEOUT_S)
             if not done.stdout:

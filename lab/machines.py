@@ -17,6 +17,7 @@ from lab import accel, box, netns, paths, placement, shell
 
 NAMES = ("default", "tuned")                 # declared once: configurations, run folders, the plan's thread groups
 DOMAIN_PREFIX = "camel-lab-"                 # set in the Vagrantfile (libvirt default_prefix)
+SERIAL_LOG = "/var/log/libvirt/qemu/lab-{name}-serial.log"   # each guest's console (the Vagrantfile's lv.serial)
 DOMAIN_DEFINITIONS = Path("/etc/libvirt/qemu")   # libvirt's domain XML files, also of a crashed lab
 NETWORKS = ("lab-mgmt", "lab-private")       # libvirt networks the Vagrantfile asks for
 SSH_CONFIG = paths.STATE_DIR / "ssh_config"  # what Ansible, checks and `./start.sh exec` use
@@ -121,8 +122,8 @@ def up(boot_timeout: int) -> None:
     result = vagrant("up", "--provider=libvirt", "--no-provision", stream=True, timeout=boot_timeout + 900)
     if result.returncode != 0:
         raise MachineError("the machines did not come up (vagrant up exited "
-                           f"{result.returncode}; the guests' consoles are in /var/log/libvirt/qemu/"
-                           f"{DOMAIN_PREFIX}*-serial.log)")
+                           f"{result.returncode}; the guests' consoles: "
+                           f"{', '.join(SERIAL_LOG.format(name=n) for n in NAMES)})")
 
 
 def write_ssh_config() -> Path:

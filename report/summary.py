@@ -1,6 +1,9 @@
 """summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, the saturation
 analysis, the profiles, the lab's own cost, knob diff, versions, log hints and what is missing from the run folder."""
+from datetime import datetime, timezone
+
 from . import MACHINES, fmt, integrity
+from .events import log_events, restart_lines, restarts
 from .machine import utc_clock
 from .cost import cost_lines
 from .flame import load_profiles, profile_lines
@@ -256,11 +259,21 @@ def versions_section(run):
     return lines + _table(["component", "default", "tuned"], rows, ["---", "---", "---"]) + [""]
 
 
-def logs_section(machines):
+def logs_section(run, machines):
     lines = ["## Log findings", ""]
     for m in machines.values():
         lines += [f"**{m.name}**", ""] + (_hint_lines(m) or ["- nothing notable"]) + [""]
+        ended = restarts(m.folder, log_events(m.folder, _year(run))) if m.folder else []
+        if ended:
+            lines += [f"Processes that ended on {m.name} (journal, crash files), with their cause:", ""]
+            lines += restart_lines(ended) + [""]
     return lines
+
+
+def _year(run):
+    """The run's year, for journal lines without one: from its start, else now."""
+    started = str(run.get("started", default="") or "")
+    return int(started[:4]) if started[:4].isdigit() else datetime.now(timezone.utc).year
 
 
 def integrity_section(run, machines):
@@ -297,7 +310,7 @@ def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=No
     lines += errors_section(machines)
     lines += knobs_section(run)
     lines += versions_section(run)
-    lines += logs_section(machines)
+    lines += logs_section(run, machines)
     lines += integrity_section(run, machines)
     lines += missing_section(run, machines)
     return "\n".join(lines).rstrip() + "\n"

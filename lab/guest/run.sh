@@ -29,6 +29,7 @@ def assoc(name, mapping):
 assoc("LOGS", m.get("logs", {}))
 assoc("JOURNALS", m.get("journals", {}))
 print("CONFIGS=(" + " ".join(q(c) for c in m.get("configs", [])) + ")")
+print("CRASH_FILES=(" + " ".join(q(c) for c in m.get("crash_files", [])) + ")")
 pcp = m["pcp"]
 print(f"INFO_URL={q(m.get('info_url', ''))} ARCHIVE_ROOT={q(str(pcp['archive_root']))} INTERVAL={q(str(pcp['interval_s']))}")
 print("METRICS=(" + " ".join(q(x) for x in pcp["metrics"]) + ")")
@@ -137,6 +138,11 @@ pack)
   journalctl --since "@$since" -o short-iso --no-pager 2>&1 \
     | grep -vE 'sshd\[|sudo\[|sudo: |pam_unix|systemd-logind|session-[0-9]+\.scope|(New|Removed) session|user@[0-9]+\.service|user-runtime-dir' \
     > "$stage/logs/journal.txt"
+  # crash files written since the mark (globs: the JVM's hs_err_pid<N>.log), for the report's crash hint
+  # shellcheck disable=SC2068  # unquoted: globs
+  for f in ${CRASH_FILES[@]}; do
+    [ -f "$f" ] && [ "$(stat -c %Y "$f")" -ge "$since" ] && cp -p "$f" "$stage/logs/"
+  done
   # configs, secrets redacted (a run folder is shared; the AJP secret is not)
   # shellcheck disable=SC2068  # unquoted: a config may be a glob
   for f in ${CONFIGS[@]}; do

@@ -3,6 +3,7 @@ Ansible), and collect.py holds what came back against it."""
 import json
 import os
 import subprocess
+import time
 
 from lab import collect
 
@@ -88,7 +89,10 @@ def test_mark_starts_the_archive_and_the_profile_and_pack_stops_and_brings_it(tm
     for name in ("lab-pmlogger", "jattach"):
         _stub(bin_dir, name, f'echo "{name} $*" >> {calls}')
     _stub(bin_dir, "systemctl", 'echo 4242')        # systemctl show -p MainPID --value camel-app
+    data = tmp_path / "data"
+    data.mkdir()
     manifest = {**MANIFEST, "logs": {"app.log": str(tmp_path / "app.log")}, "journals": {}, "configs": [],
+                "crash_files": [str(data / "hs_err_pid*.log")],
                 "info_url": "", "pcp": {**MANIFEST["pcp"], "archive_root": str(tmp_path / "archives")},
                 "profile": {"events": ["cpu", "alloc"], "interval_ms": 20, "alloc_bytes": 2097152, "lock_ns": 1000000,
                             "library": "/opt/async-profiler/libasyncProfiler.so", "output_root": str(root),
@@ -110,10 +114,27 @@ def test_mark_starts_the_archive_and_the_profile_and_pack_stops_and_brings_it(tm
     assert info["pid"] == 4242 and info["events"] == ["cpu", "alloc"] and info["stopped"] is None
     (tmp_path / "app.log").write_text("before the run\nduring the run\n")
     (root / run_id / "profile.jfr").write_bytes(b"JFR")
-    pack = subprocess.run(["bash", str(collect.GUEST_SCRIPT), "pack", run_id, "0"], capture_output=True, env=env)
+    (data / "hs_err_pid11.log").write_text("a crash of an earlier run")
+    os.utime(data / "hs_err_pid11.log", (1000, 1000))
+    (data / "hs_err_pid77.log").write_text("# A fatal error has been detected by the Java Runtime Environment")
+    since = int(time.time()) - 60
+    pack = subprocess.run(["bash", str(collect.GUEST_SCRIPT), "pack", run_id, str(since)], capture_output=True, env=env)
     assert "true stop" in calls.read_text().splitlines()[-1] and f"lab-pmlogger stop" in calls.read_text()
     with tarfile.open(fileobj=io.BytesIO(pack.stdout), mode="r:gz") as tar:
         names = tar.getnames()
         assert tar.extractfile("./logs/app.log").read() == b"during the run\n"
         stopped = json.loads(tar.extractfile("./profile/profile.json").read())
     assert "./profile/profile.jfr" in names and stopped["stopped"] and stopped["jfr_bytes"] == 3, names
+    # the JVM's crash file of this run comes back (the report's crash hint), an older one does not
+    assert "./logs/hs_err_pid77.log" in names and "./logs/hs_err_pid11.log" not in names, names
+
+
+def test_the_serial_console_is_copied_on_the_host_its_end_only(tmp_path, monkeypatch):
+    console = tmp_path / "lab-default-serial.log"
+    console.write_bytes(b"x" * 100 + b"[  812.1] Out of memory: Killed process 4242 (java)\n")
+    monkeypatch.setattr(collect.machines, "SERIAL_LOG", str(tmp_path / "lab-{name}-serial.log"))
+    monkeypatch.setattr(collect, "SERIAL_TAIL_BYTES", 60)
+    assert collect.copy_serial_console("default", tmp_path / "run" / "default")
+    kept = (tmp_path / "run" / "default" / "logs" / "serial-console.log").read_bytes()
+    assert len(kept) == 60 and kept.endswith(b"Killed process 4242 (java)\n")
+    assert not collect.copy_serial_console("tuned", tmp_path / "run" / "tuned"), "no console: nothing, no error"

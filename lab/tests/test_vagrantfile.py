@@ -46,3 +46,9 @@ def test_validates_for_virtualbox(tmp_path):
     (shim / "VBoxManage").chmod(0o755)
     result = validate(tmp_path, "virtualbox", extra_path=shim)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_serial_console_is_where_the_lab_collects_it():
+    """lab/collect.py copies each guest's console from machines.SERIAL_LOG; the Vagrantfile writes it there."""
+    text = (ROOT / "Vagrantfile").read_text()
+    assert f':path => "{machines.SERIAL_LOG.replace("{name}", "#{name}")}"' in text

@@ -96,3 +96,16 @@ def test_every_row_stays_within_its_limit_or_says_why(fell):
         for row in sat.resources:
             if row.unit == "%":
                 assert row.peak <= 100.0 + 1e-9, (name, row.name, row.peak)
+
+
+def test_the_processes_that_ended_are_listed_with_cause_and_restart(fell):
+    """The log findings name each exit of the recorded run (journal.txt) with its cause and its restart."""
+    from report.summary import logs_section
+    text = "\n".join(logs_section(fell["run"], fell["machines"]))
+    default = text.split("**default**", 1)[1].split("**tuned**", 1)[0]
+    tuned = text.split("**tuned**", 1)[1]
+    assert ("- 12:49:16 UTC camel-app ended — OOM killer (Killed process 7376 (java), anon-rss 280104kB); "
+            "code=killed, status=9/KILL; restarted 12:49:21 UTC") in default
+    assert "- 12:45:31 UTC lab-pmlogger ended — code=exited, status=1/FAILURE; restarted 12:45:37 UTC" in default
+    assert "- 12:51:58 UTC camel-app ended — OOM killer (Killed process 7727 (java)" in tuned
+    assert tuned.count(" ended — ") == 2, tuned
