@@ -85,14 +85,20 @@ def copy_serial_console(name: str, target: Path) -> bool:
 
 def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
          folders: dict[str, str] | None = None, log=print,
-         profile_window: tuple[int, int | None] | None = None) -> dict[str, str | None]:
+         profile_window: tuple[int, int | None] | None = None,
+         skip: dict[str, str] | None = None) -> dict[str, str | None]:
     """Each machine's files into run_dir/<folder>/ (folders: machine → the configuration it ran; its own
     name by default); {machine: None, or what went wrong}. profile_window: (from, to) epoch ms of the
-    measured window, to which the profiles are cut (the whole recording when None)."""
+    measured window, to which the profiles are cut (the whole recording when None). skip: {machine: why}
+    for machines not to ask (dead: lab/liveness.py); their serial console is still copied."""
     def one(name):
         target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
         copy_serial_console(name, target)
+        if (skip or {}).get(name):
+            (target / "collect-error.txt").write_text(skip[name] + "\n")
+            log(f"{name}: {skip[name]}")
+            return skip[name]
         try:
             done = _guest(name, ["pack", run_id, str(int(since_epoch))], timeout=PULL_TIMEOUT_S)
             if not done.stdout:

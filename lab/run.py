@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import (collect, instruments, lifecycle, load, machines, netns, paths, provision, reporting, services,
-                 settings, shell, steps, trial)
+from lab import (collect, instruments, lifecycle, liveness, load, machines, netns, paths, provision, reporting,
+                 services, settings, shell, steps, trial)
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 CHECK_PATH = "/api/customers/1"
@@ -205,6 +205,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
     print(f"run {run_id}: results in {run_dir}", flush=True)
     marked_at = None
     watch = None            # the load generator's watch, once the load starts
+    alive = None            # the machines' liveness watch, while the load runs
     exit_code = 0
 
     def phase(name: str, title: str):
@@ -239,6 +240,9 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             collect.mark(run_id, log=log)
             marked_at = time.time()
             watch = instruments.LoadGeneratorWatch(run_dir)
+            alive = liveness.MachineWatch(run_dir, resolved["machines"], wrap=netns.wrap,
+                                          on_change=lambda vm, state, since: _said_liveness(vm, state, since, log))
+            alive.start()
             result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log, beside=watch)
             record.update(load=_load_record(opts, result))
             if result.interrupted:
@@ -262,7 +266,11 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
     finally:
         if watch is not None:
             record.update(load_generator=watch.stop())
-        _finish(t, record, run_dir, run_id, marked_at, log)
+        dead = {}
+        if alive is not None:
+            dead = alive.dead()
+            record.update(liveness=alive.stop())
+        _finish(t, record, run_dir, run_id, marked_at, log, dead=dead)
     if exit_code == 0 and record.data["status"] == "interrupted":     # Ctrl-C after the load
         exit_code = 130
     return exit_code, run_dir
@@ -286,7 +294,29 @@ def _measured_window(data: dict) -> tuple[int, int | None] | None:
     return start_ms + int(load_data.get("warmup_s", 0)) * 1000, end_ms
 
 
-def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log) -> None:
+def _said_liveness(vm: str, state: str, since: float, log) -> None:
+    clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
+    if state == "dead":
+        log(f"WARNING: {vm} has not answered since {clock} UTC (liveness probe, SSH port): the machine looks dead; "
+            "the other machine's load goes on")
+    else:
+        log(f"{vm} answers again ({clock} UTC)")
+
+
+def _unreachable(dead: dict[str, float]) -> dict[str, str]:
+    """{machine: why collection skips it} for the machines dead at the end of the load that still do not
+    answer one more probe now (collection would otherwise wait on SSH for many minutes)."""
+    addresses = (machines.read_resolved() or {}).get("machines", {})
+    out = {}
+    for vm, since in dead.items():
+        if not liveness.probe_once(addresses.get(vm, ""), wrap=netns.wrap):
+            clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
+            out[vm] = f"{vm} has not answered since {clock} UTC (liveness probe): not collected"
+    return out
+
+
+def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log,
+            dead: dict[str, float] | None = None) -> None:
     """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
     default/ and tuned/ are the configurations; each says which machine ran it. A step that fails is
     recorded and the next one runs; Ctrl-C during collection or the dashboards skips to the report, and
@@ -294,7 +324,8 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
     if marked_at is not None:
         def pull():
             problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log,
-                                    profile_window=_measured_window(record.data))
+                                    profile_window=_measured_window(record.data),
+                                    skip=_unreachable(dead) if dead else None)
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
         _finish_step(record, "collect", "collect logs, configs and the PCP archives from both machines", pull)
     machines_info = {}

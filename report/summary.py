@@ -59,6 +59,14 @@ def _status_lines(run):
     after = run.get("finish_errors", default=None) or {}
     if after:
         lines += ["> **After the load**: " + "; ".join(f"{step} {what}" for step, what in after.items()) + ".", ""]
+    # machines that stopped answering the host's liveness probe during the load (lab/liveness.py)
+    for vm, probe in (run.get("liveness", default=None) or {}).items():
+        if isinstance(probe, dict) and probe.get("dead_at"):
+            back = (f"answered again at {utc_clock(probe['back_at'])} UTC" if probe.get("back_at")
+                    else "never answered again")
+            lines += [f"> **Machine {vm} died during the load**: no answer to the host's liveness probe from "
+                      f"{utc_clock(probe['dead_at'])} UTC; {back} ({probe.get('failed')} of {probe.get('probes')} "
+                      "probes failed).", ""]
     collect_errors = run.get("collect_errors", default=None) or {}
     for machine, problems in collect_errors.items():
         listed = problems if isinstance(problems, list) else [problems]

@@ -27,12 +27,16 @@ def test_what_went_wrong_after_the_load_is_on_top(run_copy):
     run = json.loads((run_copy / "run.json").read_text())
     run.update(status="interrupted", stopped_at="collect",
                finish_errors={"collect": "interrupted (Ctrl-C)", "dashboards": "RuntimeError: out of memory"},
-               collect_errors={"tuned": "ssh: connect to host 192.168.56.12 port 22: No route to host"})
+               collect_errors={"tuned": "ssh: connect to host 192.168.56.12 port 22: No route to host"},
+               liveness={"default": {"probes": 90, "failed": 0, "dead_at": None, "back_at": None, "deaths": 0},
+                         "tuned": {"probes": 90, "failed": 40, "dead_at": 1764000000.0, "back_at": None, "deaths": 1}})
     (run_copy / "run.json").write_text(json.dumps(run))
     first = summary_of(run_copy).split("\n## ", 1)[0]
     assert "**Run interrupted** — stopped at phase `collect`" in first
     assert "**After the load**: collect interrupted (Ctrl-C); dashboards RuntimeError: out of memory." in first
     assert "**Not collected from tuned**: ssh: connect to host 192.168.56.12 port 22: No route to host." in first
+    assert ("**Machine tuned died during the load**: no answer to the host's liveness probe from 16:00:00 UTC; "
+            "never answered again (40 of 90 probes failed).") in first and "Machine default died" not in first
 
 
 def test_a_machine_folder_missing_entirely(run_copy):
