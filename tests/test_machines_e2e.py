@@ -294,3 +294,34 @@ def test_every_run_explains_itself(short_run):
     assert "## Saturation" in summary
     html = (folder / "report.html").read_text()
     assert html.count("<svg") >= 3, "flame graphs of both JVMs and the differential one"
+
+
+# --- exposure: what answers from the lab network ---------------------------------------------------------
+
+REACHABLE = (22, 80, 443)         # SSH, HTTP, HTTPS: the only ports a machine opens to the lab network
+
+
+def connects(ip: str, port: int) -> bool:
+    """A TCP connection from the lab namespace (where the host meets the machines) to ip:port."""
+    code = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3).close()\n"
+            "except OSError:\n    sys.exit(1)\n")
+    return subprocess.run(["ip", "netns", "exec", "camel-lab", sys.executable, "-c", code, ip, str(port)],
+                          capture_output=True, timeout=60).returncode == 0
+
+
+def test_only_ssh_http_and_https_answer_from_the_lab_network(short_run):
+    """From outside each machine only SSH, HTTP and HTTPS answer; Tomcat (HTTP and AJP), the mock and pmcd
+    listen on the machine's loopback, so they stay private even with the guest's firewall off."""
+    record = run_json(short_run)
+    for side in ("default", "tuned"):
+        ip, knobs = record["machines"][side]["ip"], record["machines"][side]["knobs"]
+        private = {"Tomcat HTTP": knobs["tomcat_http_port"], "AJP": knobs["tomcat_ajp_port"],
+                   "the mock": knobs["mock_port"], "pmcd": 44321}
+        assert [p for p in REACHABLE if not connects(ip, p)] == [], f"{side} ({ip}): closed where it must answer"
+        assert [w for w, p in private.items() if connects(ip, p)] == [], f"{side} ({ip}): answers from the lab network"
+        listening = in_lab(record["machines"][side]["machine"], "sudo ss -Hltn")
+        assert listening.returncode == 0, listening.stderr
+        exposed = [line.split()[3] for line in listening.stdout.splitlines()
+                   if int(line.split()[3].rsplit(":", 1)[1]) in private.values()
+                   and not line.split()[3].startswith(("127.", "[::1]"))]
+        assert exposed == [], f"{side}: listening beyond the loopback: {exposed}"

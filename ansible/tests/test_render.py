@@ -228,6 +228,7 @@ def test_default_proxies_over_http_without_secret(default):
 
 def test_default_application_yml(default):
     config = yaml.safe_load(default["app/application.yml"])
+    assert config["server"]["address"] == "127.0.0.1", "Tomcat's HTTP connector: the machine's own only"
     tomcat = config["server"]["tomcat"]
     assert tomcat["threads"] == {"max": 200, "min-spare": 10}
     assert (tomcat["max-connections"], tomcat["accept-count"]) == (8192, 100)
@@ -345,7 +346,7 @@ def test_nftables_ruleset_is_accepted_by_nft(rendered, tmp_path, machine):
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     text = ruleset.read_text()
-    assert "elements = { 192.168.56.0/24 }" in text and "tcp dport { 22, 80, 443, 44321 } accept" in text
+    assert "elements = { 192.168.56.0/24 }" in text and "tcp dport { 22, 80, 443 } accept" in text
 
 
 def test_nft_rejects_a_broken_ruleset(tmp_path):
