@@ -59,6 +59,8 @@ def parser() -> argparse.ArgumentParser:
                    help="closed: users loop; open: arrivals at --rate whatever the server does (default closed)")
     r.add_argument("--rate", type=float, default=None, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
     r.add_argument("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
+    r.add_argument("--tls", action="store_true",
+                   help="the load over HTTPS through HTTPD's TLS front (443, the lab's self-signed certificate)")
     r.add_argument("--label", default="", help="added to the run folder's name, e.g. threads200")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
                    help="override a knob of a configuration (default or tuned; both without a prefix) for this "
@@ -147,7 +149,7 @@ def run_options(args) -> run.Options:
                            keep_alive=not args.no_keep_alive)
     overrides = (["profiler_events=[cpu,alloc,lock]"] if args.profile else []) + args.overrides
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
-                       down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa)
+                       down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls)
     return opts          # Options checked itself: --set, --repeat, --aa, --label, --warmup
 
 

@@ -44,6 +44,7 @@ class Options:
     provision: bool = False      # provision even when nothing changed since the last time
     repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
     aa: str | None = None        # A/A: both machines run this configuration
+    tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
     sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 
     def __post_init__(self) -> None:
@@ -56,6 +57,10 @@ class Options:
         if self.warmup_s is not None and not 0 <= self.warmup_s <= self.profile.planned_s:
             raise ValueError(f"--warmup {self.warmup_s}: must be from 0 to the planned length of the load "
                              f"({self.profile.planned_s} s)")
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
 
     @property
     def effective_warmup_s(self) -> int:
@@ -120,11 +125,12 @@ def knob_diff(knobs: dict[str, dict | None]) -> dict:
 def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, float]:
     """Each machine answers GET /api/customers/1 through HTTPD with 200, from inside the lab namespace; both
     probed at once. Returns {machine: seconds until it answered}."""
-    probe = ("import sys, time, urllib.request\n"
+    probe = ("import ssl, sys, time, urllib.request\n"
              "deadline = time.time() + float(sys.argv[2]); last = ''\n"
+             "tls = ssl._create_unverified_context()  # the lab's own self-signed front, as JMeter takes it\n"
              "while time.time() < deadline:\n"
              "    try:\n"
-             "        with urllib.request.urlopen(sys.argv[1], timeout=60) as r:\n"
+             "        with urllib.request.urlopen(sys.argv[1], timeout=60, context=tls) as r:\n"
              "            print(r.status, round(time.time() - deadline + float(sys.argv[2]), 1)); sys.exit(0)\n"
              "    except Exception as e:\n"
              "        last = str(e); time.sleep(2)\n"
@@ -219,7 +225,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
                       accelerator_reason=resolved.get("accelerator_reason"),
                       placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
-        targets = t.targets(resolved["machines"])
+        targets = t.targets(resolved["machines"], scheme=opts.scheme)
         with phase("provision", "build and provision both machines (Ansible)"):
             overrides = t.overrides(opts.sets)
             record.update(machine_overrides={m: o for m, o in overrides.items() if o})
@@ -279,7 +285,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
 def _load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
     """run.json's load: the profile, the warm-up, and (once it ran) what the load did (samples, errors, …)."""
     done = {} if result is None else {k: v for k, v in result.to_dict().items() if k != "profile"}
-    return {**asdict(opts.profile), "warmup_s": opts.effective_warmup_s, **done}
+    return {**asdict(opts.profile), "scheme": opts.scheme, "warmup_s": opts.effective_warmup_s, **done}
 
 
 def _measured_window(data: dict) -> tuple[int, int | None] | None:

@@ -47,9 +47,9 @@ class Trial:
     def swapped(self) -> bool:
         return any(side != vm for side, vm in self.machines.items())
 
-    def targets(self, addresses: dict[str, str]) -> dict[str, str]:
-        """side -> http://<address of the machine that runs it>."""
-        return {side: f"http://{addresses[vm]}" for side, vm in self.machines.items()}
+    def targets(self, addresses: dict[str, str], scheme: str = "http") -> dict[str, str]:
+        """side -> <scheme>://<address of the machine that runs it> (https: HTTPD's TLS front on 443)."""
+        return {side: f"{scheme}://{addresses[vm]}" for side, vm in self.machines.items()}
 
     def folders(self) -> dict[str, str]:
         """machine -> the run folder's side it fills."""

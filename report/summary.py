@@ -86,6 +86,7 @@ def _run_line(run):
         bits.append(f"load: {model} model, {' '.join(x for x in (users, rate) if x)}, "
                     f"ramp-up {load.get('ramp_up_s', '?')} s, {load.get('duration_s', '?')} s"
                     + (f", keep-alive {'on' if load.get('keep_alive') else 'off'}" if 'keep_alive' in load else "")
+                    + (", over HTTPS (HTTPD's TLS front)" if load.get("scheme") == "https" else "")
                     + (f", mix {mix}" if mix else ""))
     commit = run.get("git_commit")
     if commit:

@@ -325,3 +325,33 @@ def test_only_ssh_http_and_https_answer_from_the_lab_network(short_run):
                    if int(line.split()[3].rsplit(":", 1)[1]) in private.values()
                    and not line.split()[3].startswith(("127.", "[::1]"))]
         assert exposed == [], f"{side}: listening beyond the loopback: {exposed}"
+
+
+# --- the load over TLS (HTTPD's 443 front) ------------------------------------------------------------------
+
+TLS_RUN = ["--users", "5", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-tls", "--tls"]
+
+
+@pytest.fixture(scope="module")
+def tls_run(short_run):
+    """./start.sh --tls, short, after the main short run (the machines are provisioned by then)."""
+    results = ROOT / "results"
+    before = set(results.iterdir())
+    run = start(*TLS_RUN, timeout=30 * 60)
+    made = sorted(set(results.iterdir()) - before)
+    assert run.returncode == 0, f"./start.sh {' '.join(TLS_RUN)} failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
+    assert len(made) == 1, made
+    return {"result": run, "folder": made[0]}
+
+
+def test_a_load_over_tls_goes_through_httpds_443_front(tls_run):
+    record = run_json(tls_run)
+    assert record["status"] == "complete" and record["load"]["scheme"] == "https", record
+    for side in ("default", "tuned"):
+        assert successful_samples(tls_run["folder"] / side / "jmeter.jtl") > 0, side
+        ip = record["machines"][side]["ip"]
+        fetched = subprocess.run(["ip", "netns", "exec", "camel-lab", "curl", "-sk", "-o", "/dev/null", "-w",
+                                  "%{http_code} %{scheme}", f"https://{ip}/api/customers/1"],
+                                 capture_output=True, text=True, timeout=120)
+        assert fetched.stdout.split() == ["200", "HTTPS"], fetched.stdout + fetched.stderr
+    assert "over HTTPS (HTTPD's TLS front)" in (tls_run["folder"] / "summary.md").read_text()

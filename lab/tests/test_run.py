@@ -380,3 +380,16 @@ def test_a_clean_finish_records_no_errors(finishing):
     calls, record = finishing()
     assert calls == ["collect", "dashboards", "report"]
     assert record["status"] == "complete" and "finish_errors" not in record
+
+
+def test_tls_loads_through_the_https_front_and_is_recorded():
+    from lab import trial
+    opts = cli.run_options(cli.parser().parse_args(["--tls", "--users", "5"]))
+    assert opts.scheme == "https"
+    assert trial.plan()[0].targets({"default": "192.168.56.11", "tuned": "192.168.56.12"}, opts.scheme) == \
+        {"default": "https://192.168.56.11", "tuned": "https://192.168.56.12"}
+    assert run._load_record(opts)["scheme"] == "https"
+    props = load.target_properties(trial.plan()[0].targets({"default": "10.0.0.1", "tuned": "10.0.0.2"}, "https"))
+    assert (props["tuned_scheme"], props["tuned_port"], props["default_host"]) == ("https", "443", "10.0.0.1")
+    plain = cli.run_options(cli.parser().parse_args([]))
+    assert plain.scheme == "http" and run._load_record(plain)["scheme"] == "http"
