@@ -355,3 +355,22 @@ def test_a_load_over_tls_goes_through_httpds_443_front(tls_run):
                                  capture_output=True, text=True, timeout=120)
         assert fetched.stdout.split() == ["200", "HTTPS"], fetched.stdout + fetched.stderr
     assert "over HTTPS (HTTPD's TLS front)" in (tls_run["folder"] / "summary.md").read_text()
+
+
+def test_the_ajp_secret_stays_in_the_lab(short_run):
+    """The lab's AJP secret (made once per lab in .lab/secrets) is in no file of the run folder, compressed
+    ones opened, and not in git."""
+    import gzip
+    secret = (ROOT / ".lab" / "secrets" / "ajp_secret").read_bytes().strip()
+    assert len(secret) >= 32
+    holding = []
+    for path in short_run["folder"].rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            if secret in data:
+                holding.append(str(path.relative_to(short_run["folder"])))
+    assert holding == [], f"the AJP secret is in {holding}"
+    tracked = subprocess.run(["git", "grep", "-F", "-l", secret.decode()], cwd=ROOT, capture_output=True, text=True)
+    assert tracked.returncode == 1 and not tracked.stdout, f"the AJP secret is in git: {tracked.stdout}"
