@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -153,7 +154,19 @@ def run_options(args) -> run.Options:
     return opts          # Options checked itself: --set, --repeat, --aa, --label, --warmup
 
 
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def interruptible() -> None:
+    """Ctrl-C and SIGTERM both stop the lab the way Ctrl-C does (run.json and the report say where), also
+    when the lab was started with SIGINT ignored (from a background job or nohup, which children inherit)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminated)
+
+
 def main(argv: list[str] | None = None) -> int:
+    interruptible()
     p = parser()
     args = p.parse_args(argv)
     refused = contradictions(args, p)

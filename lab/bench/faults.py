@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,10 +28,10 @@ from pathlib import Path
 from lab import machines, netns, paths
 
 START = str(paths.ROOT / "start.sh")
-LOAD_RUNS = "load: "                        # a progress line of the load
-PROVISIONING = "TASK ["                      # Ansible at work
-COLLECTING = ">> collect logs"
-REPORTING = ">> report"
+LOAD_RUNS = re.compile(r"^\[\d+:\d\d\]    load: ")    # a progress line of the load
+PROVISIONING = re.compile(r"^    TASK \[")                  # Ansible at work
+COLLECTING = re.compile(r"^\[\d+:\d\d\] >> collect logs")
+REPORTING = re.compile(r"^\[\d+:\d\d\] >> report")
 MACHINE = "tuned"
 SETTLE_S = 40                               # into the load before the fault (past the first requests)
 
@@ -68,13 +69,15 @@ def run_with_fault(name: str, duration: str, users: int, log) -> dict:
     extra, triggers = FAULTS[name]
     argv = [START, "--users", str(users), "--ramp-up", "20s", "--duration", duration, "--label", f"fault-{name}", *extra]
     started = time.time()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    # its own process group, which gets the SIGINT of a Ctrl-C, as a terminal's foreground group does
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pending, done_actions, run_dir = list(triggers), [], None
     for line in proc.stdout:
         sys.stdout.write(f"  | {line}")
         if line.startswith("run ") and "results in " in line:
             run_dir = Path(line.split("results in ", 1)[1].strip())
-        if pending and pending[0][0] in line:
+        if pending and pending[0][0].search(line):
             _, delay, action = pending.pop(0)
 
             def fire(action=action, delay=delay):

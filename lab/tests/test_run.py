@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -393,3 +394,19 @@ def test_tls_loads_through_the_https_front_and_is_recorded():
     assert (props["tuned_scheme"], props["tuned_port"], props["default_host"]) == ("https", "443", "10.0.0.1")
     plain = cli.run_options(cli.parser().parse_args([]))
     assert plain.scheme == "http" and run._load_record(plain)["scheme"] == "http"
+
+
+def test_sigterm_and_an_inherited_ignored_sigint_stop_the_lab_like_ctrl_c():
+    import os
+    import signal
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)          # as a background job or nohup leaves it
+        cli.interruptible()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), sig)
+                time.sleep(1)                                 # the handler runs between bytecodes
+    finally:
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGTERM, saved[1])
