@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab import box, lifecycle, load, machines, netns, paths, prereqs, provision, reporting, run, settings, steps
+from lab import box, knob_sets, lifecycle, load, machines, netns, paths, prereqs, provision, reporting, run, settings, steps
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
@@ -19,6 +19,7 @@ Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) und
   e.g. ./start.sh --duration 5m --users 50 --label quick --set tuned:tomcat_threads_max=200
   ./start.sh --aa --duration 5m --label aa       A/A: both machines run the default configuration
   ./start.sh --repeat 2 --duration 5m            two trials, the machines' roles swapped in the second
+  ./start.sh --knob-set tuned=article-2018       the 2018 article's knob set on the tuned column
 
 commands:
   report    (re)write the report of a run folder: ./start.sh report results/<run-id> [--warmup S]
@@ -28,7 +29,7 @@ commands:
   down      destroy both machines and stop everything the lab started
   prereqs   only install the missing host prerequisites (what up does first)
   provision build the app, then provision both machines with Ansible (knobs: ansible/knobs.yml,
-            ansible/host_vars/tuned.yml; --set [machine:]knob=value for this run only)
+            ansible/knob_sets/tuned.yml; --set [machine:]knob=value for this run only)
   exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
 
 Machine settings live in lab/machines.yml; override one for a run with LAB_<NAME>, e.g.
@@ -49,10 +50,14 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     d = load.Profile()
     r = p.add_argument_group("run options (the full run, no command)")
-    r.add_argument("--duration", type=seconds, default=d.duration_s, metavar="TIME",
-                   help=f"hold at full load after the ramp-up (default {d.duration_s // 60}m)")
-    r.add_argument("--users", type=int, default=d.users, help=f"threads per machine, closed model (default {d.users})")
-    r.add_argument("--ramp-up", type=seconds, default=d.ramp_up_s, metavar="TIME",
+    r.add_argument("--load", default="lab", choices=tuple(load.LOADS), metavar="LOAD",
+                   help="the named load the options below change: lab (the request mix; default) or article-2018 "
+                        "(the article's plan: one backend-calling GET, no keep-alive, 10 s timeouts, 150 users over "
+                        "150 s, 5 minutes)")
+    r.add_argument("--duration", type=seconds, default=None, metavar="TIME",
+                   help=f"hold at full load after the ramp-up (default {d.duration_s // 60}m; article-2018: 5m)")
+    r.add_argument("--users", type=int, default=None, help=f"threads per machine, closed model (default {d.users})")
+    r.add_argument("--ramp-up", type=seconds, default=None, metavar="TIME",
                    help=f"time to start all users (default {d.ramp_up_s}s: one per second)")
     r.add_argument("--warmup", type=seconds, default=None, metavar="TIME",
                    help="excluded from the summary figures, from the first sample (default: the ramp-up)")
@@ -72,9 +77,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="N trials in one command, each restarted alike; from the second on the two configurations "
                         "alternate between the machines (crossover) and a combined report cancels machine bias")
-    r.add_argument("--aa", nargs="?", const="default", default=None, metavar="CONFIG",
-                   help="A/A calibration: both machines run CONFIG (default unless named) to measure the twins' "
-                        "own difference")
+    r.add_argument("--knob-set", dest="knob_sets", action="append", default=[], metavar="[SIDE=]SET",
+                   help="run a named knob set (ansible/knob_sets/SET.yml) on a side instead of its own, e.g. "
+                        "--knob-set tuned=article-2018 (side tuned when left out; default stays the catalog unless "
+                        f"chosen; sets: {', '.join(knob_sets.names())})")
+    r.add_argument("--aa", nargs="?", const="default", default=None, metavar="SET",
+                   help="A/A calibration: both machines run knob set SET (default unless named) to measure the "
+                        "twins' own difference")
     r.add_argument("--down", action="store_true", help="destroy the machines after the run")
     r.add_argument("--provision", action="store_true",
                    help="run Ansible even when nothing changed since the machines were last provisioned")
@@ -136,7 +145,7 @@ def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
     if args.model == "open" and args.no_keep_alive:
         problems.append("--no-keep-alive applies to the closed model only: in the open model every arrival "
                         "connects anew")
-    if args.model == "open" and args.users != p.get_default("users"):
+    if args.model == "open" and args.users is not None:
         problems.append("--users applies to the closed model only: the open model sets its pace with --rate")
     if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
         problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
@@ -145,13 +154,14 @@ def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
 
 def run_options(args) -> run.Options:
     """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
-    profile = load.Profile(model=args.model, users=args.users, ramp_up_s=args.ramp_up, duration_s=args.duration,
-                           rate_per_s=load.Profile().rate_per_s if args.rate is None else args.rate,
-                           keep_alive=not args.no_keep_alive)
+    profile = load.named(args.load, model=args.model, users=args.users, ramp_up_s=args.ramp_up,
+                         duration_s=args.duration, rate_per_s=args.rate, keep_alive=False if args.no_keep_alive else None)
     overrides = (["profiler_events=[cpu,alloc,lock]"] if args.profile else []) + args.overrides
+    chosen = dict(knob_sets.parse_choice(text, machines.NAMES) for text in args.knob_sets)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
-                       down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls)
-    return opts          # Options checked itself: --set, --repeat, --aa, --label, --warmup
+                       down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
+                       knob_sets={side: name for side, name in chosen.items() if name != side})
+    return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
 
 
 def _terminated(signum, frame):

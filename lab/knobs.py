@@ -1,7 +1,7 @@
 """The knob catalog (ansible/knobs.yml) and what is generated from it, so a knob is defined once:
 
 - ansible/group_vars/all/knobs.yml   the out-of-the-box values Ansible reads, one commented line per knob
-- README.md's knob table             knob, default, tuned value, what; values; where it lands
+- README.md's knob table             knob, default, each knob set's value, what; values; where it lands
 - roles/<role>/meta/argument_specs.yml   the knobs (and the lab's group variables) each role reads
 
   python -m lab.knobs            say what is stale (exit 1 when anything is)
@@ -24,7 +24,7 @@ ANSIBLE_DIR = paths.ANSIBLE_DIR
 CATALOG = ANSIBLE_DIR / "knobs.yml"
 DEFAULTS = ANSIBLE_DIR / "group_vars" / "all" / "knobs.yml"
 LAB_VARS = ANSIBLE_DIR / "group_vars" / "all" / "lab.yml"     # the lab's own variables (secrets, manifest): not knobs
-TUNED = ANSIBLE_DIR / "host_vars" / "tuned.yml"
+KNOB_SETS = ANSIBLE_DIR / "knob_sets"          # named sets (lab/knob_sets.py); tuned.yml is also host_vars/tuned.yml
 ROLES = ANSIBLE_DIR / "roles"
 README = paths.ROOT / "README.md"
 BEGIN, END = "<!-- knobs:begin -->", "<!-- knobs:end -->"
@@ -132,22 +132,26 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").strip()
 
 
-def readme_table(tuned: dict, text: str | None = None) -> str:
-    """Markdown: a heading per tier, a row per knob: knob, default, tuned (where it differs), what."""
+def readme_table(sets: dict[str, dict], text: str | None = None) -> str:
+    """Markdown: a heading per tier, a row per knob: knob, default, each knob set's value (where it differs), what.
+    sets: {set name: the knobs it changes} (ansible/knob_sets/)."""
     known = specs(text)
-    unknown = set(tuned) - set(known)
-    if unknown:
-        raise ValueError(f"host_vars/tuned.yml sets knobs the catalog does not have: {', '.join(sorted(unknown))}")
+    for name, values in sets.items():
+        unknown = set(values) - set(known)
+        if unknown:
+            raise ValueError(f"ansible/knob_sets/{name}.yml sets knobs the catalog does not have: "
+                             f"{', '.join(sorted(unknown))}")
     out = []
     for s in sections(text):
         rows = []
         for name, spec in s.knobs.items():
             default = "(inventory)" if spec.get("inventory") else _cell("`" + _show(spec["default"]) + "`")
-            differs = name in tuned and tuned[name] != spec.get("default")
-            rows.append(f"| `{name}` | {default} | {_cell('`' + _show(tuned[name]) + '`') if differs else ''} | "
-                        f"{_cell(comment(spec))} |")
-        out += ["", f"**{_cell(s.title)}**", "", "| knob | default | tuned | what; values; where it lands |",
-                "| --- | --- | --- | --- |", *rows]
+            cells = [_cell("`" + _show(values[name]) + "`") if name in values and values[name] != spec.get("default")
+                     else "" for values in sets.values()]
+            rows.append(f"| `{name}` | {default} | {' | '.join(cells)} | {_cell(comment(spec))} |")
+        heads = " | ".join(sets)
+        out += ["", f"**{_cell(s.title)}**", "", f"| knob | default | {heads} | what; values; where it lands |",
+                "| --- | --- | " + "--- | " * len(sets) + "--- |", *rows]
     return "\n".join(out).strip() + "\n"
 
 
@@ -219,8 +223,10 @@ def undeclared(known: dict[str, dict] | None = None) -> dict[str, list[str]]:
 def generated() -> dict[Path, str]:
     """Every generated file and its content as the catalog wants it now."""
     known = specs()
-    tuned = yaml.safe_load(TUNED.read_text()) or {}
-    files = {DEFAULTS: render_defaults(), README: readme_with(README.read_text(), readme_table(tuned))}
+    sets = {name: yaml.safe_load(path.read_text()) or {}
+            for name, path in sorted((p.stem, p) for p in KNOB_SETS.glob("*.yml"))}
+    sets = {"tuned": sets.pop("tuned", {}), **sets}       # the tuned machine's own set first
+    files = {DEFAULTS: render_defaults(), README: readme_with(README.read_text(), readme_table(sets))}
     for role in roles():
         files[role / "meta" / "argument_specs.yml"] = render_argument_specs(role, known)
     return files

@@ -43,21 +43,26 @@ def catalog() -> dict:
     return knobs.defaults()
 
 
-def parse_overrides(items: list[str]) -> dict[str, dict]:
-    """`knob=value` (both machines) or `machine:knob=value` → {machine: {knob: value}}.
+def parse_overrides(items: list[str], targets: tuple[str, ...] | list[str] = machines.NAMES,
+                    prefixes: tuple[str, ...] | list[str] | None = None, what: str = "machine") -> dict[str, dict]:
+    """`knob=value` (every target) or `target:knob=value` → {target: {knob: value}}. targets: the machines
+    (`./start.sh provision`) or the knob sets a run uses; prefixes: what a prefix may name (default: targets;
+    a run allows every knob set, and refuses one no machine runs later, with the reason); what: "machine" or
+    "knob set", for the messages.
 
     Values are YAML (200 → int, true → bool, null → None, [a, b] → list), as in the catalog.
     """
     known = catalog()
-    out: dict[str, dict] = {name: {} for name in machines.NAMES}
+    prefixes = list(targets) if prefixes is None else list(prefixes)
+    out: dict[str, dict] = {name: {} for name in targets}
     for item in items:
         target, sep, assignment = item.partition(":") if ":" in item.split("=", 1)[0] else ("", "", item)
         knob, eq, raw = assignment.partition("=")
         knob = knob.strip()
         if not eq or not knob:
-            raise ValueError(f"--set {item!r}: expected [machine:]knob=value, e.g. tuned:tomcat_threads_max=250")
-        if target and target not in machines.NAMES:
-            raise ValueError(f"--set {item!r}: unknown machine {target!r} (machines: {', '.join(machines.NAMES)})")
+            raise ValueError(f"--set {item!r}: expected [{'|'.join(prefixes)}:]knob=value, e.g. tuned:tomcat_threads_max=250")
+        if target and target not in prefixes:
+            raise ValueError(f"--set {item!r}: unknown {what} {target!r} ({what}s: {', '.join(prefixes)})")
         if knob not in known:
             close = [k for k in known if k.split("_")[0] == knob.split("_")[0]][:8]
             raise ValueError(f"--set {item!r}: unknown knob {knob!r}"
@@ -66,8 +71,8 @@ def parse_overrides(items: list[str]) -> dict[str, dict]:
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as bad:
             raise ValueError(f"--set {item!r}: the value is not valid YAML: {bad}") from None
-        for name in ([target] if target else machines.NAMES):
-            out[name][knob] = value
+        for name in ([target] if target else targets):
+            out.setdefault(name, {})[knob] = value
     return out
 
 

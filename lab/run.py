@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import (collect, instruments, lifecycle, liveness, load, machines, netns, paths, provision, reporting,
-                 services, settings, shell, steps, trial)
+from lab import (collect, instruments, knob_sets, lifecycle, liveness, load, machines, netns, paths, provision,
+                 reporting, services, settings, shell, steps, trial)
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 CHECK_PATH = "/api/customers/1"
@@ -45,18 +45,25 @@ class Options:
     repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
     aa: str | None = None        # A/A: both machines run this configuration
     tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
+    knob_sets: dict = field(default_factory=dict)   # side -> knob set, where a side runs another set than its name
     sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 
     def __post_init__(self) -> None:
-        self.sets = provision.parse_overrides(self.overrides)
-        # a bad --repeat or --aa, or a --set for a configuration no machine runs: refused before anything starts
-        trial.plan(self.repeat, self.aa)[0].overrides(self.sets)
+        # a bad --repeat, --aa or --knob-set, or a --set for a configuration no machine runs: refused here
+        first = self.trials()[0]
+        self.sets = provision.parse_overrides(self.overrides, sorted(set(first.configurations.values())),
+                                              prefixes=knob_sets.names(), what="knob set")
+        first.overrides(self.sets)
+
         if self.label and not LABEL_RE.fullmatch(self.label):
             raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
                              "(it becomes part of the folder name)")
         if self.warmup_s is not None and not 0 <= self.warmup_s <= self.profile.planned_s:
             raise ValueError(f"--warmup {self.warmup_s}: must be from 0 to the planned length of the load "
                              f"({self.profile.planned_s} s)")
+
+    def trials(self, series: str | None = None, repeat: int | None = None) -> list[trial.Trial]:
+        return trial.plan(self.repeat if repeat is None else repeat, self.aa, series, chosen=self.knob_sets)
 
     @property
     def scheme(self) -> str:
@@ -153,7 +160,7 @@ def validate(opts: Options, s: settings.Settings) -> None:
     built, booted or changed; ValueError naming each bad value."""
     known = {"machines": s.machines, "management_network": s.management_network, "memory_mb": s.memory_mb}
     checked = []
-    for t in trial.plan(opts.repeat, opts.aa):
+    for t in opts.trials():
         overrides = t.overrides(opts.sets)
         if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
             checked.append(overrides)
@@ -164,7 +171,7 @@ def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
     """The whole run, one trial or a series, on the lab made with settings s (brought up when it is not);
     returns the exit code (0, 1 failed, 130 interrupted). The knobs are validated before (validate())."""
     if opts.repeat == 1:
-        exit_code, _ = run_trial(opts, trial.plan(1, opts.aa)[0], s, opts.label, log)
+        exit_code, _ = run_trial(opts, opts.trials(repeat=1)[0], s, opts.label, log)
     else:
         exit_code = run_series(opts, s, log)
     if opts.down:
@@ -178,7 +185,7 @@ def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
     series_id = new_run_id(f"{opts.label}-series" if opts.label else "series")
     series_dir = paths.RESULTS / series_id
     series_dir.mkdir(parents=True, exist_ok=False)
-    trials = trial.plan(opts.repeat, opts.aa, series_id)
+    trials = opts.trials(series_id)
     print(f"series {series_id}: {opts.repeat} trials, the machines' roles swapped on every second one; "
           f"combined report in {series_dir}", flush=True)
     done, exit_code = [], 0

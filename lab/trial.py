@@ -1,30 +1,26 @@
 """Which machine runs which configuration in a trial: A/B, A/A calibration, crossover repeats.
 
-A configuration is a knob set: `default` is the catalog (ansible/knobs.yml), `tuned` the catalog
-plus ansible/host_vars/tuned.yml; `--set [config:]knob=value` changes a configuration for this run. A trial
-assigns each configuration (side of the comparison) to a machine; the run folder is labelled by
-configuration (default/, tuned/), run.json's design says which machine ran which. A machine is made to run
-another configuration than its own with per-machine overrides: the knobs where that configuration differs
-from what the machine's own files give it (Ansible applies overrides last).
+A configuration is a knob set (lab/knob_sets.py): `default` is the catalog (ansible/knobs.yml), `tuned` the
+catalog plus ansible/knob_sets/tuned.yml, and so on; `--set [config:]knob=value` changes a configuration for
+this run. A trial assigns a configuration to each side of the comparison (default/ and tuned/, the run folder's
+halves: tuned/ may hold article-2018) and each side to a machine; run.json's design says which. A machine is
+made to run another configuration than its own with per-machine overrides: the knobs where that configuration
+differs from what the machine's own files give it (Ansible applies overrides last).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
-import yaml
+from lab import knob_sets, machines, provision
 
-from lab import machines, provision
-
-CONFIGS = machines.NAMES            # the two knob sets; also the run folder's sides
+CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
 
 def config_knobs(config: str, sets: dict[str, dict] | None = None) -> dict:
-    """A configuration's resolved knobs: catalog, its host_vars file, then this run's --set values."""
+    """A configuration's resolved knobs: catalog, its knob set, then this run's --set values."""
     knobs = dict(provision.catalog())
-    host_vars = provision.ANSIBLE_DIR / "host_vars" / f"{config}.yml"
-    if host_vars.exists():
-        knobs.update(yaml.safe_load(host_vars.read_text()) or {})
+    knobs.update(knob_sets.values(config, knobs))
     knobs.update((sets or {}).get(config, {}))
     return knobs
 
@@ -75,20 +71,32 @@ class Trial:
                 "trial": self.number, "trials": self.of, "series": self.series}
 
 
-def plan(repeat: int = 1, aa: str | None = None, series: str | None = None) -> list[Trial]:
+def plan(repeat: int = 1, aa: str | None = None, series: str | None = None,
+         chosen: dict[str, str] | None = None) -> list[Trial]:
     """The trials of a run: one, or `repeat` with the machines swapped on every second one (crossover).
-    aa: both sides run that configuration (an A/A calibration; repeats are not swapped, so the run folder's
-    default/ and tuned/ stay the machines of those names)."""
-    if aa is not None and aa not in CONFIGS:
-        raise ValueError(f"--aa {aa!r}: name a configuration ({', '.join(CONFIGS)})")
+    chosen: {side: knob set} where a side runs another set than its own name (--knob-set tuned=article-2018).
+    aa: both sides run that set (an A/A calibration; repeats are not swapped, so the run folder's default/ and
+    tuned/ stay the machines of those names)."""
+    chosen = chosen or {}
+    if aa is not None and aa not in knob_sets.names():
+        raise ValueError(f"--aa {aa!r}: name a knob set ({', '.join(knob_sets.names())})")
+    if aa is not None and chosen:
+        raise ValueError("--aa and --knob-set both choose the machines' knob sets: use one (--aa SET runs SET on both)")
+    for side, name in chosen.items():
+        if side not in CONFIGS or name not in knob_sets.names():
+            raise ValueError(f"--knob-set {side}={name}: sides are {', '.join(CONFIGS)}, sets {', '.join(knob_sets.names())}")
     if not 1 <= repeat <= 20:
         raise ValueError(f"--repeat {repeat}: from 1 to 20 trials")
+    configurations = {side: aa or chosen.get(side, side) for side in CONFIGS}
+    if configurations[CONFIGS[0]] == configurations[CONFIGS[1]] and aa is None:
+        raise ValueError(f"--knob-set: both sides would run {configurations[CONFIGS[0]]}: that is an A/A run "
+                         f"(--aa {configurations[CONFIGS[0]]})")
     trials = []
     for k in range(1, repeat + 1):
         swapped = k % 2 == 0 and aa is None      # A/A: one configuration, nothing to swap; its repeats measure drift
         trials.append(Trial(
             kind="aa" if aa else "ab",
-            configurations={side: aa or side for side in CONFIGS},
+            configurations=dict(configurations),
             machines={side: (CONFIGS[1 - i] if swapped else side) for i, side in enumerate(CONFIGS)},
             number=k if repeat > 1 else None, of=repeat if repeat > 1 else None, series=series))
     return trials

@@ -83,7 +83,8 @@ def _run_line(run):
         model = load.get("model", "?")
         users = f"{load.get('users')} users" if load.get("users") is not None else ""
         rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") and model == "open" else ""
-        bits.append(f"load: {model} model, {' '.join(x for x in (users, rate) if x)}, "
+        named = f" {load['name']}" if load.get("name") else ""
+        bits.append(f"load{named}: {model} model, {' '.join(x for x in (users, rate) if x)}, "
                     f"ramp-up {load.get('ramp_up_s', '?')} s, {load.get('duration_s', '?')} s"
                     + (f", keep-alive {'on' if load.get('keep_alive') else 'off'}" if 'keep_alive' in load else "")
                     + (", over HTTPS (HTTPD's TLS front)" if load.get("scheme") == "https" else "")
@@ -172,6 +173,10 @@ def steady_lines(machines):
             f"the run changes it by at most {MAX_DRIFT:.0%}): " + "; ".join(bits) + ".", ""]
 
 
+def _knob_set(name):
+    return "the catalog (default)" if name == "default" else f"knob set {name} (ansible/knob_sets/{name}.yml)"
+
+
 def design_lines(run):
     """Which machine ran which configuration, for A/A runs and crossover trials."""
     d = design(run)
@@ -179,6 +184,10 @@ def design_lines(run):
     if d["kind"] == "aa":
         lines.append(f"A/A run: both machines ran the {d['configurations']['default']} configuration; the columns "
                      "are machines (default, tuned), so any difference is the twins' own.")
+    chosen = {side: c for side, c in d["configurations"].items() if c != side}
+    if chosen and d["kind"] != "aa":
+        lines.append("Knob sets: " + ", ".join(f"the {side} column ran {_knob_set(c)}"
+                                               for side, c in sorted(d["configurations"].items())) + ".")
     swapped = {side: vm for side, vm in d["machines"].items() if side != vm}
     if d["trial"]:
         lines.append(f"Trial {d['trial']} of {d['trials']}" + (f" (series {d['series']})" if d["series"] else "")

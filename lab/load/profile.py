@@ -2,6 +2,7 @@
 properties of jmeter/plan.jmx."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -22,8 +23,10 @@ LABELS = {
 class Profile:
     """One load scenario; each field is a JMeter property of the plan (same name; mix → mix_<key>).
 
-    Defaults are the article's scenario: 150 users per machine, one more each second, then 20 minutes.
+    Defaults are the lab's scenario: 150 users per machine, one more each second, then 20 minutes of the
+    request mix. LOADS names it and the article's own plan.
     """
+    name: str = "lab"                   # which named load (LOADS) it started from, for run.json and the report
     model: str = "closed"               # closed: `users` threads loop; open: arrivals at rate_per_s
     users: int = 150                    # closed model: threads per machine
     ramp_up_s: int = 150                # closed: time to start all users; open: rate rises 0 → rate_per_s
@@ -50,6 +53,8 @@ class Profile:
         def is_int(v) -> bool:
             return isinstance(v, int) and not isinstance(v, bool)
 
+        if not isinstance(self.name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,39}", self.name):
+            return bad("name", "must be a short lower-case name", self.name)
         if self.model not in ("closed", "open"):
             return bad("model", "must be 'closed' or 'open'", self.model)
         if not is_int(self.users) or not 1 <= self.users <= 10000:
@@ -110,6 +115,23 @@ class Profile:
         if self.model == "open":
             return f"{self.rate_per_s:g} req/s per machine after a {self.ramp_up_s} s ramp"
         return f"{self.users} users per machine over {self.ramp_up_s} s"
+
+
+LOADS = {
+    "lab": Profile(),
+    # the 2018 article's JMeter plan (jmeter/load_test.jmx of its lab): one GET that calls the backend, a new
+    # connection per request, 10 s connect and response timeouts, 150 threads started over 150 s, 5 minutes
+    "article-2018": Profile(name="article-2018", mix={"get": 1, "summary": 0, "post": 0, "delete": 0},
+                            keep_alive=False, connect_timeout_ms=10000, response_timeout_ms=10000, duration_s=300),
+}
+
+
+def named(name: str, **changes) -> Profile:
+    """A named load with some fields changed (those not None); ValueError naming an unknown load or a bad field."""
+    if name not in LOADS:
+        raise ValueError(f"--load {name!r}: unknown load (loads: {', '.join(LOADS)})")
+    fields = {k: v for k, v in changes.items() if v is not None}
+    return dataclasses.replace(LOADS[name], **fields)
 
 
 def target_properties(targets: dict[str, str]) -> dict[str, str]:

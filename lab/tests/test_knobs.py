@@ -29,9 +29,17 @@ def test_every_knob_says_what_it_does_and_where_it_lands():
             assert "unset" in spec, f"{name} defaults to null but does not say what null means (unset:)"
 
 
-def test_the_tuned_machine_sets_only_catalog_knobs():
-    tuned = yaml.safe_load(knobs.TUNED.read_text()) or {}
-    assert set(tuned) <= set(knobs.specs())
+def test_every_knob_set_sets_only_catalog_knobs():
+    files = sorted(knobs.KNOB_SETS.glob("*.yml"))
+    assert {p.stem for p in files} >= {"tuned", "article-2018"}
+    for path in files:
+        values = yaml.safe_load(path.read_text()) or {}
+        assert values and set(values) <= set(knobs.specs()), path.name
+
+
+def test_the_tuned_machine_reads_the_tuned_set():
+    host_vars = knobs.ANSIBLE_DIR / "host_vars" / "tuned.yml"
+    assert host_vars.is_symlink() and host_vars.resolve() == (knobs.KNOB_SETS / "tuned.yml").resolve()
 
 
 # --- the scanner, on a made-up role: each check fails when it should --------------------------------------------
@@ -113,15 +121,17 @@ def test_defaults_file_holds_every_value_with_its_comment():
     assert "jvm_gc: null" in text and "# collector; null (ergonomics) | serial | g1; jvm.options" in text
 
 
-def test_readme_table_shows_tuned_values_where_they_differ():
-    text = knobs.readme_table({"jvm_gc": "g1", "tomcat_threads_max": 200}, CATALOG)
-    assert "| `jvm_gc` | `null` | `g1` | collector; null (ergonomics) \\| serial \\| g1; jvm.options |" in text
-    assert "| `tomcat_threads_max` | `200` |  | maxThreads; 1–5000; server.tomcat.threads.max |" in text
+def test_readme_table_shows_each_sets_values_where_they_differ():
+    text = knobs.readme_table({"tuned": {"jvm_gc": "g1", "tomcat_threads_max": 200},
+                               "article-2018": {"tomcat_threads_max": 300}}, CATALOG)
+    assert "| knob | default | tuned | article-2018 | what; values; where it lands |" in text
+    assert "| `jvm_gc` | `null` | `g1` |  | collector; null (ergonomics) \\| serial \\| g1; jvm.options |" in text
+    assert "| `tomcat_threads_max` | `200` |  | `300` | maxThreads; 1–5000; server.tomcat.threads.max |" in text
 
 
-def test_tuned_knob_missing_from_catalog_is_refused():
-    with pytest.raises(ValueError, match="jvm_typo"):
-        knobs.readme_table({"jvm_typo": 1}, CATALOG)
+def test_set_knob_missing_from_catalog_is_refused():
+    with pytest.raises(ValueError, match="article-2018.yml sets knobs the catalog does not have: jvm_typo"):
+        knobs.readme_table({"article-2018": {"jvm_typo": 1}}, CATALOG)
 
 
 def test_readme_without_markers_is_refused():

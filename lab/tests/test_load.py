@@ -275,6 +275,27 @@ def test_profile_validation_names_the_bad_field(changes, field):
         load.Profile(**changes)
 
 
+def test_named_loads_the_lab_mix_and_the_articles_plan():
+    assert load.named("lab") == load.Profile()
+    article = load.named("article-2018")
+    props = article.jmeter_properties()
+    # the article's JMeter plan: one GET that calls the backend, no keep-alive, 10 s timeouts, 150 over 150 s
+    assert (props["mix_get"], props["mix_summary"], props["mix_post"], props["mix_delete"]) == ("1", "0", "0", "0")
+    assert (props["keep_alive"], props["connect_timeout_ms"], props["response_timeout_ms"]) == ("false", "10000", "10000")
+    assert (article.users, article.ramp_up_s, article.duration_s, article.name) == (150, 150, 300, "article-2018")
+    longer = load.named("article-2018", duration_s=1200, users=None)       # None: keep the named value
+    assert (longer.duration_s, longer.users, longer.keep_alive) == (1200, 150, False)
+    with pytest.raises(ValueError, match="--load 'nosuch': unknown load"):
+        load.named("nosuch")
+
+
+def test_the_command_line_starts_from_the_named_load():
+    from lab import cli
+    opts = cli.run_options(cli.parser().parse_args(["--load", "article-2018", "--duration", "20m"]))
+    assert (opts.profile.name, opts.profile.duration_s, opts.profile.keep_alive) == ("article-2018", 1200, False)
+    assert cli.run_options(cli.parser().parse_args([])).profile == load.Profile()
+
+
 def test_targets_must_be_both_machines_as_plain_urls():
     good = {"default": "http://192.168.56.11", "tuned": "https://h:8443/"}
     props = load.target_properties(good)

@@ -2,7 +2,7 @@
 machine run another configuration, and where its files land in the run folder."""
 import pytest
 
-from lab import provision, services, trial
+from lab import knob_sets, provision, services, trial
 
 
 def test_one_trial_is_an_ab_run_on_the_namesake_machines():
@@ -70,3 +70,72 @@ def test_service_start_times_are_read_from_systemctl_show():
     assert services.parse_show(text) == {
         "mock-service": {"state": "active", "since": "Mon 2026-11-23 19:00:01 UTC"},
         "camel-app": {"state": "active", "since": "Mon 2026-11-23 19:00:02 UTC"}}
+
+
+# --- named knob sets (ansible/knob_sets/) -----------------------------------------------------------------------
+
+def test_a_knob_set_on_the_tuned_side_gives_that_machine_the_set_exactly():
+    [t] = trial.plan(chosen={"tuned": "article-2018"})
+    assert t.configurations == {"default": "default", "tuned": "article-2018"} and t.kind == "ab"
+    over = t.overrides({})
+    assert over["default"] == {}
+    resolved = {**trial.config_knobs("tuned"), **over["tuned"]}
+    assert resolved == trial.config_knobs("article-2018")
+    assert resolved["tomcat_threads_min_spare"] == 300 and resolved["jvm_heap_max_mb"] == 384
+    assert t.record()["configurations"]["tuned"] == "article-2018"       # run.json names the set
+
+
+def test_a_knob_set_follows_its_side_across_the_swap():
+    straight, swapped = trial.plan(repeat=2, chosen={"tuned": "article-2018"})
+    assert swapped.machines == {"default": "tuned", "tuned": "default"}
+    over = swapped.overrides({})
+    assert {**trial.config_knobs("default"), **over["default"]} == trial.config_knobs("article-2018")
+    assert {**trial.config_knobs("tuned"), **over["tuned"]} == trial.config_knobs("default")
+
+
+def test_set_values_name_the_knob_set_a_side_runs():
+    sets = provision.parse_overrides(["article-2018:tomcat_threads_max=280", "jvm_gc=serial"],
+                                     ["article-2018", "default"], prefixes=knob_sets.names(), what="knob set")
+    [t] = trial.plan(chosen={"tuned": "article-2018"})
+    over = t.overrides(sets)
+    assert over["tuned"]["tomcat_threads_max"] == 280 and over["tuned"]["jvm_gc"] == "serial"
+    assert over["default"] == {"jvm_gc": "serial"}
+    with pytest.raises(ValueError, match="no machine runs the tuned configuration"):
+        t.overrides(provision.parse_overrides(["tuned:tomcat_threads_max=5"], ["article-2018", "default"],
+                                              prefixes=knob_sets.names(), what="knob set"))
+
+
+def test_an_aa_run_of_a_named_set():
+    [t] = trial.plan(aa="article-2018")
+    over = t.overrides({})
+    for vm in ("default", "tuned"):
+        assert {**trial.config_knobs(vm), **over[vm]} == trial.config_knobs("article-2018")
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"chosen": {"tuned": "nosuch"}}, "sets default, article-2018, tuned"),
+    ({"chosen": {"middle": "tuned"}}, "sides are default, tuned"),
+    ({"chosen": {"tuned": "default"}}, "both sides would run default: that is an A/A run"),
+    ({"chosen": {"tuned": "article-2018"}, "aa": "default"}, "--aa and --knob-set"),
+    ({"aa": "nosuch"}, "--aa 'nosuch': name a knob set"),
+])
+def test_bad_knob_set_choices_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        trial.plan(**kwargs)
+
+
+def test_knob_sets_are_listed_and_checked(tmp_path, monkeypatch):
+    assert knob_sets.names()[0] == "default" and {"tuned", "article-2018"} <= set(knob_sets.names())
+    assert knob_sets.values("default") == {}
+    assert "article" in knob_sets.about("article-2018").lower()
+    assert knob_sets.parse_choice("article-2018", ("default", "tuned")) == ("tuned", "article-2018")
+    assert knob_sets.parse_choice("default=tuned", ("default", "tuned")) == ("default", "tuned")
+    with pytest.raises(ValueError, match="unknown knob set 'x'"):
+        knob_sets.parse_choice("x", ("default", "tuned"))
+    monkeypatch.setattr(knob_sets, "DIR", tmp_path)
+    (tmp_path / "typo.yml").write_text("tomcat_thread_max: 3\n")
+    (tmp_path / "list.yml").write_text("- a\n")
+    with pytest.raises(ValueError, match="typo.yml sets knobs the catalog does not have: tomcat_thread_max"):
+        knob_sets.values("typo", provision.catalog())
+    with pytest.raises(ValueError, match="list.yml: must be a mapping"):
+        knob_sets.values("list")

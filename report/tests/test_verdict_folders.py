@@ -166,3 +166,19 @@ def test_bad_folders_are_refused(tmp_path):
     done = subprocess.run([sys.executable, "-m", "report.combine", str(tmp_path / "s"), str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "not run folders" in done.stderr and not (tmp_path / "s").exists()
+
+
+def test_a_run_of_a_named_knob_set_and_load_says_so(tmp_path):
+    folder = write_run(tmp_path / "20261123T120000Z-article", paired_samples(10, seconds=SECONDS, effect=1.1),
+                       design={"kind": "ab", "configurations": {"default": "default", "tuned": "article-2018"},
+                               "machines": {"default": "default", "tuned": "tuned"}})
+    record = json.loads((folder / "run.json").read_text())
+    record["load"].update({"name": "article-2018", "model": "closed", "users": 150, "ramp_up_s": 150,
+                           "duration_s": 300, "keep_alive": False})
+    (folder / "run.json").write_text(json.dumps(record))
+    python("-m", "report", str(folder))
+    summary = (folder / "summary.md").read_text()
+    assert ("Knob sets: the default column ran the catalog (default), the tuned column ran knob set article-2018 "
+            "(ansible/knob_sets/article-2018.yml).") in summary
+    assert "load article-2018: closed model, 150 users" in summary and "keep-alive off" in summary
+    assert "article-2018" in (folder / "report.html").read_text()

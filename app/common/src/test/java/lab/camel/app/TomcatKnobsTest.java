@@ -18,7 +18,8 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.web.embedded.tomcat.TomcatWebServer;
 import org.springframework.boot.web.servlet.context.ServletWebServerApplicationContext;
 
-/** Reads the non-default Tomcat knobs back from the running HTTP and AJP connectors (Tomcat's own objects). */
+/** Reads the non-default Tomcat knobs back from the running AJP connector (Tomcat's own objects), and the HTTP
+ * connector's own small pool: with AJP on, HTTP serves only metrics and local checks. */
 class TomcatKnobsTest extends AbstractAppTest {
 
     @Autowired
@@ -48,9 +49,13 @@ class TomcatKnobsTest extends AbstractAppTest {
     }
 
     @Test
-    void tomcatKnobsReachTheHttpConnector() {
-        assertKnobs(http());
+    void withAjpTheHttpConnectorKeepsItsOwnSmallPool() {
         AbstractHttp11Protocol<?> p = (AbstractHttp11Protocol<?>) http().getProtocolHandler();
+        assertEquals(4, p.getMaxThreads(), "HTTP (metrics) maxThreads");
+        assertEquals(1, p.getMinSpareThreads(), "HTTP (metrics) minSpareThreads");
+        assertEquals(32, p.getMaxConnections(), "HTTP (metrics) maxConnections");
+        assertEquals(4, maxPoolSize(p), "HTTP (metrics) executor");
+        // what Spring Boot sets on its connector and the lab does not touch still applies
         assertEquals(77, p.getMaxKeepAliveRequests());
         assertEquals("on", p.getCompression());
         assertEquals(64, p.getCompressionMinSize());
@@ -76,13 +81,15 @@ class TomcatKnobsTest extends AbstractAppTest {
         assertEquals(33, p.getAcceptCount(), which + " acceptCount");
         assertEquals(4321, p.getConnectionTimeout(), which + " connectionTimeout");
         assertEquals(5432, p.getKeepAliveTimeout(), which + " keepAliveTimeout");
-        // the running thread pool itself, not only the protocol's setting
+        assertEquals(57, maxPoolSize(p), which + " executor");    // the running pool, not only the setting
+    }
+
+    static int maxPoolSize(AbstractProtocol<?> p) {
         java.util.concurrent.Executor e = p.getExecutor();
         if (e instanceof java.util.concurrent.ThreadPoolExecutor) {
-            assertEquals(57, ((java.util.concurrent.ThreadPoolExecutor) e).getMaximumPoolSize(), which + " executor");
-        } else {
-            assertEquals(57, ((org.apache.tomcat.util.threads.ThreadPoolExecutor) e).getMaximumPoolSize(), which + " executor");
+            return ((java.util.concurrent.ThreadPoolExecutor) e).getMaximumPoolSize();
         }
+        return ((org.apache.tomcat.util.threads.ThreadPoolExecutor) e).getMaximumPoolSize();
     }
 
     @Test

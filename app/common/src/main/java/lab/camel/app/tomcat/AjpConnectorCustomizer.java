@@ -31,6 +31,11 @@ import org.springframework.util.ClassUtils;
  * max-keep-alive-requests. Compression has no AJP implementation in Tomcat; {@link ConnectorTagValve} and the
  * API routes compress AJP responses with the same server.compression.* settings instead.
  *
+ * <p>With AJP on, the HTTP connector serves only the metrics scrape and local checks: it keeps a small pool of its own
+ * ({@link #METRICS_THREADS_MAX} threads, {@link #METRICS_MIN_SPARE} pre-started, {@link #METRICS_MAX_CONNECTIONS}
+ * connections) instead of server.tomcat.*, so a tuning of 300 pre-started threads is not paid twice and the
+ * traffic connector's thread gauges are the only ones that move with the load.
+ *
  * <p>With lab.ajp.protocol=apr the Tomcat native library must load: the {@link AprLifecycleListener} is registered
  * on the Server and a missing library fails the start with a clear message (no silent fallback to NIO).
  */
@@ -41,6 +46,10 @@ public class AjpConnectorCustomizer implements WebServerFactoryCustomizer<Tomcat
     static final String NIO = "org.apache.coyote.ajp.AjpNioProtocol";
     static final String NIO2 = "org.apache.coyote.ajp.AjpNio2Protocol";
     static final String APR = "org.apache.coyote.ajp.AjpAprProtocol";
+
+    static final int METRICS_THREADS_MAX = 4;
+    static final int METRICS_MIN_SPARE = 1;
+    static final int METRICS_MAX_CONNECTIONS = 32;
 
     private final LabProperties lab;
     private final ServerProperties server;
@@ -73,6 +82,8 @@ public class AjpConnectorCustomizer implements WebServerFactoryCustomizer<Tomcat
             // runs after Tomcat's Server exists and before it starts
             factory.addConnectorCustomizers(connector -> registerAprListener(connector.getService().getServer()));
         }
+        // runs after Spring Boot's own connector customizers (this customizer is ordered last), so it wins
+        factory.addConnectorCustomizers(AjpConnectorCustomizer::keepMetricsConnectorSmall);
         Connector connector = new Connector(protocolClass);
         connector.setPort(ajp.getPort());
         connector.setThrowOnFailure(true);
@@ -109,6 +120,17 @@ public class AjpConnectorCustomizer implements WebServerFactoryCustomizer<Tomcat
         }
         // not a setter of the AJP protocol: goes to its endpoint (Tomcat's AJP processor does not enforce it)
         connector.setProperty("maxKeepAliveRequests", Integer.toString(t.getMaxKeepAliveRequests()));
+    }
+
+    /** The primary (HTTP) connector when AJP carries the traffic: metrics and local checks only. */
+    static void keepMetricsConnectorSmall(Connector connector) {
+        AbstractProtocol<?> p = (AbstractProtocol<?>) connector.getProtocolHandler();
+        p.setMaxThreads(METRICS_THREADS_MAX);
+        p.setMinSpareThreads(METRICS_MIN_SPARE);
+        p.setMaxConnections(METRICS_MAX_CONNECTIONS);
+        LOG.info("HTTP connector on port {}: metrics and local checks only (AJP carries the traffic), maxThreads={} "
+                + "minSpareThreads={} maxConnections={}", connector.getPort(), METRICS_THREADS_MAX, METRICS_MIN_SPARE,
+                METRICS_MAX_CONNECTIONS);
     }
 
     boolean compressionEnabled() {

@@ -1,0 +1,71 @@
+"""Named knob sets: ansible/knob_sets/<name>.yml, each only the knobs it changes from the catalog.
+
+`default` is the catalog itself (ansible/knobs.yml, no file); `tuned` is the lab's tuning (host_vars/tuned.yml
+links to it, so Ansible gives it to the machine named tuned); `article-2018` the 2018 article's values. A run
+chooses the set of each side (`--knob-set tuned=article-2018`); a machine runs another set than its own through
+per-machine overrides (lab/trial.py), validated like any knob.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from lab import paths
+
+DIR = paths.ROOT / "ansible" / "knob_sets"
+DEFAULT = "default"                 # the catalog: no file
+
+
+def names() -> list[str]:
+    """Every set: default first, then the files' names in order."""
+    return [DEFAULT, *sorted(p.stem for p in DIR.glob("*.yml"))]
+
+
+def path(name: str) -> Path | None:
+    return None if name == DEFAULT else DIR / f"{name}.yml"
+
+
+def values(name: str, known: dict | None = None) -> dict:
+    """What the set changes from the catalog: {knob: value}; ValueError for an unknown set, a file that is not
+    a mapping, or a knob the catalog does not have (known: the catalog's knob names, checked when given)."""
+    if name not in names():
+        raise ValueError(f"unknown knob set {name!r} (sets: {', '.join(names())}; files in ansible/knob_sets/)")
+    file = path(name)
+    if file is None:
+        return {}
+    try:
+        data = yaml.safe_load(file.read_text()) or {}
+    except yaml.YAMLError as bad:
+        raise ValueError(f"ansible/knob_sets/{file.name}: not valid YAML: {bad}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"ansible/knob_sets/{file.name}: must be a mapping of knob: value")
+    unknown = sorted(set(data) - set(known)) if known is not None else []
+    if unknown:
+        raise ValueError(f"ansible/knob_sets/{file.name} sets knobs the catalog does not have: {', '.join(unknown)}")
+    return data
+
+
+def about(name: str) -> str:
+    """The set's first comment line, for listings."""
+    file = path(name)
+    if file is None:
+        return "the catalog's values (ansible/knobs.yml): the out-of-the-box behaviour"
+    for line in file.read_text().splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+    return ""
+
+
+def parse_choice(text: str, sides: tuple[str, ...]) -> tuple[str, str]:
+    """`[SIDE=]SET` (side tuned when left out) → (side, set); ValueError naming what is wrong."""
+    side, eq, name = text.partition("=")
+    if not eq:
+        side, name = sides[-1], text
+    side, name = side.strip(), name.strip()
+    if side not in sides:
+        raise ValueError(f"--knob-set {text!r}: {side!r} is not a side (sides: {', '.join(sides)})")
+    if name not in names():
+        raise ValueError(f"--knob-set {text!r}: unknown knob set {name!r} (sets: {', '.join(names())}; "
+                         "files in ansible/knob_sets/)")
+    return side, name
