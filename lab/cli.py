@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab import box, knob_sets, lifecycle, load, machines, netns, paths, prereqs, provision, reporting, run, settings, steps
+from lab import (box, knob_sets, lifecycle, load, machines, netns, paths, prereqs, provision, reporting, run,
+                 settings, steps, sweep)
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
@@ -45,48 +46,53 @@ def seconds(text: str) -> int:
     return h * 3600 + mi * 60 + se
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="./start.sh", description=DESCRIPTION,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_options(add) -> None:
+    """The run options, given to `add` (a parser's or group's add_argument)."""
     d = load.Profile()
-    r = p.add_argument_group("run options (the full run, no command)")
-    r.add_argument("--load", default="lab", choices=tuple(load.LOADS), metavar="LOAD",
+    add("--load", default="lab", choices=tuple(load.LOADS), metavar="LOAD",
                    help="the named load the options below change: lab (the request mix; default) or article-2018 "
                         "(the article's plan: one backend-calling GET, no keep-alive, 10 s timeouts, 150 users over "
                         "150 s, 5 minutes)")
-    r.add_argument("--duration", type=seconds, default=None, metavar="TIME",
+    add("--duration", type=seconds, default=None, metavar="TIME",
                    help=f"hold at full load after the ramp-up (default {d.duration_s // 60}m; article-2018: 5m)")
-    r.add_argument("--users", type=int, default=None, help=f"threads per machine, closed model (default {d.users})")
-    r.add_argument("--ramp-up", type=seconds, default=None, metavar="TIME",
+    add("--users", type=int, default=None, help=f"threads per machine, closed model (default {d.users})")
+    add("--ramp-up", type=seconds, default=None, metavar="TIME",
                    help=f"time to start all users (default {d.ramp_up_s}s: one per second)")
-    r.add_argument("--warmup", type=seconds, default=None, metavar="TIME",
+    add("--warmup", type=seconds, default=None, metavar="TIME",
                    help="excluded from the summary figures, from the first sample (default: the ramp-up)")
-    r.add_argument("--model", choices=("closed", "open"), default=d.model,
+    add("--model", choices=("closed", "open"), default=d.model,
                    help="closed: users loop; open: arrivals at --rate whatever the server does (default closed)")
-    r.add_argument("--rate", type=float, default=None, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
-    r.add_argument("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
-    r.add_argument("--tls", action="store_true",
+    add("--rate", type=float, default=None, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
+    add("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
+    add("--tls", action="store_true",
                    help="the load over HTTPS through HTTPD's TLS front (443, the lab's self-signed certificate)")
-    r.add_argument("--label", default="", help="added to the run folder's name, e.g. threads200")
-    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
+    add("--label", default="", help="added to the run folder's name, e.g. threads200")
+    add("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
                    help="override a knob of a configuration (default or tuned; both without a prefix) for this "
                         "run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
-    r.add_argument("--profile", action="store_true",
+    add("--profile", action="store_true",
                    help="profile both JVMs (CPU, allocations, locks) for flame graphs; off by default: it costs the "
                         "JVMs, unequally (the same as --set profiler_events=[cpu,alloc,lock])")
-    r.add_argument("--repeat", type=int, default=1, metavar="N",
+    add("--repeat", type=int, default=1, metavar="N",
                    help="N trials in one command, each restarted alike; from the second on the two configurations "
                         "alternate between the machines (crossover) and a combined report cancels machine bias")
-    r.add_argument("--knob-set", dest="knob_sets", action="append", default=[], metavar="[SIDE=]SET",
+    add("--knob-set", dest="knob_sets", action="append", default=[], metavar="[SIDE=]SET",
                    help="run a named knob set (ansible/knob_sets/SET.yml) on a side instead of its own, e.g. "
                         "--knob-set tuned=article-2018 (side tuned when left out; default stays the catalog unless "
                         f"chosen; sets: {', '.join(knob_sets.names())})")
-    r.add_argument("--aa", nargs="?", const="default", default=None, metavar="SET",
+    add("--aa", nargs="?", const="default", default=None, metavar="SET",
                    help="A/A calibration: both machines run knob set SET (default unless named) to measure the "
                         "twins' own difference")
-    r.add_argument("--down", action="store_true", help="destroy the machines after the run")
-    r.add_argument("--provision", action="store_true",
+    add("--down", action="store_true", help="destroy the machines after the run")
+    add("--provision", action="store_true",
                    help="run Ansible even when nothing changed since the machines were last provisioned")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./start.sh", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    r = p.add_argument_group("run options (the full run, no command)")
+    add_run_options(r.add_argument)
     p.set_defaults(run_options=[a.dest for a in r._group_actions])
     sub = p.add_subparsers(dest="command", metavar="command")
     sub.add_parser("up", help="bring both machines up")
@@ -96,6 +102,15 @@ def parser() -> argparse.ArgumentParser:
     pv = sub.add_parser("provision", help="provision both machines (Ansible)")
     pv.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
                     help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+    sw = sub.add_parser("sweep", help="one trial per knob value, default as the control")
+    sw.add_argument("axes", nargs="+", metavar="tuned:KNOB=V1,V2,…",
+                    help="the values to try on the tuned side; several knobs: every combination")
+    sw.add_argument("--max-trials", type=int, default=sweep.MAX_TRIALS, metavar="N",
+                    help=f"refuse a plan of more trials (default {sweep.MAX_TRIALS})")
+    ab = sub.add_parser("ablate", help="the tuned set with one tier's changes reverted at a time")
+    for command in (sw, ab):        # run options before or after the command; typed ones only (no default here)
+        run_group = command.add_argument_group("run options (as for the full run; before or after the command)")
+        add_run_options(lambda *names, **kw: run_group.add_argument(*names, **{**kw, "default": argparse.SUPPRESS}))
     rp = sub.add_parser("report", help="(re)write a run folder's report")
     rp.add_argument("run_dir", type=Path, metavar="RUN_FOLDER", help="e.g. results/20261123T101500Z-quick")
     rp.add_argument("--warmup", type=lambda t: t if t == "auto" else seconds(t), default=None, metavar="TIME|auto",
@@ -129,16 +144,22 @@ def cmd_exec(argv: list[str]) -> int:
 
 
 # a command's own options that share a name (dest) with a run option
-COMMAND_OPTIONS = {"provision": {"overrides"}, "report": {"warmup"}}
+COMMAND_OPTIONS = {"provision": {"overrides"}, "report": {"warmup"}, "sweep": "run", "ablate": "run"}
 
 
 def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
     """Options that contradict each other or do nothing where they were given: refused, not ignored."""
     if args.command is not None:
         own = COMMAND_OPTIONS.get(args.command, set())
+        if own == "run":        # sweep, ablate: every trial is a full run
+            return run_contradictions(args)
         given = [d for d in args.run_options if d not in own and getattr(args, d) != p.get_default(d)]
         return [f"--{d.replace('_', '-') if d != 'overrides' else 'set'} is a run option: it does nothing with "
                 f"`./start.sh {args.command}`" for d in given]
+    return run_contradictions(args)
+
+
+def run_contradictions(args) -> list[str]:
     problems = []
     if args.model == "closed" and args.rate is not None:
         problems.append("--rate applies to the open model only (add --model open, or leave --rate out)")
@@ -162,6 +183,14 @@ def run_options(args) -> run.Options:
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
                        knob_sets={side: name for side, name in chosen.items() if name != side})
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
+
+
+def sweep_plan(args, opts: run.Options) -> sweep.Plan:
+    """The sweep's or ablation's trials on the tuned side's knob set; ValueError naming what is wrong."""
+    configuration = opts.trials()[0].configurations["tuned"]
+    if args.command == "ablate":
+        return sweep.ablation_plan(configuration)
+    return sweep.sweep_plan([sweep.parse_axis(a) for a in args.axes], configuration, args.max_trials)
 
 
 def _terminated(signum, frame):
@@ -189,17 +218,26 @@ def main(argv: list[str] | None = None) -> int:
             return reporting.report(args.run_dir, args.warmup)
         if args.command == "compare":
             return reporting.compare(args.run_dirs, paths.RESULTS / run.new_run_id("compare"))
-        opts = run_options(args) if args.command is None else None
+        opts = run_options(args) if args.command in (None, "sweep", "ablate") else None
         overrides = provision.parse_overrides(args.overrides) if args.command == "provision" else None
         s = settings.load()
-        if opts is not None:
+        plan = sweep_plan(args, opts) if args.command in ("sweep", "ablate") else None
+        if plan is not None:
+            print(sweep.describe(plan, opts.profile.planned_s), flush=True)
+            sweep.validate(plan, opts, s, run)
+        elif opts is not None:
             run.validate(opts, s)        # bad knobs are named before anything else is looked at
         owner = netns.foreign_owner()
-        if owner and args.command in ("up", "down", "exec", None):
+        if owner and args.command in ("up", "down", "exec", "sweep", "ablate", None):
             raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
                            f"run ./start.sh down there first (only one lab can run on a host)")
         if args.command is None:
             return run.execute(opts, s)
+        if plan is not None:
+            code = sweep.execute(plan, opts, s)     # validates every trial first
+            if opts.down:
+                lifecycle.down()
+            return code
         if args.command == "up":
             lifecycle.up(s)
         elif args.command == "down":

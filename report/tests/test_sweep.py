@@ -1,0 +1,69 @@
+"""The sweep's and the ablation's report from recorded trial verdicts: the best-value rule, the overlap
+warning, the share of the gain per tier with its interval."""
+import json
+import math
+
+import pytest
+
+from report import sweep
+
+
+def effect(estimate, half=0.05, errors=0.0):
+    return {"tps": {"default": 10.0, "tuned": 10 * estimate, "estimate": estimate, "low": estimate - half,
+                    "high": estimate + half},
+            "error_pct": {"default": 0.0, "tuned": errors, "estimate": errors},
+            "p99": {"default": 900, "tuned": 800, "estimate": 0.89, "low": 0.8, "high": 0.95}}
+
+
+def write_sweep(tmp_path, kind, points, axes=()):
+    folder = tmp_path / f"20261125T000000Z-{kind}"
+    folder.mkdir()
+    recorded = []
+    for k, (label, values, tier, effects) in enumerate(points):
+        run_dir = None
+        if effects is not None:
+            run_dir = tmp_path / f"20261125T00010{k}Z-{label}"
+            run_dir.mkdir()
+            (run_dir / "verdict.json").write_text(json.dumps({"effects": effects}))
+        recorded.append({"label": label, "values": values, "about": label, "tier": tier,
+                         "run_dir": str(run_dir) if run_dir else None, "exit_code": 0 if run_dir else None})
+    (folder / "sweep.json").write_text(json.dumps({
+        "sweep_id": folder.name, "kind": kind, "configuration": "tuned", "status": "complete", "axes": list(axes),
+        "rule": {"best": "highest ratio with errors ≤ 0.1 %", "max_error_pct": 0.1}, "load": {}, "points": recorded}))
+    return folder
+
+
+def test_the_best_value_keeps_errors_within_the_rule(tmp_path):
+    axes = [{"side": "tuned", "knob": "tomcat_threads_max", "values": [100, 150, 200]}]
+    folder = write_sweep(tmp_path, "sweep", [("t100", {"tomcat_threads_max": 100}, None, effect(1.2)),
+                                              ("t150", {"tomcat_threads_max": 150}, None, effect(1.5, errors=2.0)),
+                                              ("t200", {"tomcat_threads_max": 200}, None, effect(1.4))], axes)
+    sweep.write(folder)
+    text = (folder / "sweep.md").read_text()
+    assert "**Best value: t200**" in text            # t150 is faster but breaks the error rule
+    assert "cannot tell the two apart" not in text    # 1.35–1.45 vs 1.15–1.25: apart
+    assert len([line for line in text.splitlines() if line.startswith("| t") and "report.html" in line]) == 3
+    assert "data:image/png;base64," in (folder / "sweep.html").read_text()
+
+
+def test_no_trial_within_the_rule_is_said(tmp_path):
+    folder = write_sweep(tmp_path, "sweep", [("a", {"x": 1}, None, effect(1.2, errors=5)),
+                                              ("b", {"x": 2}, None, effect(1.3, errors=1))])
+    sweep.write(folder)
+    assert "**Best value: none** — no trial kept the tuned side's errors at or below 0.1 %" in (folder / "sweep.md").read_text()
+
+
+def test_each_tier_gets_its_share_of_the_gain_with_an_interval(tmp_path):
+    folder = write_sweep(tmp_path, "ablate", [("full", {}, None, effect(1.5)),
+                                               ("no-httpd", {"httpd_mpm": "event"}, "httpd", effect(1.2)),
+                                               ("no-jvm", {"jvm_gc": None}, "jvm", effect(1.5)),
+                                               ("no-base", {"base_sysctl": {}}, "base", None)])
+    data, trials = sweep.load(folder)
+    value, low, high = sweep.share(trials[0], trials[1])
+    assert value == pytest.approx(1 - math.log(1.2) / math.log(1.5))
+    assert low < value < high
+    assert sweep.share(trials[0], trials[2])[0] == pytest.approx(0.0, abs=1e-12)
+    sweep.write(folder)
+    text = (folder / "sweep.md").read_text()
+    assert f"| {100 * value:.0f} % ({100 * low:.0f} … {100 * high:.0f} %) |" in text
+    assert "no-base (not run)" in text and "(reference)" in text
