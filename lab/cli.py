@@ -60,9 +60,17 @@ def add_run_options(add) -> None:
                    help=f"time to start all users (default {d.ramp_up_s}s: one per second)")
     add("--warmup", type=seconds, default=None, metavar="TIME",
                    help="excluded from the summary figures, from the first sample (default: the ramp-up)")
-    add("--model", choices=("closed", "open"), default=d.model,
-                   help="closed: users loop; open: arrivals at --rate whatever the server does (default closed)")
+    add("--model", choices=("closed", "open", "steps"), default=d.model,
+                   help="closed: users loop; open: arrivals at --rate whatever the server does; steps: a capacity "
+                        "search, arrivals at each of --rates for --stage (default closed)")
     add("--rate", type=float, default=None, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
+    add("--rates", type=rates, default=None, metavar="R1,R2,…",
+                   help="steps model: req/s per machine of each stage, rising, e.g. 10,20,30,40")
+    add("--stage", type=seconds, default=None, metavar="TIME",
+                   help=f"steps model: each stage's length (default {d.step_s}s)")
+    add("--p99-target", type=lambda t: int(seconds_float(t) * 1000), default=None, metavar="TIME",
+                   help=f"steps model: a stage is sustained only with p99 at or under this (default "
+                        f"{d.p99_target_ms / 1000:g}s; also errors ≤ 0.1 % and ≥ 90 % of the offered rate served)")
     add("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
     add("--tls", action="store_true",
                    help="the load over HTTPS through HTTPD's TLS front (443, the lab's self-signed certificate)")
@@ -86,6 +94,24 @@ def add_run_options(add) -> None:
     add("--down", action="store_true", help="destroy the machines after the run")
     add("--provision", action="store_true",
                    help="run Ansible even when nothing changed since the machines were last provisioned")
+
+
+def rates(text: str) -> tuple:
+    """'10,20,30' → (10, 20, 30): the steps model's stages (req/s)."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of rates, e.g. 10,20,30") from None
+    return tuple(int(v) if v.is_integer() else v for v in values)
+
+
+def seconds_float(text: str) -> float:
+    """'2s', '1500ms', '2' → seconds."""
+    t = text.strip()
+    try:
+        return float(t[:-2]) / 1000 if t.endswith("ms") else float(t.rstrip("s"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time, e.g. 2s or 1500ms") from None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -161,13 +187,20 @@ def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
 
 def run_contradictions(args) -> list[str]:
     problems = []
+    if args.model == "steps" and not args.rates:
+        problems.append("--model steps needs --rates R1,R2,… (req/s per machine of each stage)")
     if args.model == "closed" and args.rate is not None:
         problems.append("--rate applies to the open model only (add --model open, or leave --rate out)")
     if args.model == "open" and args.no_keep_alive:
         problems.append("--no-keep-alive applies to the closed model only: in the open model every arrival "
                         "connects anew")
-    if args.model == "open" and args.users is not None:
+    if args.model != "closed" and args.users is not None:
         problems.append("--users applies to the closed model only: the open model sets its pace with --rate")
+    if args.model == "steps" and (args.rate is not None or args.duration is not None or args.no_keep_alive):
+        problems.append("--rate, --duration and --no-keep-alive do not apply to the steps model: --rates and --stage "
+                        "set its stages")
+    if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
+        problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
     if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
         problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
     return problems
@@ -175,8 +208,12 @@ def run_contradictions(args) -> list[str]:
 
 def run_options(args) -> run.Options:
     """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
-    profile = load.named(args.load, model=args.model, users=args.users, ramp_up_s=args.ramp_up,
-                         duration_s=args.duration, rate_per_s=args.rate, keep_alive=False if args.no_keep_alive else None)
+    steps = args.model == "steps"
+    profile = load.named(args.load, model=args.model, users=args.users,
+                         ramp_up_s=0 if steps and args.ramp_up is None else args.ramp_up,
+                         duration_s=args.duration, rate_per_s=args.rate,
+                         keep_alive=False if args.no_keep_alive else None,
+                         step_rates=args.rates, step_s=args.stage, p99_target_ms=args.p99_target)
     overrides = (["profiler_events=[cpu,alloc,lock]"] if args.profile else []) + args.overrides
     chosen = dict(knob_sets.parse_choice(text, machines.NAMES) for text in args.knob_sets)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,

@@ -4,7 +4,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import MACHINES
+from . import MACHINES, capacity
 from .charts import CHARTS, render
 from .flame import flame_sections, load_profiles
 from .html import render_html
@@ -39,6 +39,9 @@ def build_report(folder, warmup=None):
     summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration, profiles)
     write_record(folder, verdict_record(run, machines, analysis, sentence))
     charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
+    stepped = capacity.chart(run, machines)
+    if stepped is not None:
+        charts.insert(0, stepped)
     page = render_html(f"Camel Tuning Lab — {run.run_id}", summary, charts, run.dashboards(),
                        flames=flame_sections(profiles))
     summary_path, html_path = Path(folder) / "summary.md", Path(folder) / "report.html"

@@ -2,6 +2,7 @@
 summary, the charts, then the profiles' flame graphs."""
 import base64
 import html
+from typing import NamedTuple
 
 import markdown
 
@@ -16,6 +17,13 @@ code { background: #f4f4f4; padding: 0 3px; font-size: 90%; }
 .flame { max-width: 100%; height: auto; } .flame text { pointer-events: none; fill: #000; }
 .flame g:hover rect { stroke: #000; stroke-width: .7; }
 """
+
+
+class Figure(NamedTuple):
+    """A chart that is not one of the run's side-by-side panels (a sweep's, the capacity search's)."""
+    key: str
+    title: str
+    about: str
 
 
 def render_html(title, summary_md, charts, dashboards, charts_title=None, flames=()):

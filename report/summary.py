@@ -2,7 +2,7 @@
 analysis, the profiles, the lab's own cost, knob diff, versions, log hints and what is missing from the run folder."""
 from datetime import datetime, timezone
 
-from . import MACHINES, fmt, integrity
+from . import MACHINES, capacity, fmt, integrity
 from .events import log_events, restart_lines, restarts
 from .machine import utc_clock
 from .cost import cost_lines
@@ -81,7 +81,10 @@ def _run_line(run):
             f"ended {run.get('ended', default='?')}"]
     if load:
         model = load.get("model", "?")
-        users = f"{load.get('users')} users" if load.get("users") is not None else ""
+        users = f"{load.get('users')} users" if load.get("users") is not None and model == "closed" else ""
+        if model == "steps":
+            users = (f"stages of {load.get('step_s', '?')} s at "
+                     f"{', '.join(f'{r:g}' for r in load.get('step_rates') or [])} req/s")
         rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") and model == "open" else ""
         named = f" {load['name']}" if load.get("name") else ""
         bits.append(f"load{named}: {model} model, {' '.join(x for x in (users, rate) if x)}, "
@@ -319,6 +322,7 @@ def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=No
     lines += [_run_line(run), "", _warmup_line(warmup_s, warmup_source), ""]
     lines += design_lines(run)
     lines += ["## Results", ""] + results_table(machines, analysis) + [""]
+    lines += capacity.lines(run, machines)
     lines += uncertainty_lines(analysis)
     lines += steady_lines(machines)
     lines += stops_section(machines)

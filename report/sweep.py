@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .html import Figure
 from .verdict import pct, read_record
 
 Z95 = 1.959964
@@ -37,13 +38,6 @@ class Trial:
     @property
     def reported(self):
         return bool(self.effect("tps"))
-
-
-@dataclass
-class Chart:
-    key: str
-    title: str
-    about: str
 
 
 def load(folder):
@@ -218,7 +212,7 @@ def chart(data, trials):
     plt.close(fig)
     about = ("x: " + (axes[0]["knob"] if numeric else "the trials, labelled as in the table") +
              ". Dashed: no difference (ratios) and the rule's error limit.")
-    return Chart("sweep", "The verdict figures against the value", about), buf.getvalue()
+    return Figure("sweep", "The verdict figures against the value", about), buf.getvalue()
 
 
 def write(folder):

@@ -27,12 +27,16 @@ class Profile:
     request mix. LOADS names it and the article's own plan.
     """
     name: str = "lab"                   # which named load (LOADS) it started from, for run.json and the report
-    model: str = "closed"               # closed: `users` threads loop; open: arrivals at rate_per_s
+    model: str = "closed"               # closed: `users` threads loop; open: arrivals at rate_per_s; steps: arrivals
+                                        # at each of step_rates for step_s (a capacity search)
     users: int = 150                    # closed model: threads per machine
     ramp_up_s: int = 150                # closed: time to start all users; open: rate rises 0 → rate_per_s
     duration_s: int = 1200              # the hold after the ramp-up (the run lasts ramp_up_s + duration_s, +drain_s)
     rate_per_s: float = 50.0            # open model: requests per second per machine during the hold
     keep_alive: bool = True             # closed model: reuse connections (open: each arrival connects anew)
+    step_rates: tuple = ()              # steps model: req/s per machine of each stage, rising
+    step_s: int = 120                   # steps model: each stage's length
+    p99_target_ms: int = 2000           # steps model: a stage is sustained only with p99 at or under this
     connect_timeout_ms: int = 5000
     response_timeout_ms: int = 30000
     mix: dict = field(default_factory=lambda: {"get": 60, "summary": 25, "post": 10, "delete": 5})
@@ -55,8 +59,21 @@ class Profile:
 
         if not isinstance(self.name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,39}", self.name):
             return bad("name", "must be a short lower-case name", self.name)
-        if self.model not in ("closed", "open"):
-            return bad("model", "must be 'closed' or 'open'", self.model)
+        if self.model not in ("closed", "open", "steps"):
+            return bad("model", "must be 'closed', 'open' or 'steps'", self.model)
+        if self.model == "steps":
+            rates = self.step_rates
+            if not isinstance(rates, tuple) or len(rates) < 2 or len(rates) > 50 or any(
+                    isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 100000 for r in rates):
+                return bad("step_rates", "must be 2 to 50 rates above 0 (req/s)", rates)
+            if list(rates) != sorted(set(rates)):
+                return bad("step_rates", "must rise from stage to stage", rates)
+            if not is_int(self.step_s) or not 10 <= self.step_s <= 86400:
+                return bad("step_s", "must be whole seconds from 10 to 86400", self.step_s)
+            if not is_int(self.p99_target_ms) or not 1 <= self.p99_target_ms <= 3600000:
+                return bad("p99_target_ms", "must be whole milliseconds from 1 to 3600000", self.p99_target_ms)
+        elif self.step_rates:
+            return bad("step_rates", "apply to the steps model only", self.step_rates)
         if not is_int(self.users) or not 1 <= self.users <= 10000:
             return bad("users", "must be a whole number from 1 to 10000", self.users)
         if not is_int(self.ramp_up_s) or not 0 <= self.ramp_up_s <= 86400:
@@ -92,12 +109,26 @@ class Profile:
 
     @property
     def drain_s(self) -> int:
-        """Open model: the schedule's closing pause, so requests in flight finish rather than being cut."""
-        return -(-self.response_timeout_ms // 1000) if self.model == "open" else 0
+        """Open and steps models: the schedule's closing pause, so requests in flight finish rather than being cut."""
+        return -(-self.response_timeout_ms // 1000) if self.model in ("open", "steps") else 0
 
     @property
     def planned_s(self) -> int:
+        if self.model == "steps":
+            return len(self.step_rates) * self.step_s + self.drain_s
         return self.ramp_up_s + self.duration_s + self.drain_s
+
+    def stages(self) -> list[tuple[float, int, int]]:
+        """Steps model: (rate, start, end) of each stage in seconds from the load's start."""
+        return [(r, k * self.step_s, (k + 1) * self.step_s) for k, r in enumerate(self.step_rates)]
+
+    def steps_schedule(self) -> str:
+        """JMeter's open-model schedule for the steps: each rate held for step_s (two rate() in a row jump from
+        one to the next), then the closing pause."""
+        if self.model != "steps":
+            return ""
+        stages = " ".join(f"rate({r:g}/s) random_arrivals({self.step_s} s) rate({r:g}/s)" for r in self.step_rates)
+        return f"{stages} pause({self.response_timeout_ms} ms)"
 
     def jmeter_properties(self) -> dict[str, str]:
         props = {
@@ -106,6 +137,7 @@ class Profile:
             "keep_alive": "true" if self.keep_alive else "false",
             "connect_timeout_ms": str(self.connect_timeout_ms), "response_timeout_ms": str(self.response_timeout_ms),
             "id_min": str(self.id_min), "id_max": str(self.id_max), "customers_path": self.customers_path,
+            "steps_schedule": self.steps_schedule(),
         }
         props.update({f"mix_{key}": str(self.mix[key]) for key in MIX_KEYS})
         return props
@@ -114,6 +146,9 @@ class Profile:
         """The load in a few words, for the terminal."""
         if self.model == "open":
             return f"{self.rate_per_s:g} req/s per machine after a {self.ramp_up_s} s ramp"
+        if self.model == "steps":
+            return (f"stages of {self.step_s} s at {', '.join(f'{r:g}' for r in self.step_rates)} req/s per machine "
+                    "(capacity search)")
         return f"{self.users} users per machine over {self.ramp_up_s} s"
 
 
