@@ -11,6 +11,7 @@ the next try unless --down.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -221,9 +222,17 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
     alive = None            # the machines' liveness watch, while the load runs
     exit_code = 0
 
+    @contextlib.contextmanager
     def phase(name: str, title: str):
+        """A phase of the run: run.json says which is running, and phases.<name>_s how long each took."""
         record.update(phase=name)
-        return steps.step(title)
+        started = time.monotonic()
+        try:
+            with steps.step(title):
+                yield
+        finally:
+            record.data["phases"][f"{name}_s"] = round(time.monotonic() - started)
+            record.save()
 
     try:
         t0 = time.monotonic()
@@ -374,21 +383,26 @@ def _interrupted_after_load(record: Record) -> bool:
 
 def _finish_step(record: Record, name: str, title: str, work) -> bool:
     """One step after the load: a failure or Ctrl-C is recorded (status, stopped_at, finish_errors) and does
-    not stop the steps after it; the run's status keeps the first thing that went wrong. True when it ran."""
+    not stop the steps after it; the run's status keeps the first thing that went wrong. True when it ran.
+    phases.<name>_s: how long it took."""
     record.update(phase=name)
+    started = time.monotonic()
+    error = None
     try:
         with steps.step(title):
             work()
-        return True
     except KeyboardInterrupt:
         print(f"\nstart.sh: interrupted during {name}"
               + ("; writing the report from what was gathered" if name != "report" else "; no report written"),
               file=sys.stderr)
         if record.data.get("status") in ("running", "complete"):
             record.update(status="interrupted", stopped_at=name)
-        errors = {**(record.data.get("finish_errors") or {}), name: "interrupted (Ctrl-C)"}
+        error = "interrupted (Ctrl-C)"
     except Exception as failure:      # noqa: BLE001 - the next steps still run on what there is
         print(f"start.sh: {name} failed: {failure}", file=sys.stderr)
-        errors = {**(record.data.get("finish_errors") or {}), name: f"{type(failure).__name__}: {failure}"}
-    record.update(finish_errors=errors)
-    return False
+        error = f"{type(failure).__name__}: {failure}"
+    record.data.setdefault("phases", {})[f"{name}_s"] = round(time.monotonic() - started)
+    if error is not None:
+        record.data["finish_errors"] = {**(record.data.get("finish_errors") or {}), name: error}
+    record.save()
+    return error is None

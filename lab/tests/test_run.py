@@ -189,6 +189,7 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
     record = json.loads((run_dir / "run.json").read_text())
     assert (record["status"], record["stopped_at"]) == ("failed", "up")
     assert "made with other settings" in record["error"]
+    assert "up_s" in record["phases"]          # a phase that failed still says how long it took
     assert calls == [("report", run_dir), "down"]
     assert "No verdict" in capsys.readouterr().out
 
@@ -396,6 +397,7 @@ def test_a_clean_finish_records_no_errors(finishing):
     calls, record = finishing()
     assert calls == ["collect", "dashboards", "report"]
     assert record["status"] == "complete" and "finish_errors" not in record
+    assert set(record["phases"]) == {"collect_s", "dashboards_s", "report_s"}     # each step's duration
 
 
 def test_tls_loads_through_the_https_front_and_is_recorded():
