@@ -14,3 +14,4 @@ SETTINGS_JSON = STATE_DIR / "settings.json"  # resolved settings the Vagrantfile
 # On each machine: what a run restarts and collects there, written by Ansible (site.yml). lab/guest/run.sh
 # has the same default (it cannot import this).
 GUEST_MANIFEST = "/etc/lab/manifest.json"
+GUEST_PROVISION_MEMORY = "/var/log/lab-provision-memory.txt"   # group_vars/all/lab.yml lab_provision_memory_file

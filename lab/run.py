@@ -247,6 +247,11 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             record.update(machine_overrides={m: o for m, o in overrides.items() if o})
             ran = provision.run(resolved, overrides, log=log, force=opts.provision)
         record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
+        if ran:   # issue 15: a machine that has just run a full load must come through provisioning
+            memory = provision.memory_during(list(resolved["machines"]))
+            record.update(provision_memory=memory)
+            for name, summary in memory.items():
+                log(provision.describe_memory(name, summary))
         with phase("restart", "equal start: both machines' services restarted together"):
             starts = services.restart_together()
             record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{
