@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from conftest import ANSIBLE_DIR, INVENTORY, PROVISION_PLAY, ansible_playbook, run_all
+from lab.bench.cycle import KNOB_CHANGES as CYCLE_CHANGES
 
 KNOB_SETS = ANSIBLE_DIR / "knob_sets"
 
@@ -232,6 +233,10 @@ def runs(tmp_path_factory):
         jobs[f"set:{path.stem}"] = lambda values=values, name=path.stem: ansible_playbook(
             "-i", str(INVENTORY), *LOAD, "site.yml", overrides={"default": values, "tuned": values},
             tmp=tmp_path_factory.mktemp(name))
+    # the cycle benchmark's knob changes (lab/bench/cycle.py), on top of the tuned set
+    jobs["cycle"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml",
+                                             overrides={"tuned": {k: v[0] for k, v in CYCLE_CHANGES.values()}},
+                                             tmp=tmp_path_factory.mktemp("cycle"))
     jobs["bare_inventory"] = lambda: ansible_playbook("-i", str(bare_inventory(tmp_path_factory.mktemp("bare"))),
                                                       "site.yml")
     return run_all(jobs)
@@ -294,6 +299,11 @@ def test_every_knob_set_passes_validation_on_both_machines(runs):
         run = runs[name]
         assert run.rc == 4 and not run.failures(), f"{name}\n{run.describe()}"
         assert PROVISION_PLAY in run.out, f"{name}: validation did not let it through\n{run.describe()}"
+
+
+def test_the_cycle_benchmarks_knob_changes_pass_on_tuned(runs):
+    run = runs["cycle"]
+    assert run.rc == 4 and not run.failures() and PROVISION_PLAY in run.out, run.describe()
 
 
 def test_the_article_set_is_runnable_but_warned_about(runs):

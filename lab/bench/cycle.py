@@ -1,0 +1,181 @@
+"""Cycle-time benchmark (issue 14; real machines, not a CI stage): how long from `./start.sh` to the first
+request of the load, cold and warm, and how long teardown takes. Every measured run carries a tiny load (the
+load is not what is measured); its run.json phases (lab/run.py) say where the time went.
+
+  .venv/bin/python -m lab.bench.cycle [--repeat 3] [--scenarios cold,warm,httpd,tomcat,jvm,logback,down]
+  .venv/bin/python -m lab.bench.cycle --table results/<stamp>-bench-cycle/cycle.json   # the table again
+
+Scenarios, in this order within each repetition:
+  cold      nothing of the lab cached: lab down, the base box and the app jar removed (the host's Maven,
+            pip and apt caches stay, as for a second clone on the same machine), then a run
+  warm      a run with nothing changed since the last one (provisioning skipped by its fingerprint)
+  httpd, tomcat, jvm, logback
+            a run with one knob of that tier changed on tuned (KNOB_CHANGES: each step flips one knob
+            between two harmless values; the others keep what the step before left)
+  down      ./start.sh down after a run (timed here: down has no run folder)
+  fresh     new machines from the cached box: ./start.sh down, then a run (what CI's e2e stage does; a
+            warm or knob scenario that follows down is recorded as fresh, which it is)
+The table: per scenario, n and min / median / max seconds to the load's start, and the phase with the
+longest median (what limits it). Results land in results/<stamp>-bench-cycle/cycle.json, trial by trial.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lab import paths, run
+
+START = str(paths.ROOT / "start.sh")
+TINY_LOAD = ["--users", "2", "--ramp-up", "1s", "--duration", "10s", "--warmup", "0"]
+# a knob of each tier on tuned, and two values valid with the tuned set that change nothing a tuner measures
+KNOB_CHANGES = {
+    "httpd": ("httpd_start_servers", (2, 3)),
+    "tomcat": ("tomcat_accept_count", (101, 100)),
+    "jvm": ("jvm_exit_on_oom", (True, False)),
+    "logback": ("logback_async_queue_size", (512, 500)),
+}
+SCENARIOS = ("cold", "fresh", "warm", *KNOB_CHANGES, "down")
+# what run.json's phases hold before the load starts (to_load_s is their sum, plus the gaps between them)
+PHASES_TO_LOAD = ("up", "provision", "restart", "check")
+
+
+def forget_caches(log=print) -> list[str]:
+    """A cold start: the lab down, and the base boxes and app jars it would otherwise reuse removed."""
+    removed = []
+    done = subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"./start.sh down failed before a cold run:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    for box in sorted(paths.BOX_DIR.glob("*.box")):
+        box.unlink()
+        removed.append(str(box.relative_to(paths.ROOT)))
+    boxes = paths.VAGRANT_HOME / "boxes"       # the registered copy: without it Vagrant would not re-add the box
+    if boxes.is_dir():
+        shutil.rmtree(boxes)
+        removed.append(str(boxes.relative_to(paths.ROOT)))
+    for jar in sorted((paths.ROOT / "app").glob("*/target/*.jar")):
+        jar.unlink()
+        removed.append(str(jar.relative_to(paths.ROOT)))
+    log(f"cold: removed {', '.join(removed) or 'nothing (already cold)'}")
+    return removed
+
+
+def timed_run(scenario: str, overrides: dict[str, object], log=print) -> dict:
+    """One ./start.sh with the tiny load: its run folder's phases, or why there are none."""
+    argv = [START, *TINY_LOAD, "--label", f"cycle-{scenario}"]
+    for knob, value in overrides.items():
+        argv += ["--set", f"tuned:{knob}={json.dumps(value) if isinstance(value, bool) else value}"]
+    before = set(paths.RESULTS.iterdir()) if paths.RESULTS.exists() else set()
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600)
+    wall_s = round(time.monotonic() - started)
+    made = sorted(set(paths.RESULTS.iterdir()) - before) if paths.RESULTS.exists() else []
+    trial = {"scenario": scenario, "argv": argv[1:], "exit": done.returncode, "wall_s": wall_s,
+             "folder": made[-1].name if made else None, "phases": {}}
+    if made and (made[-1] / "run.json").is_file():
+        record = json.loads((made[-1] / "run.json").read_text())
+        trial["phases"] = record.get("phases", {})
+        trial["provisioned"] = record.get("provisioned")
+        trial["status"] = record.get("status")
+    if done.returncode != 0:
+        trial["error"] = (done.stderr.strip() or done.stdout.strip())[-500:]
+    log(f"{scenario}: exit {done.returncode}, to load {trial['phases'].get('to_load_s')} s, "
+        f"whole run {wall_s} s ({trial['folder']})")
+    return trial
+
+
+def timed_down(log=print) -> dict:
+    started = time.monotonic()
+    done = subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800)
+    trial = {"scenario": "down", "exit": done.returncode, "wall_s": round(time.monotonic() - started), "phases": {}}
+    log(f"down: exit {done.returncode} in {trial['wall_s']} s")
+    return trial
+
+
+def seconds_of(trial: dict) -> int | None:
+    """The figure a scenario is judged by: to the load's start, or down's own time."""
+    if trial["exit"] != 0:
+        return None
+    return trial["wall_s"] if trial["scenario"] == "down" else trial["phases"].get("to_load_s")
+
+
+def table(trials: list[dict]) -> str:
+    """min / median / max per scenario (failed trials counted apart) and the phase with the longest median."""
+    lines = ["| scenario | n | min s | median s | max s | longest phase (median s) | failed |",
+             "|---|---|---|---|---|---|---|"]
+    for scenario in SCENARIOS:
+        mine = [t for t in trials if t["scenario"] == scenario]
+        if not mine:
+            continue
+        figures = [s for s in map(seconds_of, mine) if s is not None]
+        phase_medians = {p: statistics.median(t["phases"][f"{p}_s"] for t in mine if f"{p}_s" in t["phases"])
+                         for p in PHASES_TO_LOAD if any(f"{p}_s" in t["phases"] for t in mine)}
+        longest = max(phase_medians, key=phase_medians.get) if phase_medians else None
+        cells = ([len(figures), min(figures), round(statistics.median(figures)), max(figures)] if figures
+                 else [0, "–", "–", "–"])
+        lines.append("| " + " | ".join(str(c) for c in [scenario, *cells,
+                     f"{longest} ({phase_medians[longest]:g})" if longest else "–",
+                     len(mine) - len(figures)]) + " |")
+    return "\n".join(lines)
+
+
+def execute(repeat: int, scenarios: list[str], log=print) -> Path:
+    out = paths.RESULTS / run.new_run_id("bench-cycle")
+    out.mkdir(parents=True)
+    trials: list[dict] = []
+    overrides: dict[str, object] = {}
+
+    def keep(trial):
+        trials.append(trial)
+        (out / "cycle.json").write_text(json.dumps({"repeat": repeat, "scenarios": scenarios,
+                                                    "tiny_load": TINY_LOAD, "trials": trials}, indent=2))
+    gone = False                        # the machines were destroyed by the step before
+    for r in range(repeat):
+        log(f"== repetition {r + 1} of {repeat}")
+        for scenario in scenarios:
+            if scenario == "cold":
+                forget_caches(log)
+                keep({**timed_run("cold", overrides, log), "removed_caches": True})
+            elif scenario == "down":
+                keep(timed_down(log))
+            else:
+                if scenario == "fresh" and not gone:
+                    keep(timed_down(log))
+                if scenario in KNOB_CHANGES:
+                    knob, values = KNOB_CHANGES[scenario]
+                    overrides = {**overrides, knob: values[r % 2]}
+                if gone and scenario != "fresh":
+                    log(f"{scenario}: the machines were just destroyed, so this run is recorded as fresh")
+                keep(timed_run("fresh" if gone or scenario == "fresh" else scenario, overrides, log))
+            gone = scenario == "down"
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lab.bench.cycle", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="repetitions of the whole sequence (default 3)")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of: {', '.join(SCENARIOS)}")
+    ap.add_argument("--table", type=Path, metavar="CYCLE_JSON", help="print the table of an earlier benchmark")
+    args = ap.parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.table.read_text())["trials"]))
+        return 0
+    chosen = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in SCENARIOS]
+    if unknown or not chosen or args.repeat < 1:
+        ap.error(f"unknown scenario {', '.join(unknown)} (scenarios: {', '.join(SCENARIOS)})" if unknown
+                 else "--repeat must be at least 1 and --scenarios name at least one")
+    out = execute(args.repeat, chosen)
+    trials = json.loads((out / "cycle.json").read_text())["trials"]
+    print(f"\nCycle benchmark ({out.name}), {args.repeat} repetition(s), load {' '.join(TINY_LOAD)}:\n")
+    print(table(trials))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The cycle-time benchmark's plan and table (lab/bench/cycle.py), with stand-ins for ./start.sh."""
+import json
+
+import pytest
+
+from lab import paths
+from lab.bench import cycle
+
+
+def trial(scenario, to_load=None, exit=0, wall=0, **phases):
+    return {"scenario": scenario, "exit": exit, "wall_s": wall,
+            "phases": {**({"to_load_s": to_load} if to_load is not None else {}), **phases}}
+
+
+def test_the_table_gives_min_median_max_and_the_phase_that_limits():
+    trials = [trial("cold", 900, up_s=300, provision_s=500, restart_s=60, check_s=20),
+              trial("cold", 1000, up_s=320, provision_s=560, restart_s=70, check_s=20),
+              trial("cold", 1, exit=1, up_s=5),                           # failed: counted apart
+              trial("warm", 150, up_s=2, provision_s=30, restart_s=90, check_s=20),
+              trial("down", wall=40)]
+    rows = {line.split(" | ")[0].strip("| "): line for line in cycle.table(trials).splitlines()[2:]}
+    assert rows["cold"] == "| cold | 2 | 900 | 950 | 1000 | provision (530) | 1 |"
+    assert rows["warm"] == "| warm | 1 | 150 | 150 | 150 | restart (90) | 0 |"
+    assert rows["down"] == "| down | 1 | 40 | 40 | 40 | – | 0 |"
+    assert list(rows) == ["cold", "warm", "down"], "scenarios in their order, none invented"
+
+
+@pytest.fixture
+def stand_ins(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    done = []
+    monkeypatch.setattr(cycle, "forget_caches", lambda log=print: done.append(("forget",)) or [])
+    monkeypatch.setattr(cycle, "timed_down", lambda log=print: done.append(("down",)) or trial("down", wall=30))
+    monkeypatch.setattr(cycle, "timed_run", lambda scenario, overrides, log=print:
+                        done.append((scenario, dict(overrides))) or trial(scenario, 100))
+    return done
+
+
+def test_each_knob_step_changes_one_knob_and_a_run_after_down_is_fresh(stand_ins):
+    out = cycle.execute(2, ["warm", "httpd", "tomcat", "down", "jvm"], log=lambda *a: None)
+    runs = [d for d in stand_ins if d[0] not in ("down", "forget")]
+    assert runs[0] == ("warm", {})
+    assert runs[1] == ("httpd", {"httpd_start_servers": 2})
+    assert runs[2] == ("tomcat", {"httpd_start_servers": 2, "tomcat_accept_count": 101})
+    assert runs[3] == ("fresh", {"httpd_start_servers": 2, "tomcat_accept_count": 101, "jvm_exit_on_oom": True})
+    # the second repetition flips each knob to its other value, one step at a time
+    assert runs[5] == ("httpd", {"httpd_start_servers": 3, "tomcat_accept_count": 101, "jvm_exit_on_oom": True})
+    recorded = json.loads((out / "cycle.json").read_text())
+    assert [t["scenario"] for t in recorded["trials"]] == ["warm", "httpd", "tomcat", "down", "fresh"] * 2
+
+
+def test_cold_forgets_the_caches_first_and_fresh_downs_the_lab_first(stand_ins):
+    cycle.execute(1, ["cold", "fresh"], log=lambda *a: None)
+    assert stand_ins == [("forget",), ("cold", {}), ("down",), ("fresh", {})]
+
+
+def test_every_knob_change_is_a_knob_of_its_tier_and_comes_back_to_the_tuned_value():
+    """(That Ansible's validation accepts the changed values on tuned: ansible/tests/test_validation.py.)"""
+    from lab import knob_sets, provision
+    catalog = provision.catalog()
+    tuned = knob_sets.values("tuned")
+    for tier, (knob, values) in cycle.KNOB_CHANGES.items():
+        assert knob in catalog and knob.startswith(tier), knob
+        assert values[0] != values[1]
+        assert tuned.get(knob, catalog[knob]) in values, f"{knob}: the second value restores the tuned one"
+
+
+def test_unknown_scenarios_are_refused(capsys):
+    with pytest.raises(SystemExit) as refused:
+        cycle.main(["--scenarios", "warm,hot"])
+    assert refused.value.code == 2 and "unknown scenario hot" in capsys.readouterr().err
