@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -238,8 +239,9 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
         proc = subprocess.Popen(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:
+            started = time.monotonic()
             for line in proc.stdout:
-                keep.write(line)
+                keep.write(f"[{time.monotonic() - started:7.1f} s] {line}")   # where provisioning's time goes
                 if _worth_showing(line):
                     out.write("    " + line)
                     out.flush()

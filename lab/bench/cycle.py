@@ -16,12 +16,14 @@ Scenarios, in this order within each repetition:
   fresh     new machines from the cached box: ./start.sh down, then a run (what CI's e2e stage does; a
             warm or knob scenario that follows down is recorded as fresh, which it is)
 The table: per scenario, n and min / median / max seconds to the load's start, and the phase with the
-longest median (what limits it). Results land in results/<stamp>-bench-cycle/cycle.json, trial by trial.
+longest median (what limits it). Results land in results/<stamp>-bench-cycle/cycle.json, trial by trial;
+a trial that provisioned keeps its five slowest Ansible tasks (from .lab/log/ansible.log, which is timed).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -82,11 +84,33 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print) -> dict:
         trial["phases"] = record.get("phases", {})
         trial["provisioned"] = record.get("provisioned")
         trial["status"] = record.get("status")
+        ansible_log = paths.LOG_DIR / "ansible.log"
+        if str(record.get("provisioned", "")).startswith("ran") and ansible_log.is_file():
+            trial["slowest_tasks"] = slowest_tasks(ansible_log.read_text(errors="replace"))
     if done.returncode != 0:
         trial["error"] = (done.stderr.strip() or done.stdout.strip())[-500:]
     log(f"{scenario}: exit {done.returncode}, to load {trial['phases'].get('to_load_s')} s, "
         f"whole run {wall_s} s ({trial['folder']})")
     return trial
+
+
+TASK_LINE = re.compile(r"^\[\s*(?P<at>[\d.]+) s\] TASK \[(?P<task>.*?)\]")
+
+
+def slowest_tasks(ansible_log: str, n: int = 5) -> list[tuple[str, float]]:
+    """The provisioning tasks that took longest, from lab/provision.py's timed log (each task lasts until the
+    next one starts; the last one until the log's last line)."""
+    starts, last = [], 0.0
+    for line in ansible_log.splitlines():
+        stamp = re.match(r"^\[\s*([\d.]+) s\]", line)
+        if stamp:
+            last = float(stamp.group(1))
+        task = TASK_LINE.match(line)
+        if task:
+            starts.append((task.group("task"), float(task.group("at"))))
+    spans = [(name, round((starts[i + 1][1] if i + 1 < len(starts) else last) - at, 1))
+             for i, (name, at) in enumerate(starts)]
+    return sorted(spans, key=lambda span: -span[1])[:n]
 
 
 def timed_down(log=print) -> dict:

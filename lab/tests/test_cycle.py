@@ -69,3 +69,17 @@ def test_unknown_scenarios_are_refused(capsys):
     with pytest.raises(SystemExit) as refused:
         cycle.main(["--scenarios", "warm,hot"])
     assert refused.value.code == 2 and "unknown scenario hot" in capsys.readouterr().err
+
+
+def test_the_slowest_provisioning_tasks_come_from_the_timed_log():
+    log = """[    0.5 s] PLAY [Provision the lab machines] ****
+[    1.0 s] TASK [Gathering Facts] ****
+[   31.0 s] ok: [default]
+[   31.5 s] TASK [base : Install the base packages] ****
+[   90.0 s] ok: [tuned]
+[   91.5 s] TASK [app : Wait for the app] ****
+[  211.5 s] ok: [default]
+[  212.0 s] PLAY RECAP ****
+"""
+    assert cycle.slowest_tasks(log, n=2) == [("app : Wait for the app", 120.5), ("base : Install the base packages", 60.0)]
+    assert cycle.slowest_tasks("") == []
