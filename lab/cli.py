@@ -154,8 +154,11 @@ def cmd_provision(overrides: dict, s: settings.Settings) -> int:
                         "memory_mb": s.memory_mb}, overrides)
     if not lifecycle.running():
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
+    resolved = machines.read_resolved() or {}
     with steps.step("provision both machines (Ansible)"):
-        provision.run(machines.read_resolved() or {}, overrides, log=steps.note)
+        provision.run(resolved, overrides, log=steps.note)
+    for name, summary in provision.memory_during(list(resolved.get("machines", machines.NAMES))).items():
+        steps.note(provision.describe_memory(name, summary))
     return 0
 
 
