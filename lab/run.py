@@ -355,6 +355,10 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
                                     skip=_unreachable(dead) if dead else None)
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
         _finish_step(record, "collect", "collect logs, configs and the PCP archives from both machines", pull)
+    else:   # stopped before the load (e.g. a machine that stopped answering while provisioned): its last words
+        for side, vm in t.machines.items():
+            if collect.copy_serial_console(vm, run_dir / side):
+                log(f"{side}: serial console of {vm} kept in {side}/logs/serial-console.log")
     machines_info = {}
     knobs = {}
     addresses = (machines.read_resolved() or {}).get("machines", {})

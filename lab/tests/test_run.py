@@ -427,3 +427,19 @@ def test_sigterm_and_an_inherited_ignored_sigint_stop_the_lab_like_ctrl_c():
     finally:
         signal.signal(signal.SIGINT, saved[0])
         signal.signal(signal.SIGTERM, saved[1])
+
+
+def test_a_run_stopped_before_the_load_keeps_the_machines_serial_consoles(monkeypatch, tmp_path):
+    """Nothing to collect over SSH (no archive was started), but the host's copy of each console is there."""
+    from lab import collect, reporting, trial
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    record = run.Record(run_dir, {"run_id": "r", "status": "interrupted", "phase": "provision", "stopped_at": "provision"})
+    copied = []
+    monkeypatch.setattr(collect, "pull", lambda *a, **k: pytest.fail("nothing was marked: no collection"))
+    monkeypatch.setattr(collect, "copy_serial_console", lambda vm, target: copied.append((vm, target.name)) or True)
+    monkeypatch.setattr(reporting, "python_m", lambda *a, **k: 0)
+    monkeypatch.setattr(reporting, "print_outcome", lambda run_dir: None)
+    run._finish(trial.plan()[0], record, run_dir, "r", marked_at=None, log=lambda line: None)
+    assert sorted(copied) == [("default", "default"), ("tuned", "tuned")]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
