@@ -156,9 +156,9 @@ def cmd_provision(overrides: dict, s: settings.Settings) -> int:
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
     resolved = machines.read_resolved() or {}
     with steps.step("provision both machines (Ansible)"):
-        provision.run(resolved, overrides, log=steps.note)
-    for name, summary in provision.memory_during(list(resolved.get("machines", machines.NAMES))).items():
-        steps.note(provision.describe_memory(name, summary))
+        ran = provision.run(resolved, overrides, log=steps.note)
+    if ran:
+        provision.report_memory(list(resolved.get("machines", machines.NAMES)), steps.note)
     return 0
 
 

@@ -301,6 +301,15 @@ def memory_during(names=machines.NAMES) -> dict[str, dict | str]:
     return found
 
 
+def report_memory(names, log=print) -> dict[str, dict | str]:
+    """memory_during, each machine's line logged: after a provisioning that ran (a skipped one left the last
+    provisioning's samples)."""
+    found = memory_during(names)
+    for name, summary in found.items():
+        log(describe_memory(name, summary))
+    return found
+
+
 def describe_memory(name: str, summary: dict | str) -> str:
     if isinstance(summary, str):
         return f"{name}: memory while provisioning {summary}"

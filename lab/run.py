@@ -248,10 +248,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             ran = provision.run(resolved, overrides, log=log, force=opts.provision)
         record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
-            memory = provision.memory_during(list(resolved["machines"]))
-            record.update(provision_memory=memory)
-            for name, summary in memory.items():
-                log(provision.describe_memory(name, summary))
+            record.update(provision_memory=provision.report_memory(list(resolved["machines"]), log))
         with phase("restart", "equal start: both machines' services restarted together"):
             starts = services.restart_together()
             record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{

@@ -94,7 +94,8 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print) -> dict:
     return trial
 
 
-TASK_LINE = re.compile(r"^\[\s*(?P<at>[\d.]+) s\] TASK \[(?P<task>.*?)\]")
+STAMP = r"^\[\s*(?P<at>[\d.]+) s\]"       # lab/provision.py's timed log: "[  12.3 s] <Ansible's line>"
+TASK_LINE = re.compile(STAMP + r" TASK \[(?P<task>.*?)\]")
 
 
 def slowest_tasks(ansible_log: str, n: int = 5) -> list[tuple[str, float]]:
@@ -102,9 +103,9 @@ def slowest_tasks(ansible_log: str, n: int = 5) -> list[tuple[str, float]]:
     next one starts; the last one until the log's last line)."""
     starts, last = [], 0.0
     for line in ansible_log.splitlines():
-        stamp = re.match(r"^\[\s*([\d.]+) s\]", line)
+        stamp = re.match(STAMP, line)
         if stamp:
-            last = float(stamp.group(1))
+            last = float(stamp.group("at"))
         task = TASK_LINE.match(line)
         if task:
             starts.append((task.group("task"), float(task.group("at"))))

@@ -47,3 +47,12 @@ def test_the_host_reads_the_file_ansible_writes():
     lab_vars = yaml.safe_load((provision.ANSIBLE_DIR / "group_vars" / "all" / "lab.yml").read_text())
     assert lab_vars["lab_provision_memory_file"] == provision.paths.GUEST_PROVISION_MEMORY
     assert "{{ lab_provision_memory_file }}" in lab_vars["lab_provision_memory_watch"]
+
+
+def test_report_memory_logs_a_line_per_machine_and_returns_the_summaries(monkeypatch):
+    monkeypatch.setattr(provision, "memory_during", lambda names: {n: "not read: SSH timed out" for n in names})
+    lines = []
+    found = provision.report_memory(["default", "tuned"], lines.append)
+    assert found == {"default": "not read: SSH timed out", "tuned": "not read: SSH timed out"}
+    assert lines == ["default: memory while provisioning not read: SSH timed out",
+                     "tuned: memory while provisioning not read: SSH timed out"]
