@@ -70,7 +70,7 @@ def add_run_options(add) -> None:
                    help=f"steps model: each stage's length (default {d.step_s}s)")
     add("--p99-target", type=lambda t: int(seconds_float(t) * 1000), default=None, metavar="TIME",
                    help=f"steps model: a stage is sustained only with p99 at or under this (default "
-                        f"{d.p99_target_ms / 1000:g}s; also errors ≤ 0.1 % and ≥ 90 % of the offered rate served)")
+                        f"{d.p99_target_ms / 1000:g}s; also errors ≤ 0.1 %% and ≥ 90 %% of the offered rate served)")
     add("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
     add("--tls", action="store_true",
                    help="the load over HTTPS through HTTPD's TLS front (443, the lab's self-signed certificate)")

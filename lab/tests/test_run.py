@@ -443,3 +443,12 @@ def test_a_run_stopped_before_the_load_keeps_the_machines_serial_consoles(monkey
     run._finish(trial.plan()[0], record, run_dir, "r", marked_at=None, log=lambda line: None)
     assert sorted(copied) == [("default", "default"), ("tuned", "tuned")]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_every_help_page_formats():
+    # argparse formats help with %-interpolation: a bare '%' in any help text crashed --help
+    p = cli.parser()
+    pages = [p] + [sp for a in p._actions if isinstance(a, cli.argparse._SubParsersAction)
+                   for sp in a.choices.values()]
+    for page in pages:
+        assert page.prog in page.format_help()
