@@ -212,10 +212,13 @@ def _machine_ids() -> dict[str, str]:
     return ids
 
 
-def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, force: bool = True) -> bool:
+def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, force: bool = True,
+        start_services: bool = True) -> bool:
     """Builds the jars the machines need, then runs site.yml against both machines at once. With
     force=False it skips Ansible when nothing changed since the last successful provisioning of these
-    machines (under TCG a no-change run still takes ~18 min). True when Ansible ran."""
+    machines (under TCG a no-change run still takes ~18 min). start_services=False leaves the app stopped
+    for a caller that starts every service itself right after (the full run's equal start). True when
+    Ansible ran."""
     try:
         for path in knobs.write_stale():   # an edited default in the catalog must reach group_vars before Ansible
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
@@ -232,7 +235,8 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
             "./start.sh provision runs it anyway")
         return False
     STAMP.unlink(missing_ok=True)
-    command = netns.wrap(playbook_command(write_inventory(resolved), overrides))
+    extra = [] if start_services else ["-e", "lab_start_services=false"]
+    command = netns.wrap(playbook_command(write_inventory(resolved), overrides, extra))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     with open(logfile, "w") as keep:

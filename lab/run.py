@@ -245,7 +245,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         with phase("provision", "build and provision both machines (Ansible)"):
             overrides = t.overrides(opts.sets)
             record.update(machine_overrides={m: o for m, o in overrides.items() if o})
-            ran = provision.run(resolved, overrides, log=log, force=opts.provision)
+            # the app is left stopped: the equal start below starts it (one JVM start, not two)
+            ran = provision.run(resolved, overrides, log=log, force=opts.provision, start_services=False)
         record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
             record.update(provision_memory=provision.report_memory(list(resolved["machines"]), log))

@@ -238,6 +238,31 @@ def test_provisioning_is_skipped_only_when_nothing_changed(fake_provisioning):
     assert len(calls) == 4
 
 
+def test_only_the_full_run_leaves_the_app_for_its_equal_start(fake_provisioning):
+    provision, calls, _ = fake_provisioning
+    resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
+    quiet = dict(log=lambda *a: None, out=io.StringIO())
+    provision.run(resolved, {}, **quiet)                                      # ./start.sh provision
+    provision.run(resolved, {}, start_services=False, **quiet)                # the full run
+    started, deferred = (" ".join(c[0]) for c in calls)
+    assert "lab_start_services=false" not in started
+    assert "-e lab_start_services=false" in deferred
+
+
+def test_the_full_run_provisions_without_starting_the_app(monkeypatch, tmp_path):
+    # the run restarts every service together right after provisioning: a start in Ansible too is one more
+    # JVM start (~4 min under TCG) thrown away
+    asked = {}
+    monkeypatch.setattr(run.provision, "run", lambda *a, **k: asked.update(k) or (_ for _ in ()).throw(
+        RuntimeError("stop here")))
+    monkeypatch.setattr(run.lifecycle, "ensure_up", lambda s: {"machines": {"default": "a", "tuned": "b"}})
+    monkeypatch.setattr(run, "_finish", lambda *a, **k: None)
+    monkeypatch.setattr(run.paths, "RESULTS", tmp_path)
+    opts = run.Options()
+    code, _ = run.run_trial(opts, opts.trials()[0], None, "", log=lambda *a: None)
+    assert code == 1 and asked.get("start_services") is False
+
+
 def test_fingerprint_follows_ansible_files_and_machine_identity(fake_provisioning, tmp_path, monkeypatch):
     provision, _, jar = fake_provisioning
     ansible = tmp_path / "ansible"
