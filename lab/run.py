@@ -130,9 +130,11 @@ def knob_diff(knobs: dict[str, dict | None]) -> dict:
             if len({json.dumps((k or {}).get(n), sort_keys=True) for k in knobs.values()}) > 1}
 
 
-def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, float]:
+def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S,
+                  diagnose=services.diagnose) -> dict[str, float]:
     """Each machine answers GET /api/customers/1 through HTTPD with 200, from inside the lab namespace; both
-    probed at once. Returns {machine: seconds until it answered}."""
+    probed at once. Returns {machine: seconds until it answered}. One that does not answer fails the check
+    with what diagnose(its name) finds on it (its services' states, the journal of those not running)."""
     probe = ("import ssl, sys, time, urllib.request\n"
              "deadline = time.time() + float(sys.argv[2]); last = ''\n"
              "tls = ssl._create_unverified_context()  # the lab's own self-signed front, as JMeter takes it\n"
@@ -147,8 +149,11 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
     def one(item):
         name, base = item
         url = base + CHECK_PATH
-        done = shell.run(netns.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
-                         f"{name} does not answer {url} through HTTPD", error=RunError)
+        try:
+            done = shell.run(netns.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
+                             f"{name} does not answer {url} through HTTPD", error=RunError)
+        except RunError as silent:
+            raise RunError(f"{silent}\n  its services now:\n  " + diagnose(name).replace("\n", "\n  ")) from None
         status, after = done.stdout.split()[:2]
         log(f"{name}: {url} answers {status} after {float(after):.0f} s")
         return name, float(after)
@@ -255,7 +260,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{
                 side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None} for side, vm in t.machines.items()}})
         with phase("check", "both machines answer through HTTPD"):
-            ready = check_answers(targets, log)
+            ready = check_answers(targets, log, diagnose=lambda side: services.diagnose(t.machines[side]))
             for side in t.machines:
                 record.data["service_starts"][side]["ready_after_s"] = ready[side]
             record.data["service_starts"]["spread_s"] = max(ready.values()) - min(ready.values())

@@ -5,6 +5,7 @@ The run's PCP archive starts on both machines at once afterwards (collect.mark),
 """
 from __future__ import annotations
 
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 from lab import machines, paths, shell
@@ -46,3 +47,16 @@ def restart_together(names=machines.NAMES) -> dict:
     """Restarts every machine's services at the same moment; {machine: {unit: {state, since}}}."""
     with ThreadPoolExecutor(len(names)) as pool:
         return dict(zip(names, pool.map(_restart, names)))
+
+
+def diagnose(name: str, lines: int = 12) -> str:
+    """Why a machine may not answer: the state of each unit of its manifest, and the journal's last lines of
+    those not active (provisioning no longer starts the app itself: a start that fails shows up here)."""
+    command = (f"{UNITS} && for u in $units; do echo \"$u: $(systemctl is-active $u)\"; done; "
+               f"for u in $units; do systemctl is-active --quiet $u || sudo journalctl -u $u -n {lines} "
+               "--no-pager -o cat; done")
+    try:
+        found = machines.ssh(name, command, timeout=60)
+    except subprocess.TimeoutExpired:
+        return f"{name}: no answer over SSH either"
+    return (found.stdout.strip() or found.stderr.strip() or "nothing to say")[-3000:]

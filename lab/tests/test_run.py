@@ -477,3 +477,17 @@ def test_every_help_page_formats():
                    for sp in a.choices.values()]
     for page in pages:
         assert page.prog in page.format_help()
+
+
+def test_a_machine_that_does_not_answer_is_diagnosed(monkeypatch):
+    def probe(cmd, what, error, **kw):
+        if "192.168.56.12" in " ".join(cmd):
+            raise error(f"{what}: python exited 1\n  timed out")
+        return subprocess.CompletedProcess(cmd, 0, "200 3.5\n", "")
+    monkeypatch.setattr(run.shell, "run", probe)
+    said = []
+    with pytest.raises(run.RunError) as failed:
+        run.check_answers({"default": "http://192.168.56.11", "tuned": "http://192.168.56.12"}, said.append,
+                          diagnose=lambda name: f"{name}: camel-app: failed\nError: Could not find main class")
+    assert "tuned does not answer http://192.168.56.12/api/customers/1" in str(failed.value)
+    assert "tuned: camel-app: failed\n  Error: Could not find main class" in str(failed.value)

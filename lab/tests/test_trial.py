@@ -139,3 +139,28 @@ def test_knob_sets_are_listed_and_checked(tmp_path, monkeypatch):
         knob_sets.values("typo", provision.catalog())
     with pytest.raises(ValueError, match="list.yml: must be a mapping"):
         knob_sets.values("list")
+
+
+def test_diagnose_names_each_units_state_and_the_journal_of_the_stopped_ones(monkeypatch, tmp_path):
+    # the guest's command run here, with stand-ins for systemctl, journalctl and sudo and the manifest in tmp_path
+    import json
+    import subprocess
+    (tmp_path / "manifest.json").write_text(json.dumps({"services": ["mock-service", "camel-app"]}))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_ins = {"systemctl": 'quiet=; [ "$2" = --quiet ] && { quiet=1; shift; }; '     # is-active [--quiet] UNIT
+                              'state=active; [ "$2" = camel-app ] && state=failed; '
+                              '[ -z "$quiet" ] && echo $state; [ $state = active ]',
+                 "journalctl": 'echo "journal of $2: Error: Could not find or load main class"',
+                 "sudo": '"$@"'}
+    for name, body in stand_ins.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+
+    def ssh(name, command, timeout=120):
+        command = command.replace(str(services.paths.GUEST_MANIFEST), str(tmp_path / "manifest.json"))
+        return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout,
+                              env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    monkeypatch.setattr(services.machines, "ssh", ssh)
+    assert services.diagnose("tuned").splitlines() == [
+        "mock-service: active", "camel-app: failed", "journal of camel-app: Error: Could not find or load main class"]
