@@ -239,7 +239,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     command = netns.wrap(playbook_command(write_inventory(resolved), overrides, extra))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
-    with open(logfile, "w") as keep:
+    with open(logfile, "w", buffering=1) as keep:     # line by line: a user may tail it
         proc = subprocess.Popen(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:

@@ -1,0 +1,154 @@
+"""Knob jvm_cds on this host's JDK (the guests' Debian 12 OpenJDK 17): the app role's jar unpacker
+(roles/app/files/unpack_jar.py) and training start (cds_train.sh), then a start from the archive.
+
+A small stand-in for the app (a health endpoint, classes in BOOT-INF/classes and in a nested jar, as Spring
+Boot packs them) keeps this fast; the real app's start from its archive is measured on the machines."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ANSIBLE_DIR
+
+FILES = ANSIBLE_DIR / "roles" / "app" / "files"
+UNPACK = FILES / "unpack_jar.py"
+TRAIN = FILES / "cds_train.sh"
+
+MAIN = """package lab.stand;
+import com.sun.net.httpserver.HttpServer;
+import java.net.InetSocketAddress;
+public class Main {
+    public static void main(String[] args) throws Exception {
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0])), 0);
+        server.createContext("/actuator/health", exchange -> {
+            byte[] body = lab.dep.Health.up().getBytes();
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        server.start();     // runs until SIGTERM
+    }
+}
+"""
+DEP = """package lab.dep;
+public class Health { public static String up() { return "{\\"status\\":\\"UP\\"}"; } }
+"""
+
+
+def fat_jar(path: Path, classes: dict[str, bytes], libs: dict[str, bytes], start_class: str | None = "lab.stand.Main"):
+    """A jar laid out as Spring Boot's repackaging does: BOOT-INF/classes/, BOOT-INF/lib/*.jar, classpath.idx."""
+    manifest = "Manifest-Version: 1.0\nMain-Class: org.springframework.boot.loader.JarLauncher\n"
+    if start_class:
+        manifest += f"Start-Class: {start_class}\n"
+    with zipfile.ZipFile(path, "w") as jar:
+        jar.writestr("META-INF/MANIFEST.MF", manifest)
+        for name, data in classes.items():
+            jar.writestr(f"BOOT-INF/classes/{name}", data)
+        for name, data in libs.items():
+            jar.writestr(f"BOOT-INF/lib/{name}", data)
+        jar.writestr("BOOT-INF/classpath.idx", "".join(f'- "BOOT-INF/lib/{n}"\n' for n in reversed(list(libs))))
+
+
+def unpack(jar: Path, dest: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(UNPACK), str(jar), str(dest)], capture_output=True, text=True)
+
+
+def test_unpack_keeps_the_class_path_order_and_the_main_class(tmp_path):
+    jar = tmp_path / "app.jar"
+    fat_jar(jar, {"lab/App.class": b"app", "application.yml": b"a: 1"}, {"a.jar": b"A", "b.jar": b"B"})
+    dest = tmp_path / "unpacked"
+    assert unpack(jar, dest).stdout == "unpacked\n"
+    assert sorted(os.listdir(dest / "lib")) == ["a.jar", "b.jar"] and (dest / "lib" / "b.jar").read_bytes() == b"B"
+    with zipfile.ZipFile(dest / "app-classes.jar") as classes:
+        assert sorted(classes.namelist()) == ["application.yml", "lab/App.class"]
+    assert (dest / "launch.args").read_text().splitlines() == [
+        f"-cp {dest}/app-classes.jar:{dest}/lib/b.jar:{dest}/lib/a.jar", "lab.stand.Main"]
+
+
+def test_the_same_jar_changes_nothing_and_another_replaces_it_whole(tmp_path):
+    jar, dest = tmp_path / "app.jar", tmp_path / "unpacked"
+    fat_jar(jar, {"lab/App.class": b"v1"}, {"old.jar": b"O"})
+    unpack(jar, dest)
+    assert unpack(jar, dest).stdout == "unchanged\n"
+    fat_jar(jar, {"lab/App.class": b"v2"}, {"new.jar": b"N"})
+    assert unpack(jar, dest).stdout == "unpacked\n"
+    assert os.listdir(dest / "lib") == ["new.jar"], "a library of the old jar was left on the class path"
+    assert not (tmp_path / "unpacked.new").exists()
+
+
+def test_a_jar_that_is_not_a_spring_boot_jar_is_refused_and_changes_nothing(tmp_path):
+    jar, dest = tmp_path / "app.jar", tmp_path / "unpacked"
+    fat_jar(jar, {"lab/App.class": b"v1"}, {"a.jar": b"A"})
+    unpack(jar, dest)
+    before = (dest / "launch.args").read_text()
+    fat_jar(jar, {"lab/App.class": b"v2"}, {"a.jar": b"A"}, start_class=None)
+    refused = unpack(jar, dest)
+    assert refused.returncode == 1 and "names no Start-Class" in refused.stderr
+    assert (dest / "launch.args").read_text() == before
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def stand_in_jar(tmp_path_factory) -> Path:
+    if not shutil.which("javac") or not shutil.which("jar"):
+        pytest.fail("javac and jar are needed (the app stage's JDK: ./test.sh installs it)")
+    work = tmp_path_factory.mktemp("standin")
+    (work / "src" / "lab" / "stand").mkdir(parents=True)
+    (work / "src" / "lab" / "dep").mkdir(parents=True)
+    (work / "src" / "lab" / "stand" / "Main.java").write_text(MAIN)
+    (work / "src" / "lab" / "dep" / "Health.java").write_text(DEP)
+    subprocess.run(["javac", "-d", str(work / "out"), *map(str, (work / "src").rglob("*.java"))], check=True)
+    subprocess.run(["jar", "cf", str(work / "dep.jar"), "-C", str(work / "out"), "lab/dep"], check=True)
+    main = (work / "out" / "lab" / "stand" / "Main.class").read_bytes()
+    fat_jar(work / "app.jar", {"lab/stand/Main.class": main}, {"dep.jar": (work / "dep.jar").read_bytes()})
+    return work / "app.jar"
+
+
+def classes_from_archive(args: list[str], port: int, log: Path) -> set[str]:
+    """Starts the stand-in with args until it is healthy, stops it; the classes it loaded from the dynamic archive."""
+    app = subprocess.Popen(["java", f"-Xlog:class+load=info:file={log}", *args, str(port)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if subprocess.run(["curl", "-fsS", "-m", "2", f"http://127.0.0.1:{port}/actuator/health"],
+                              capture_output=True).returncode == 0:
+                break
+            subprocess.run(["sleep", "0.1"])
+    finally:
+        app.terminate()
+        app.wait(30)
+    return {line.split()[1] for line in log.read_text().splitlines() if "shared objects file (top)" in line}
+
+
+def test_a_training_start_makes_an_archive_any_gc_and_jit_then_use(stand_in_jar, tmp_path):
+    dest, archive, port = tmp_path / "unpacked", tmp_path / "app.jsa", free_port()
+    assert unpack(stand_in_jar, dest).returncode == 0
+    trained = subprocess.run([str(TRAIN), str(archive), f"http://127.0.0.1:{port}/actuator/health", "60",
+                              f"@{dest}/launch.args", str(port)], capture_output=True, text=True, timeout=120)
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    assert archive.stat().st_size > 0 and not Path(f"{archive}.new").exists()
+    # the knobs may change the collector, the heap and the JIT after the archive was made: it still serves
+    shared = classes_from_archive([f"-XX:SharedArchiveFile={archive}", "-XX:+UseSerialGC", "-Xmx64m",
+                                   "-XX:TieredStopAtLevel=1", f"@{dest}/launch.args"], free_port(), tmp_path / "load.log")
+    assert {"lab.stand.Main", "lab.dep.Health"} <= shared
+
+
+def test_a_training_start_that_dies_leaves_no_archive_and_says_so(stand_in_jar, tmp_path):
+    dest, archive = tmp_path / "unpacked", tmp_path / "app.jsa"
+    unpack(stand_in_jar, dest)
+    trained = subprocess.run([str(TRAIN), str(archive), "http://127.0.0.1:9/actuator/health", "60",
+                              f"@{dest}/launch.args", "not-a-port"], capture_output=True, text=True, timeout=120)
+    assert trained.returncode == 1 and "died before it was healthy" in trained.stdout
+    assert not archive.exists()
