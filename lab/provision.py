@@ -235,8 +235,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
             "./start.sh provision runs it anyway")
         return False
     STAMP.unlink(missing_ok=True)
-    extra = [] if start_services else ["-e", "lab_start_services=false"]
-    command = netns.wrap(playbook_command(write_inventory(resolved), overrides, extra))
+    command = netns.wrap(playbook_command(write_inventory(resolved), overrides, start_services_vars(start_services)))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     with open(logfile, "w", buffering=1) as keep:     # line by line: a user may tail it
@@ -262,6 +261,12 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
         raise ProvisionError(f"ansible-playbook exited {proc.returncode}; the whole output is in {logfile}")
     STAMP.write_text(wanted + "\n")
     return True
+
+
+def start_services_vars(start_services: bool) -> list[str]:
+    """The extra vars that leave the app stopped (group_vars/all/lab.yml lab_start_services). JSON, not
+    key=value: a key=value extra var is a string, and Ansible refuses a string as a condition."""
+    return [] if start_services else ["-e", json.dumps({"lab_start_services": False})]
 
 
 def _worth_showing(line: str) -> bool:

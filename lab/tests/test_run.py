@@ -245,8 +245,8 @@ def test_only_the_full_run_leaves_the_app_for_its_equal_start(fake_provisioning)
     provision.run(resolved, {}, **quiet)                                      # ./start.sh provision
     provision.run(resolved, {}, start_services=False, **quiet)                # the full run
     started, deferred = (" ".join(c[0]) for c in calls)
-    assert "lab_start_services=false" not in started
-    assert "-e lab_start_services=false" in deferred
+    assert "lab_start_services" not in started
+    assert '-e {"lab_start_services": false}' in deferred
 
 
 def test_the_full_run_provisions_without_starting_the_app(monkeypatch, tmp_path):
