@@ -260,7 +260,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{
                 side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None} for side, vm in t.machines.items()}})
         with phase("check", "both machines answer through HTTPD"):
-            ready = check_answers(targets, log, diagnose=lambda side: services.diagnose(t.machines[side]))
+            ready = check_answers(targets, log, diagnose=lambda side: f"(machine {t.machines[side]})\n"
+                                  + services.diagnose(t.machines[side]))
             for side in t.machines:
                 record.data["service_starts"][side]["ready_after_s"] = ready[side]
             record.data["service_starts"]["spread_s"] = max(ready.values()) - min(ready.values())

@@ -151,4 +151,24 @@ def test_a_training_start_that_dies_leaves_no_archive_and_says_so(stand_in_jar, 
     trained = subprocess.run([str(TRAIN), str(archive), "http://127.0.0.1:9/actuator/health", "60",
                               f"@{dest}/launch.args", "not-a-port"], capture_output=True, text=True, timeout=120)
     assert trained.returncode == 1 and "died before it was healthy" in trained.stdout
+    assert "NumberFormatException" in trained.stdout, "the JVM's own last words are shown"
+    assert not archive.exists()
+
+
+def test_a_training_start_refuses_while_the_app_still_answers(stand_in_jar, tmp_path):
+    dest, archive, port = tmp_path / "unpacked", tmp_path / "app.jsa", free_port()
+    unpack(stand_in_jar, dest)
+    running = subprocess.Popen(["java", f"@{dest}/launch.args", str(port)], stdout=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/actuator/health"
+        for _ in range(300):
+            if subprocess.run(["curl", "-fsS", "-m", "2", url], capture_output=True).returncode == 0:
+                break
+            subprocess.run(["sleep", "0.1"])
+        trained = subprocess.run([str(TRAIN), str(archive), url, "60", f"@{dest}/launch.args", str(free_port())],
+                                 capture_output=True, text=True, timeout=120)
+    finally:
+        running.terminate()
+        running.wait(30)
+    assert trained.returncode == 1 and "something already answers" in trained.stdout
     assert not archive.exists()
