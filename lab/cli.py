@@ -57,7 +57,8 @@ def add_run_options(add) -> None:
                    help=f"hold at full load after the ramp-up (default {d.duration_s // 60}m; article-2018: 5m)")
     add("--users", type=int, default=None, help=f"threads per machine, closed model (default {d.users})")
     add("--ramp-up", type=seconds, default=None, metavar="TIME",
-                   help=f"time to start all users (default {d.ramp_up_s}s: one per second)")
+                   help=f"time to start all users (default {d.ramp_up_s}s: one per second); steps model: the warm-up at "
+                        f"the first stage's rate before the judged stages (default {load.STEPS_WARMUP_S}s)")
     add("--warmup", type=seconds, default=None, metavar="TIME",
                    help="excluded from the summary figures, from the first sample (default: the ramp-up)")
     add("--model", choices=("closed", "open", "steps"), default=d.model,
@@ -213,7 +214,7 @@ def run_options(args) -> run.Options:
     """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
     steps = args.model == "steps"
     profile = load.named(args.load, model=args.model, users=args.users,
-                         ramp_up_s=0 if steps and args.ramp_up is None else args.ramp_up,
+                         ramp_up_s=load.STEPS_WARMUP_S if steps and args.ramp_up is None else args.ramp_up,
                          duration_s=args.duration, rate_per_s=args.rate,
                          keep_alive=False if args.no_keep_alive else None,
                          step_rates=args.rates, step_s=args.stage, p99_target_ms=args.p99_target)

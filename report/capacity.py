@@ -38,7 +38,9 @@ def plan(run):
     load = run.load or {}
     if load.get("model") != "steps" or not load.get("test_start_ms") or not load.get("step_rates"):
         return []
-    t0, step = load["test_start_ms"] / 1000.0, float(load.get("step_s", 0))
+    # the stages start after the warm-up at the first rate (ramp_up_s; 0 in runs made before it existed)
+    t0 = load["test_start_ms"] / 1000.0 + float(load.get("ramp_up_s") or 0)
+    step = float(load.get("step_s", 0))
     return [(float(r), t0 + k * step, t0 + (k + 1) * step) for k, r in enumerate(load["step_rates"])]
 
 

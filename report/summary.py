@@ -83,7 +83,7 @@ def _run_line(run):
         model = load.get("model", "?")
         users = f"{load.get('users')} users" if load.get("users") is not None and model == "closed" else ""
         if model == "steps":
-            users = (f"stages of {load.get('step_s', '?')} s at "
+            users = (f"{load.get('ramp_up_s', 0)} s of warm-up at the first rate, then stages of {load.get('step_s', '?')} s at "
                      f"{', '.join(f'{r:g}' for r in load.get('step_rates') or [])} req/s")
         rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") and model == "open" else ""
         named = f" {load['name']}" if load.get("name") else ""

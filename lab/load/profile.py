@@ -10,6 +10,9 @@ from urllib.parse import urlsplit
 from lab import machines
 
 MACHINES = machines.NAMES                    # the plan's thread groups
+# The steps model's warm-up at the first rate before its judged stages: under emulation a JVM just started served
+# its first stage at 5 req/s with p99 20–30 s while its JIT compiled (results/20261125T120921Z-capacity)
+STEPS_WARMUP_S = 120
 MIX_KEYS = ("get", "summary", "post", "delete")
 LABELS = {
     "get": "GET /api/customers/{id}",
@@ -30,7 +33,8 @@ class Profile:
     model: str = "closed"               # closed: `users` threads loop; open: arrivals at rate_per_s; steps: arrivals
                                         # at each of step_rates for step_s (a capacity search)
     users: int = 150                    # closed model: threads per machine
-    ramp_up_s: int = 150                # closed: time to start all users; open: rate rises 0 → rate_per_s
+    ramp_up_s: int = 150                # closed: time to start all users; open: rate rises 0 → rate_per_s; steps: a
+                                        # warm-up at the first stage's rate before the judged stages
     duration_s: int = 1200              # the hold after the ramp-up (the run lasts ramp_up_s + duration_s, +drain_s)
     rate_per_s: float = 50.0            # open model: requests per second per machine during the hold
     keep_alive: bool = True             # closed model: reuse connections (open: each arrival connects anew)
@@ -115,20 +119,25 @@ class Profile:
     @property
     def planned_s(self) -> int:
         if self.model == "steps":
-            return len(self.step_rates) * self.step_s + self.drain_s
+            return self.ramp_up_s + len(self.step_rates) * self.step_s + self.drain_s
         return self.ramp_up_s + self.duration_s + self.drain_s
 
     def stages(self) -> list[tuple[float, int, int]]:
-        """Steps model: (rate, start, end) of each stage in seconds from the load's start."""
-        return [(r, k * self.step_s, (k + 1) * self.step_s) for k, r in enumerate(self.step_rates)]
+        """Steps model: (rate, start, end) of each judged stage in seconds from the load's start (after the
+        warm-up)."""
+        w = self.ramp_up_s
+        return [(r, w + k * self.step_s, w + (k + 1) * self.step_s) for k, r in enumerate(self.step_rates)]
 
     def steps_schedule(self) -> str:
-        """JMeter's open-model schedule for the steps: each rate held for step_s (two rate() in a row jump from
-        one to the next), then the closing pause."""
+        """JMeter's open-model schedule for the steps: the warm-up at the first rate (ramp_up_s; a JVM just started
+        serves its first minutes slower than it can: its JIT is still compiling), then each rate held for step_s
+        (two rate() in a row jump from one to the next), then the closing pause."""
         if self.model != "steps":
             return ""
+        first = self.step_rates[0]
+        warmup = f"rate({first:g}/s) random_arrivals({self.ramp_up_s} s) rate({first:g}/s) " if self.ramp_up_s else ""
         stages = " ".join(f"rate({r:g}/s) random_arrivals({self.step_s} s) rate({r:g}/s)" for r in self.step_rates)
-        return f"{stages} pause({self.response_timeout_ms} ms)"
+        return f"{warmup}{stages} pause({self.response_timeout_ms} ms)"
 
     def jmeter_properties(self) -> dict[str, str]:
         props = {
@@ -147,8 +156,8 @@ class Profile:
         if self.model == "open":
             return f"{self.rate_per_s:g} req/s per machine after a {self.ramp_up_s} s ramp"
         if self.model == "steps":
-            return (f"stages of {self.step_s} s at {', '.join(f'{r:g}' for r in self.step_rates)} req/s per machine "
-                    "(capacity search)")
+            return (f"{self.ramp_up_s} s of warm-up, then stages of {self.step_s} s at "
+                    f"{', '.join(f'{r:g}' for r in self.step_rates)} req/s per machine (capacity search)")
         return f"{self.users} users per machine over {self.ramp_up_s} s"
 
 

@@ -214,7 +214,8 @@ def _progress_line(console: _Console, tails: dict[str, JtlTail], profile: Profil
     phase = "ramp-up" if elapsed < profile.ramp_up_s else "hold" if elapsed < hold_end else "ending"
     if profile.model == "steps":
         stage = next((k for k, (_, start, end) in enumerate(profile.stages(), 1) if start <= elapsed < end), None)
-        phase = f"stage {stage}/{len(profile.step_rates)} ({profile.step_rates[stage - 1]:g} req/s)" if stage else "ending"
+        phase = f"stage {stage}/{len(profile.step_rates)} ({profile.step_rates[stage - 1]:g} req/s)" if stage else \
+            "warm-up" if elapsed < profile.ramp_up_s else "ending"
     parts = [f"load: {phase:7} {_clock(elapsed)} elapsed, {_clock(profile.planned_s - elapsed)} left"]
     for machine, tail in tails.items():
         tail.read()

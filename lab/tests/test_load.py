@@ -536,3 +536,11 @@ def test_ctrl_c_stops_the_load_and_leaves_whole_jtls(app, tmp_path):
         assert all(len(r) == 17 for r in records) and len(records) - 1 == result["samples"][machine] > 0
     # JMeter is gone (its PID was the runner's child; nothing else to look for)
     assert "end of run" in (run_dir / "jmeter.out").read_text()
+
+
+def test_the_steps_model_warms_up_at_its_first_rate_before_the_judged_stages():
+    profile = load.Profile(model="steps", step_rates=(5, 10), step_s=60, ramp_up_s=120, response_timeout_ms=2000)
+    assert profile.steps_schedule() == ("rate(5/s) random_arrivals(120 s) rate(5/s) rate(5/s) random_arrivals(60 s) "
+                                        "rate(5/s) rate(10/s) random_arrivals(60 s) rate(10/s) pause(2000 ms)")
+    assert profile.stages() == [(5, 120, 180), (10, 180, 240)] and profile.planned_s == 242
+    assert "120 s of warm-up, then stages of 60 s" in profile.describe()

@@ -66,3 +66,14 @@ def test_the_section_names_both_capacities_and_their_ratio(tmp_path):
     assert text.count("\n| ") == 6          # header, separator, four stages
     figure, png = capacity.chart(run, machines)
     assert figure.key == "capacity" and png[:4] == b"\x89PNG"
+
+
+def test_the_stages_start_after_the_warm_up():
+    """A run with a warm-up at the first rate (load.ramp_up_s): the judged stages begin after it; a run from
+    before the warm-up existed (no ramp_up_s) keeps its stages from the test's start."""
+    class Run:
+        def __init__(self, load):
+            self.load = load
+    base = {"model": "steps", "step_rates": [10, 20], "step_s": 60, "test_start_ms": 1_000_000}
+    assert capacity.plan(Run({**base, "ramp_up_s": 120})) == [(10.0, 1120.0, 1180.0), (20.0, 1180.0, 1240.0)]
+    assert capacity.plan(Run(base)) == [(10.0, 1000.0, 1060.0), (20.0, 1060.0, 1120.0)]
