@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab import (box, knob_sets, lifecycle, load, machines, netns, paths, prereqs, provision, reporting, run,
-                 settings, steps, sweep)
+from lab import (box, hosts, knob_sets, lifecycle, load, machines, netns, paths, prereqs, provision, reporting,
+                 run, settings, steps, sweep)
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
@@ -21,6 +21,7 @@ Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) und
   ./start.sh --aa --duration 5m --label aa       A/A: both machines run the default configuration
   ./start.sh --repeat 2 --duration 5m            two trials, the machines' roles swapped in the second
   ./start.sh --knob-set tuned=article-2018       the 2018 article's knob set on the tuned column
+  ./start.sh --hosts my-hosts.yml --duration 10m   the same run on real hosts (README: Real hosts)
 
 commands:
   report    (re)write the report of a run folder: ./start.sh report results/<run-id> [--warmup S]
@@ -92,6 +93,9 @@ def add_run_options(add) -> None:
     add("--aa", nargs="?", const="default", default=None, metavar="SET",
                    help="A/A calibration: both machines run knob set SET (default unless named) to measure the "
                         "twins' own difference")
+    add("--hosts", type=Path, default=None, metavar="INVENTORY",
+                   help="run on real hosts instead of the VMs: an Ansible inventory naming `default` and `tuned` (and "
+                        "optionally a `loadgen` group for JMeter's remote engines); see README, Real hosts")
     add("--down", action="store_true", help="destroy the machines after the run")
     add("--provision", action="store_true",
                    help="run Ansible even when nothing changed since the machines were last provisioned")
@@ -179,6 +183,9 @@ COMMAND_OPTIONS = {"provision": {"overrides"}, "report": {"warmup"}, "sweep": "r
 
 def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
     """Options that contradict each other or do nothing where they were given: refused, not ignored."""
+    if args.command in ("up", "down") and getattr(args, "hosts", None) is not None:
+        return [f"`./start.sh {args.command}` brings the lab's VMs up or destroys them: with --hosts the machines are "
+                "your hosts, which the lab neither brings up nor destroys (run `./start.sh --hosts INVENTORY`)"]
     if args.command is not None:
         own = COMMAND_OPTIONS.get(args.command, set())
         if own == "run":        # sweep, ablate: every trial is a full run
@@ -205,6 +212,9 @@ def run_contradictions(args) -> list[str]:
                         "set its stages")
     if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
         problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
+    if args.hosts is not None and args.down:
+        problems.append("--down destroys the lab's VMs: with --hosts the machines are your hosts, which the lab never "
+                        "destroys")
     if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
         problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
     return problems
@@ -222,7 +232,7 @@ def run_options(args) -> run.Options:
     chosen = dict(knob_sets.parse_choice(text, machines.NAMES) for text in args.knob_sets)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
-                       knob_sets={side: name for side, name in chosen.items() if name != side})
+                       knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts)
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
 
 
@@ -262,13 +272,16 @@ def main(argv: list[str] | None = None) -> int:
         opts = run_options(args) if args.command in (None, "sweep", "ablate") else None
         overrides = provision.parse_overrides(args.overrides) if args.command == "provision" else None
         s = settings.load()
+        if opts is not None and opts.hosts is not None:     # before the knobs: their memory is what must fit
+            with steps.step(f"the hosts of {opts.hosts}: SSH, sudo, facts (nothing is changed)"):
+                opts.reached = hosts.prepare(opts.hosts, steps.note)
         plan = sweep_plan(args, opts) if args.command in ("sweep", "ablate") else None
         if plan is not None:
             print(sweep.describe(plan, opts.profile.planned_s), flush=True)
             sweep.validate(plan, opts, s, run)
         elif opts is not None:
             run.validate(opts, s)        # bad knobs are named before anything else is looked at
-        owner = netns.foreign_owner()
+        owner = netns.foreign_owner() if opts is None or opts.hosts is None else None   # hosts: no namespace
         if owner and args.command in ("up", "down", "exec", "sweep", "ablate", None):
             raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
                            f"run ./start.sh down there first (only one lab can run on a host)")
@@ -296,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)
         return 2
     except (lifecycle.LabError, box.BoxError, netns.NetnsError, machines.MachineError, prereqs.PrereqError,
-            provision.ProvisionError, run.RunError) as failure:
+            provision.ProvisionError, run.RunError, hosts.HostsError) as failure:
         print(f"start.sh: {failure}", file=sys.stderr)
         return 1
     except ValueError as failure:         # bad input on the command line

@@ -22,17 +22,17 @@ TIMEOUT_S = 5.0
 DEAD_AFTER = 3          # failed probes in a row: ~30 s without an answer
 PORT = 22
 
-# argv: period timeout port name=ip ...; prints {"t", "machine", "ok", "ms"} per probe, flushed
+# argv: period timeout name=ip=port ...; prints {"t", "machine", "ok", "ms"} per probe, flushed
 PROBE = r"""
 import json, socket, sys, time
-period, timeout, port = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-targets = [a.split("=", 1) for a in sys.argv[4:]]
+period, timeout = float(sys.argv[1]), float(sys.argv[2])
+targets = [a.split("=", 2) for a in sys.argv[3:]]
 while True:
     started = time.monotonic()
-    for name, ip in targets:
+    for name, ip, port in targets:
         t0 = time.monotonic()
         try:
-            socket.create_connection((ip, port), timeout=timeout).close()
+            socket.create_connection((ip, int(port)), timeout=timeout).close()
             ok = True
         except OSError:
             ok = False
@@ -59,11 +59,12 @@ class MachineWatch:
 
     def __init__(self, run_dir: Path, addresses: dict[str, str], wrap=lambda argv: argv,
                  period_s: float = PERIOD_S, timeout_s: float = TIMEOUT_S, port: int = PORT,
-                 on_change=lambda machine, state, since: None) -> None:
+                 on_change=lambda machine, state, since: None, ports: dict[str, int] | None = None) -> None:
         self.path = Path(run_dir) / "host" / "liveness.csv"
         self.addresses = dict(addresses)
-        self.command = wrap([sys.executable, "-c", PROBE, str(period_s), str(timeout_s), str(port),
-                             *(f"{m}={ip}" for m, ip in self.addresses.items())])
+        # ports: each machine's SSH port where they differ (real hosts); port for the others
+        self.command = wrap([sys.executable, "-c", PROBE, str(period_s), str(timeout_s),
+                             *(f"{m}={ip}={(ports or {}).get(m, port)}" for m, ip in self.addresses.items())])
         self.on_change = on_change
         self.state = {m: {"probes": 0, "failed": 0, "failing_since": None, "in_a_row": 0, "dead_at": None,
                           "back_at": None, "deaths": 0} for m in self.addresses}

@@ -27,6 +27,30 @@ class MachineError(RuntimeError):
     """A machine could not be brought up or reached; the message names it."""
 
 
+# How the lab reaches its machines, chosen once per process: the VMs from inside the lab namespace through
+# Vagrant's ssh_config, or (./start.sh --hosts, lab/hosts.py) real hosts from this machine's own network
+# through the ssh_config made from the inventory.
+_reach = {"ssh_config": SSH_CONFIG, "wrap": netns.wrap, "vms": True}
+
+
+def reach_hosts(ssh_config: Path) -> None:
+    """From now on the machines are real hosts: SSH through ssh_config, every command run here as it is."""
+    _reach.update(ssh_config=ssh_config, wrap=lambda argv: list(argv), vms=False)
+
+
+def reaches_vms() -> bool:
+    return _reach["vms"]
+
+
+def wrap(cmd: list[str]) -> list[str]:
+    """The command as run where the machines are reachable (the lab namespace for the VMs)."""
+    return _reach["wrap"](cmd)
+
+
+def ssh_config() -> Path:
+    return _reach["ssh_config"]
+
+
 def resolve(settings, detect=accel.detect) -> dict:
     """Settings as the Vagrantfile reads them: accelerator and CPU placement decided, box named."""
     accelerator, why = detect(settings.accelerator)
@@ -134,12 +158,12 @@ def write_ssh_config() -> Path:
 
 
 def ssh_command(name: str, command: str) -> list[str]:
-    """The argv that runs a command on a machine over SSH from inside the lab namespace."""
-    return netns.wrap(["ssh", "-F", str(SSH_CONFIG), "-o", "ConnectTimeout=20", "-o", "BatchMode=yes", name, command])
+    """The argv that runs a command on a machine over SSH from where it is reachable."""
+    return wrap(["ssh", "-F", str(ssh_config()), "-o", "ConnectTimeout=20", "-o", "BatchMode=yes", name, command])
 
 
 def ssh(name: str, command: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Runs a command on a machine over SSH from inside the lab namespace."""
+    """Runs a command on a machine over SSH from where it is reachable."""
     return subprocess.run(ssh_command(name, command), capture_output=True, text=True, timeout=timeout)
 
 

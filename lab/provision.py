@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from lab import knobs, machines, netns, paths, profiler, shell
+from lab import knobs, machines, paths, profiler, shell
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 STOP_GRACE_S = 30               # for Ansible to end its connections after SIGTERM, before SIGKILL
@@ -105,15 +105,20 @@ def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
 
 
 def inventory(resolved: dict) -> dict:
-    """The lab machines for Ansible: reached through .lab/ssh_config from inside the namespace."""
+    """The lab machines for Ansible: reached through .lab/ssh_config from inside the namespace. memory_mb: the
+    machines' RAM, one figure for both, or {machine: MB} (real hosts may differ)."""
     networks = sorted({resolved.get("management_network", "192.168.121.0/24"),
                        _private_network(resolved)})
+    memory = resolved.get("memory_mb", 512)
+    each = memory if isinstance(memory, dict) else {name: memory for name in machines.NAMES}
     return {"all": {
         "vars": {"ansible_user": "vagrant",
                  "ansible_ssh_common_args": f"-F {machines.SSH_CONFIG}",
                  "lab_networks": networks,
-                 "lab_memory_mb": int(resolved.get("memory_mb", 512))},
-        "hosts": {name: {"lab_private_ip": resolved.get("machines", {}).get(name)} for name in machines.NAMES}}}
+                 "lab_memory_mb": int(min(each.values()))},
+        "hosts": {name: {"lab_private_ip": resolved.get("machines", {}).get(name),
+                         **({"lab_memory_mb": int(each[name])} if isinstance(memory, dict) else {})}
+                  for name in machines.NAMES}}}
 
 
 def write_inventory(resolved: dict, path: Path = INVENTORY) -> Path:
@@ -193,14 +198,18 @@ def playbook_command(inventory: Path, overrides: dict[str, dict], extra: list[st
 
 def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], machine_ids: dict[str, str]) -> str:
     """What provisioning would apply: every file of ansible/ (not its tests), the jars, the overrides, the
-    machines' addresses and identities (/etc/machine-id: a re-created machine is a new one)."""
+    machines' addresses and identities (/etc/machine-id: a re-created machine is a new one), and for real hosts
+    their inventory."""
     digest = hashlib.sha256()
     for path in sorted(p for p in ANSIBLE_DIR.rglob("*") if p.is_file() and "tests" not in p.relative_to(ANSIBLE_DIR).parts):
         digest.update(f"{path.relative_to(ANSIBLE_DIR)}\0".encode() + path.read_bytes() + b"\0")
     for jar in sorted(jars):
         digest.update(jar.name.encode() + hashlib.sha256(jar.read_bytes()).digest())
+    # real hosts: their inventory too (the generators, who may reach the targets)
+    hosts_inventory = {"inventory": Path(resolved["inventory"]).read_text()} if resolved.get("inventory") else {}
     digest.update(json.dumps({"overrides": overrides, "machines": resolved.get("machines"),
-                              "memory_mb": resolved.get("memory_mb"), "ids": machine_ids}, sort_keys=True).encode())
+                              "memory_mb": resolved.get("memory_mb"), "ids": machine_ids, **hosts_inventory},
+                             sort_keys=True).encode())
     return digest.hexdigest()
 
 
@@ -235,7 +244,10 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
             "./start.sh provision runs it anyway")
         return False
     STAMP.unlink(missing_ok=True)
-    command = netns.wrap(playbook_command(write_inventory(resolved), overrides, start_services_vars(start_services)))
+    # real hosts (lab/hosts.py) come with their own inventory, written when they were checked
+    hosts_inventory = resolved.get("inventory")
+    command = machines.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
+                                             overrides, start_services_vars(start_services)))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     with open(logfile, "w", buffering=1) as keep:     # line by line: a user may tail it

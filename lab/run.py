@@ -23,8 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import (collect, instruments, knob_sets, lifecycle, liveness, load, machines, netns, paths, provision,
+from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, provision,
                  reporting, services, settings, shell, steps, trial)
+from lab.load import engines, generator_pcp
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 CHECK_PATH = "/api/customers/1"
@@ -47,6 +48,8 @@ class Options:
     aa: str | None = None        # A/A: both machines run this configuration
     tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
     knob_sets: dict = field(default_factory=dict)   # side -> knob set, where a side runs another set than its name
+    hosts: Path | None = None    # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/hosts.py)
+    reached: dict | None = field(default=None, repr=False)   # those hosts once checked (hosts.prepare)
     sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 
     def __post_init__(self) -> None:
@@ -150,7 +153,7 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
         name, base = item
         url = base + CHECK_PATH
         try:
-            done = shell.run(netns.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
+            done = shell.run(machines.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
                              f"{name} does not answer {url} through HTTPD", error=RunError)
         except RunError as silent:
             raise RunError(f"{silent}\n  its services now:\n  " + diagnose(name).replace("\n", "\n  ")) from None
@@ -163,8 +166,10 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
 
 def validate(opts: Options, s: settings.Settings) -> None:
     """Every knob of every trial's machines checked (ansible/validate.yml, on this host) before anything is
-    built, booted or changed; ValueError naming each bad value."""
-    known = {"machines": s.machines, "management_network": s.management_network, "memory_mb": s.memory_mb}
+    built, booted or changed; ValueError naming each bad value. Real hosts are checked first (opts.reached):
+    their memory is what the knobs must fit."""
+    known = opts.reached or {"machines": s.machines, "management_network": s.management_network,
+                             "memory_mb": s.memory_mb}
     checked = []
     for t in opts.trials():
         overrides = t.overrides(opts.sets)
@@ -225,6 +230,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
     marked_at = None
     watch = None            # the load generator's watch, once the load starts
     alive = None            # the machines' liveness watch, while the load runs
+    addresses: dict[str, str] = {}      # machine → address, once known
     exit_code = 0
 
     @contextlib.contextmanager
@@ -241,11 +247,21 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
 
     try:
         t0 = time.monotonic()
-        with phase("up", "machines up"):
-            resolved = lifecycle.ensure_up(s)
-        record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
-                      accelerator_reason=resolved.get("accelerator_reason"),
-                      placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
+        if opts.reached:        # real hosts, checked before the knobs were validated
+            resolved = opts.reached
+            record.update(provider="hosts", inventory=resolved["inventory_source"],
+                          hosts={side: {"host": resolved["hosts"][side], "address": resolved["machines"][side],
+                                        **resolved["facts"][side]} for side in machines.NAMES},
+                          loadgens={name: {**g, **resolved["facts"].get(name, {})}
+                                    for name, g in resolved["loadgens"].items()} or None,
+                          machine_memory_mb=resolved["memory_mb"])
+        else:
+            with phase("up", "machines up"):
+                resolved = lifecycle.ensure_up(s)
+            record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
+                          accelerator_reason=resolved.get("accelerator_reason"),
+                          placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
+        addresses.update(resolved.get("machines", {}))
         targets = t.targets(resolved["machines"], scheme=opts.scheme)
         with phase("provision", "build and provision both machines (Ansible)"):
             overrides = t.overrides(opts.sets)
@@ -271,10 +287,19 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             collect.mark(run_id, log=log)
             marked_at = time.time()
             watch = instruments.LoadGeneratorWatch(run_dir)
-            alive = liveness.MachineWatch(run_dir, resolved["machines"], wrap=netns.wrap,
-                                          on_change=lambda vm, state, since: _said_liveness(vm, state, since, log))
+            alive = liveness.MachineWatch(run_dir, resolved["machines"], wrap=machines.wrap,
+                                          on_change=lambda vm, state, since: _said_liveness(vm, state, since, log),
+                                          ports=resolved.get("ssh_ports"))
             alive.start()
-            result = load.run(run_dir, targets, opts.profile, wrap=netns.wrap, progress=log, beside=watch)
+            remote = recording = None
+            try:
+                with contextlib.ExitStack() as on_generators:
+                    remote, recording = _on_generators(run_id, run_dir, resolved, on_generators, log)
+                    result = load.run(run_dir, targets, opts.profile, wrap=machines.wrap, progress=log,
+                                      beside=watch, engines=remote)
+            finally:    # what the generators could not do is kept whatever the load did
+                if remote is not None:
+                    record.update(loadgen_problems={**remote.problems, **recording.problems} or None)
             record.update(load=_load_record(opts, result))
             if result.interrupted:
                 record.update(status="interrupted", stopped_at="load")
@@ -301,10 +326,29 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         if alive is not None:
             dead = alive.dead()
             record.update(liveness=alive.stop())
-        _finish(t, record, run_dir, run_id, marked_at, log, dead=dead)
+        _finish(t, record, run_dir, run_id, marked_at, log, addresses=addresses, dead=dead)
     if exit_code == 0 and record.data["status"] == "interrupted":     # Ctrl-C after the load
         exit_code = 130
     return exit_code, run_dir
+
+
+def _on_generators(run_id: str, run_dir: Path, resolved: dict, stack: contextlib.ExitStack, log):
+    """Real hosts with a `loadgen` group: JMeter's remote engines there, each recorded by PCP while the load runs
+    (both stopped when the stack closes): (engines, recording); (None, None) otherwise (this machine loads the
+    targets itself)."""
+    generators = resolved.get("loadgens") or {}
+    if not generators:
+        return None, None
+    ssh_config = Path(resolved["ssh_config"])
+
+    def remote_for(engine):
+        local = generators[engine.name]["connection"] == "local"
+        return engines.Remote.local() if local else engines.Remote.ssh(engine.name, ssh_config)
+    started = [engines.Engine(name, g["address"]) for name, g in generators.items()]
+    controller = hosts.source_address(started[0].address)
+    running = stack.enter_context(engines.Engines(run_id, run_dir, started, remote_for, controller, log=log))
+    recording = stack.enter_context(generator_pcp.GeneratorRecording(run_id, run_dir, started, remote_for, log=log))
+    return running, recording
 
 
 def _load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
@@ -334,20 +378,19 @@ def _said_liveness(vm: str, state: str, since: float, log) -> None:
         log(f"{vm} answers again ({clock} UTC)")
 
 
-def _unreachable(dead: dict[str, float]) -> dict[str, str]:
+def _unreachable(dead: dict[str, float], addresses: dict[str, str]) -> dict[str, str]:
     """{machine: why collection skips it} for the machines dead at the end of the load that still do not
     answer one more probe now (collection would otherwise wait on SSH for many minutes)."""
-    addresses = (machines.read_resolved() or {}).get("machines", {})
     out = {}
     for vm, since in dead.items():
-        if not liveness.probe_once(addresses.get(vm, ""), wrap=netns.wrap):
+        if not liveness.probe_once(addresses.get(vm, ""), wrap=machines.wrap):
             clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
             out[vm] = f"{vm} has not answered since {clock} UTC (liveness probe): not collected"
     return out
 
 
 def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log,
-            dead: dict[str, float] | None = None) -> None:
+            addresses: dict[str, str] | None = None, dead: dict[str, float] | None = None) -> None:
     """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
     default/ and tuned/ are the configurations; each says which machine ran it. A step that fails is
     recorded and the next one runs; Ctrl-C during collection or the dashboards skips to the report, and
@@ -356,7 +399,7 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
         def pull():
             problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log,
                                     profile_window=_measured_window(record.data),
-                                    skip=_unreachable(dead) if dead else None)
+                                    skip=_unreachable(dead, addresses) if dead else None)
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
         _finish_step(record, "collect", "collect logs, configs and the PCP archives from both machines", pull)
     else:   # stopped before the load (e.g. a machine that stopped answering while provisioned): its last words
@@ -365,7 +408,7 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
                 log(f"{side}: serial console of {vm} kept in {side}/logs/serial-console.log")
     machines_info = {}
     knobs = {}
-    addresses = (machines.read_resolved() or {}).get("machines", {})
+    addresses = addresses or {}
     for side, vm in t.machines.items():
         mdir = run_dir / side
         knobs[side] = collect.read_knobs(mdir)

@@ -2,7 +2,7 @@
 analysis, the profiles, the lab's own cost, knob diff, versions, log hints and what is missing from the run folder."""
 from datetime import datetime, timezone
 
-from . import MACHINES, capacity, fmt, integrity
+from . import MACHINES, capacity, fmt, generators, integrity
 from .events import log_events, restart_lines, restarts
 from .machine import utc_clock
 from .cost import cost_lines
@@ -329,6 +329,7 @@ def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=No
     lines += saturation_lines(run, machines)
     lines += profile_lines(profiles if profiles is not None else load_profiles(run))
     lines += cost_lines(run, machines)
+    lines += generators.lines(run, machines)
     lines += errors_section(machines)
     lines += knobs_section(run)
     lines += versions_section(run)

@@ -393,3 +393,88 @@ def test_the_ajp_secret_stays_in_the_lab(short_run):
     assert holding == [], f"the AJP secret is in {holding}"
     tracked = subprocess.run(["git", "grep", "-F", "-l", secret.decode()], cwd=ROOT, capture_output=True, text=True)
     assert tracked.returncode == 1 and not tracked.stdout, f"the AJP secret is in git: {tracked.stdout}"
+
+
+# --- the same run on "real hosts": the two lab machines driven through an inventory (lab/hosts.py) -------------
+# Reached over SSH on their private addresses like any host (not through Vagrant), provisioned, loaded and
+# collected from inside the lab namespace, with one JMeter remote engine on this machine (a `loadgen` host with
+# ansible_connection local). Last: its provisioning admits only this host and the generator to the machines.
+HOSTS_RUN = ["--users", "4", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-hosts"]
+
+
+def ssh_settings(name: str) -> dict:
+    """HostName, User and IdentityFile of a machine in Vagrant's ssh_config."""
+    found, current = {}, None
+    for line in (ROOT / ".lab" / "ssh_config").read_text().splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key == "Host":
+            current = value.strip()
+        elif current == name and key in ("HostName", "User", "IdentityFile"):
+            found[key] = value.strip()
+    return found
+
+
+def pmcd_pid():
+    try:
+        return int(Path("/run/pcp/pmcd.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@pytest.fixture(scope="module")
+def hosts_run(short_run, tmp_path_factory):
+    """./start.sh --hosts INVENTORY inside the lab namespace after the VM runs: the machines as hosts on their
+    private addresses, this machine as the one load generator. pmcd, if the loadgen play started it here, is
+    stopped again by its PID."""
+    record = run_json(short_run)
+    private = {side: record["machines"][side]["ip"] for side in ("default", "tuned")}
+    host_side = subprocess.run(["ip", "netns", "exec", "camel-lab", "ip", "-o", "route", "get", private["tuned"]],
+                               capture_output=True, text=True).stdout.split(" src ")[1].split()[0]
+    subprocess.run(["bash", str(ROOT / "lab" / "sh" / "install-pcp.sh")], check=True)
+    inventory = tmp_path_factory.mktemp("hosts") / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {
+        "hosts": {side: {"ansible_host": ip, "ansible_user": ssh_settings(side)["User"],
+                         "ansible_ssh_private_key_file": ssh_settings(side)["IdentityFile"]}
+                  for side, ip in private.items()},
+        "children": {"loadgen": {"hosts": {"lab-host": {"ansible_connection": "local", "ansible_host": host_side}}}}}}))
+    pmcd_before = pmcd_pid()
+    results = ROOT / "results"
+    before = set(results.iterdir())
+    try:
+        run = subprocess.run(["ip", "netns", "exec", "camel-lab", START, "--hosts", str(inventory), *HOSTS_RUN],
+                             cwd=ROOT, capture_output=True, text=True, timeout=45 * 60)
+    finally:
+        started = pmcd_pid()
+        if started and started != pmcd_before:
+            subprocess.run(["kill", str(started)])
+    print(run.stdout[-6000:], run.stderr[-3000:])
+    made = sorted(set(results.iterdir()) - before)
+    assert run.returncode == 0, f"./start.sh --hosts failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
+    assert len(made) == 1, made
+    return {"result": run, "folder": made[0], "private": private, "generator": host_side}
+
+
+def test_a_run_on_hosts_loads_them_from_a_remote_engine_and_reports_it(hosts_run):
+    folder = hosts_run["folder"]
+    record = run_json(hosts_run)
+    assert record["status"] == "complete" and record["provider"] == "hosts", record.get("error")
+    assert "up_s" not in record["phases"], "the VM path was used"
+    for side in ("default", "tuned"):
+        facts = record["hosts"][side]
+        assert facts["address"] == hosts_run["private"][side] and facts["memory_mb"] > 300 and facts["cpus"] == 2
+        assert facts["kernel"] and facts["virtualization"]
+        assert successful_samples(folder / side / "jmeter.jtl") > 0, side
+        assert (folder / side / "pcp" / "metrics.csv").stat().st_size > 0, side
+        assert record["machines"][side]["versions"].get("java"), side
+    engines = record["load"]["engines"]
+    assert [e["name"] for e in engines] == ["lab-host"] and engines[0]["address"] == hosts_run["generator"]
+    assert "Starting distributed test" in (folder / "jmeter.out").read_text()
+    with (folder / "default" / "jmeter.jtl").open(newline="") as f:
+        assert all(row["threadName"].startswith(f"{hosts_run['generator']}:1099-") for row in csv.DictReader(f))
+    generator = folder / "loadgen" / "lab-host"
+    assert "Bound to RMI registry" in (generator / "jmeter-server.log").read_text()
+    assert "kernel.all.cpu.idle" in (generator / "pcp" / "metrics.csv").read_text()
+    summary = (folder / "summary.md").read_text()
+    assert "## Load generators" in summary and "| lab-host | " + hosts_run["generator"] in summary
+    assert not record.get("loadgen_problems"), record["loadgen_problems"]
+    assert not list(Path("/tmp/camel-lab-engines").glob(record["run_id"] + "*")), "the engines' run files remain"

@@ -46,6 +46,7 @@ class LoadResult:
     jtl: dict[str, str] = field(default_factory=dict)
     trimmed_bytes: dict[str, int] = field(default_factory=dict)
     log: str = ""
+    engines: list[dict] = field(default_factory=list)   # JMeter's remote engines, when the load ran on generators
     jmeter_peak_rss_mb: float | None = None   # of the launched process (the JVM when wrap execs it)
     jmeter_cpu_s: float | None = None
 
@@ -100,7 +101,7 @@ class _Console:
                 out.write(line)
                 out.flush()
                 self.tail.append(line.rstrip())
-                if line.startswith("Starting standalone test"):
+                if line.startswith(("Starting standalone test", "Starting distributed test")):
                     self.started_at = time.monotonic()
                     stamp = re.search(r"\((\d{10,})\)", line)
                     self.test_start_ms = int(stamp.group(1)) if stamp else None
@@ -126,9 +127,11 @@ _UDP_SEND = "import socket,sys; socket.socket(socket.AF_INET,socket.SOCK_DGRAM).
 
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
         progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
-        beside=None) -> LoadResult:
+        beside=None, engines=None) -> LoadResult:
     """Runs the plan against targets (machine → "http://host[:port]"); see lab/load/__init__.py. beside: what
-    watches beside the load (lab/instruments.py), told JMeter's pid once it is launched."""
+    watches beside the load (lab/instruments.py), told JMeter's pid once it is launched. engines: JMeter's
+    remote engines (lab/load/engines.py Engines, started), which then run the plan, each with its share of
+    `profile` (Profile.per_engine); this JMeter is their controller and writes the JTLs."""
     properties = target_properties(targets)
     run_dir = Path(run_dir).resolve()
     jtls = {m: run_dir / m / "jmeter.jtl" for m in MACHINES}
@@ -138,17 +141,24 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     home = ensure_jmeter(progress=progress)
     for jtl in jtls.values():
         jtl.parent.mkdir(parents=True, exist_ok=True)
-    properties.update(profile.jmeter_properties())
-    properties.update({"run_dir": str(run_dir), "summariser.out": "false"})
+    # each remote engine runs the whole plan: it gets its share of the load
+    properties.update((profile.per_engine(len(engines.engines)) if engines else profile).jmeter_properties())
     log = run_dir / "jmeter.log"
-    argv = jmeter_command(home, "-n", "-t", str(PLAN), "-q", str(LAB_PROPERTIES), "-j", str(log),
-                          *[f"-J{k}={v}" for k, v in properties.items()], java=java)
+    local = {"run_dir": str(run_dir), "summariser.out": "false"}      # the controller's: its listeners write the JTLs
+    if engines is None:
+        plan_args = [f"-J{k}={v}" for k, v in {**properties, **local}.items()]
+    else:   # the plan's properties (and the lab's JMeter settings) go to every engine, as global properties
+        plan_args = [*engines.controller_arguments(), f"-G{LAB_PROPERTIES}",
+                     *[f"-G{k}={v}" for k, v in properties.items()], *[f"-J{k}={v}" for k, v in local.items()]]
+    argv = jmeter_command(home, "-n", "-t", str(PLAN), "-q", str(LAB_PROPERTIES), "-j", str(log), *plan_args,
+                          java=java)
     command = wrap(argv)
     result = LoadResult(jmeter_version=jmeter_version(home), command=command, profile=asdict(profile),
                         targets=dict(targets), started_at=_utc_now(), log=str(log),
-                        jtl={m: str(p) for m, p in jtls.items()})
+                        jtl={m: str(p) for m, p in jtls.items()}, engines=engines.record() if engines else [])
     progress(f"load: {profile.model} model, {profile.describe()}, {_clock(profile.planned_s)} planned; "
-             f"JMeter {result.jmeter_version}, log {log}")
+             f"JMeter {result.jmeter_version}, log {log}"
+             + (f"; on {len(engines.engines)} remote engine(s), each with 1/{len(engines.engines)} of it" if engines else ""))
     proc = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent)
     console = _Console(proc.stdout, run_dir / "jmeter.out")

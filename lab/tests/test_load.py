@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from lab import load, paths
+from lab.load import engines
 
 APP_DIR = paths.ROOT / "app"
 APP_JAR = APP_DIR / "camel3" / "target" / "camel-tuning-app-camel3.jar"
@@ -544,3 +545,89 @@ def test_the_steps_model_warms_up_at_its_first_rate_before_the_judged_stages():
                                         "rate(5/s) rate(10/s) random_arrivals(60 s) rate(10/s) pause(2000 ms)")
     assert profile.stages() == [(5, 120, 180), (10, 180, 240)] and profile.planned_s == 242
     assert "120 s of warm-up, then stages of 60 s" in profile.describe()
+
+
+# --- JMeter's distributed mode: remote engines on this host ---------------------------------------------------
+
+def test_each_engine_gets_its_share_of_the_load():
+    closed = load.Profile(users=150)
+    assert closed.per_engine(1) is closed
+    assert closed.per_engine(3).users == 50
+    with pytest.raises(ValueError, match="150 users per machine do not divide between 4 load generators"):
+        closed.per_engine(4)
+    opened = load.Profile(model="open", rate_per_s=50).per_engine(4)
+    assert opened.rate_per_s == 12.5 and opened.users == 150
+    steps = load.Profile(model="steps", step_rates=(10, 20), ramp_up_s=0).per_engine(2)
+    assert steps.step_rates == (5, 10)
+
+
+def engine_processes(run_id: str) -> list[str]:
+    """Command lines of the processes that belong to a run's engines (its work folder is in them)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"{engines.WORK}/{run_id}/" in text:
+            found.append(text)
+    return found
+
+
+def test_two_remote_engines_load_both_machines_and_the_controller_writes_the_jtls(app, tmp_path):
+    run_id = f"test-{tmp_path.name}"
+    pair = [engines.Engine("gen1", "127.0.0.1", port=free_port(), object_port=free_port()),
+            engines.Engine("gen2", "127.0.0.1", port=free_port(), object_port=free_port())]
+    lines: list[str] = []
+    with engines.Engines(run_id, tmp_path, pair, lambda e: engines.Remote.local(), controller_address="127.0.0.1",
+                         log=lines.append) as started:
+        assert all(e.pid for e in pair) and len(engine_processes(run_id)) == 2
+        props = (Path(engines.WORK) / run_id / "rmi.properties").read_text()
+        assert "server.rmi.ssl.disable=false" in props and "server.rmi.ssl.keystore.password=" in props
+        profile = load.Profile(users=4, ramp_up_s=1, duration_s=6)
+        result = load.run(tmp_path, {"default": app, "tuned": app}, profile, progress=lines.append, engines=started)
+        password = re.search(r"keystore\.password=(\S+)", props).group(1)
+        assert password not in " ".join(result.command)       # in a 0600 file, not on a command line
+    assert engine_processes(run_id) == [] and not (Path(engines.WORK) / run_id).exists()
+    assert "Starting distributed test" in (tmp_path / "jmeter.out").read_text()
+    for machine in load.MACHINES:
+        samples = rows(tmp_path / machine / "jmeter.jtl")
+        assert samples and all(s["success"] == "true" for s in samples), machine
+        # each engine ran its share: 2 of the 4 users of each machine
+        by_engine = collections.Counter(s["threadName"].split("-")[0] for s in samples)
+        assert set(by_engine) == {e.endpoint for e in pair}, by_engine
+        assert max(int(s["grpThreads"]) for s in samples) == 2
+    assert [e["name"] for e in result.engines] == ["gen1", "gen2"] and result.test_start_ms
+    for engine in pair:
+        assert "Bound to RMI registry" in (tmp_path / "loadgen" / engine.name / "jmeter-server.log").read_text()
+
+
+def test_a_generator_without_java_is_named_and_nothing_is_left_running(tmp_path):
+    run_id = f"test-{tmp_path.name}"
+    pair = [engines.Engine("gen1", "127.0.0.1", port=free_port(), object_port=free_port()),
+            engines.Engine("nojava", "127.0.0.1", port=free_port(), object_port=free_port())]
+    # nojava: a login whose PATH has no java (nor anything else but a shell's builtins)
+    bare = engines.Remote(lambda script: ["env", "PATH=/nonexistent", "/bin/bash", "-c", script])
+    with pytest.raises(engines.EngineError, match=r"load generator nojava \(127.0.0.1\) has no `java`"):
+        with engines.Engines(run_id, tmp_path, pair, lambda e: bare if e.name == "nojava" else engines.Remote.local(),
+                             "127.0.0.1", log=lambda _: None):
+            pytest.fail("the engines must not start")
+    assert engine_processes(run_id) == [] and not (Path(engines.WORK) / run_id).exists()
+
+
+def test_an_engine_that_cannot_start_is_named_with_its_last_words(tmp_path):
+    run_id = f"test-{tmp_path.name}"
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:    # its registry port is taken: JMeter's server cannot serve
+        pair = [engines.Engine("gen1", "127.0.0.1", port=taken.getsockname()[1], object_port=free_port())]
+        with pytest.raises(engines.EngineError, match="load generator gen1 .*: its JMeter engine could not open its "
+                                                      "RMI registry on port .*; its console"):
+            with engines.Engines(run_id, tmp_path, pair, lambda e: engines.Remote.local(), "127.0.0.1",
+                                 log=lambda _: None):
+                pytest.fail("the engine must not be ready")
+    finally:
+        taken.close()
+    assert engine_processes(run_id) == [] and not (Path(engines.WORK) / run_id).exists()
+    assert (tmp_path / "loadgen" / "gen1" / "engine.out").exists()
