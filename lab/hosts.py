@@ -279,7 +279,7 @@ def prepare(path: Path | str, log=print, state: Path = STATE) -> dict:
                     + yaml.safe_dump(ansible_inventory(inv, config, networks(inv), memory), sort_keys=False))
     machines.reach_hosts(config)
     return {"mode": "hosts", "inventory_source": str(inv.path.resolve()), "inventory": str(site),
-            "ssh_config": str(config), "machines": {side: h.address for side, h in inv.targets.items()},
+            "machines": {side: h.address for side, h in inv.targets.items()},
             "hosts": {side: h.name for side, h in inv.targets.items()}, "memory_mb": memory, "facts": facts,
             "ssh_ports": {side: h.port for side, h in inv.targets.items()},
             "loadgens": {name: {"address": h.address, "connection": h.connection} for name, h in inv.loadgens.items()}}

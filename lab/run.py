@@ -231,6 +231,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
     watch = None            # the load generator's watch, once the load starts
     alive = None            # the machines' liveness watch, while the load runs
     addresses: dict[str, str] = {}      # machine → address, once known
+    ssh_ports: dict[str, int] = {}      # machine → its SSH port where it is not 22 (real hosts)
     exit_code = 0
 
     @contextlib.contextmanager
@@ -262,6 +263,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
                           accelerator_reason=resolved.get("accelerator_reason"),
                           placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
         addresses.update(resolved.get("machines", {}))
+        ssh_ports.update(resolved.get("ssh_ports") or {})
         targets = t.targets(resolved["machines"], scheme=opts.scheme)
         with phase("provision", "build and provision both machines (Ansible)"):
             overrides = t.overrides(opts.sets)
@@ -289,7 +291,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             watch = instruments.LoadGeneratorWatch(run_dir)
             alive = liveness.MachineWatch(run_dir, resolved["machines"], wrap=machines.wrap,
                                           on_change=lambda vm, state, since: _said_liveness(vm, state, since, log),
-                                          ports=resolved.get("ssh_ports"))
+                                          ports=ssh_ports)
             alive.start()
             remote = recording = None
             try:
@@ -326,7 +328,7 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         if alive is not None:
             dead = alive.dead()
             record.update(liveness=alive.stop())
-        _finish(t, record, run_dir, run_id, marked_at, log, addresses=addresses, dead=dead)
+        _finish(t, record, run_dir, run_id, marked_at, log, addresses=addresses, dead=dead, ports=ssh_ports)
     if exit_code == 0 and record.data["status"] == "interrupted":     # Ctrl-C after the load
         exit_code = 130
     return exit_code, run_dir
@@ -339,11 +341,9 @@ def _on_generators(run_id: str, run_dir: Path, resolved: dict, stack: contextlib
     generators = resolved.get("loadgens") or {}
     if not generators:
         return None, None
-    ssh_config = Path(resolved["ssh_config"])
-
     def remote_for(engine):
         local = generators[engine.name]["connection"] == "local"
-        return engines.Remote.local() if local else engines.Remote.ssh(engine.name, ssh_config)
+        return engines.Remote.local() if local else engines.Remote.ssh(engine.name)
     started = [engines.Engine(name, g["address"]) for name, g in generators.items()]
     controller = hosts.source_address(started[0].address)
     running = stack.enter_context(engines.Engines(run_id, run_dir, started, remote_for, controller, log=log))
@@ -378,19 +378,20 @@ def _said_liveness(vm: str, state: str, since: float, log) -> None:
         log(f"{vm} answers again ({clock} UTC)")
 
 
-def _unreachable(dead: dict[str, float], addresses: dict[str, str]) -> dict[str, str]:
+def _unreachable(dead: dict[str, float], addresses: dict[str, str], ports: dict[str, int] | None = None) -> dict[str, str]:
     """{machine: why collection skips it} for the machines dead at the end of the load that still do not
-    answer one more probe now (collection would otherwise wait on SSH for many minutes)."""
+    answer one more probe now, on their SSH port (collection would otherwise wait on SSH for many minutes)."""
     out = {}
     for vm, since in dead.items():
-        if not liveness.probe_once(addresses.get(vm, ""), wrap=machines.wrap):
+        if not liveness.probe_once(addresses.get(vm, ""), wrap=machines.wrap, port=(ports or {}).get(vm, liveness.PORT)):
             clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
             out[vm] = f"{vm} has not answered since {clock} UTC (liveness probe): not collected"
     return out
 
 
 def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_at: float | None, log,
-            addresses: dict[str, str] | None = None, dead: dict[str, float] | None = None) -> None:
+            addresses: dict[str, str] | None = None, dead: dict[str, float] | None = None,
+            ports: dict[str, int] | None = None) -> None:
     """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
     default/ and tuned/ are the configurations; each says which machine ran it. A step that fails is
     recorded and the next one runs; Ctrl-C during collection or the dashboards skips to the report, and
@@ -399,7 +400,7 @@ def _finish(t: trial.Trial, record: Record, run_dir: Path, run_id: str, marked_a
         def pull():
             problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log,
                                     profile_window=_measured_window(record.data),
-                                    skip=_unreachable(dead, addresses) if dead else None)
+                                    skip=_unreachable(dead, addresses, ports) if dead else None)
             record.update(collect_errors={m: p for m, p in problems.items() if p} or None)
         _finish_step(record, "collect", "collect logs, configs and the PCP archives from both machines", pull)
     else:   # stopped before the load (e.g. a machine that stopped answering while provisioned): its last words

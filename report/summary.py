@@ -95,7 +95,9 @@ def _run_line(run):
     commit = run.get("git_commit")
     if commit:
         bits.append(f"git {str(commit)[:12]}")
-    if run.get("provider") or run.get("accelerator"):
+    if run.get("provider") == "hosts":      # real hosts: no VMs, no accelerator of the lab's
+        bits.append(f"real hosts from {run.get('inventory', default='an inventory')}")
+    elif run.get("provider") or run.get("accelerator"):
         bits.append(f"{run.get('provider', default='?')} / {run.get('accelerator', default='?')}")
     host = run.get("host", default={})
     if host:

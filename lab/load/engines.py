@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from lab import machines
 from lab.load.jmeter import HOME, JVM_OPTIONS, LAUNCHER, LoadError, ensure_jmeter, pom_hash
 
 WORK = "/tmp/camel-lab-engines"            # on every generator and here: <run_id>/ keystore, properties, logs
@@ -60,9 +61,9 @@ class Remote:
         self._argv_for = argv_for
 
     @classmethod
-    def ssh(cls, name: str, ssh_config: Path) -> "Remote":
-        return cls(lambda script: ["ssh", "-F", str(ssh_config), "-o", "BatchMode=yes", "-o", "ConnectTimeout=20",
-                                   name, "bash -c " + shlex.quote(script)])
+    def ssh(cls, name: str) -> "Remote":
+        """A generator the lab reaches as it reaches the machines (machines.ssh_command: the hosts' ssh_config)."""
+        return cls(lambda script: machines.ssh_command(name, "bash -c " + shlex.quote(script)))
 
     @classmethod
     def local(cls) -> "Remote":

@@ -74,3 +74,17 @@ def test_collection_does_not_ask_a_dead_machine(tmp_path, monkeypatch):
                             skip={"tuned": "tuned has not answered since 12:00:00 UTC (liveness probe): not collected"})
     assert asked == [] and "not collected" in problems["tuned"]
     assert "liveness probe" in (tmp_path / "tuned" / "collect-error.txt").read_text()
+
+
+def test_a_dead_host_is_probed_again_on_its_own_ssh_port(listener, monkeypatch):
+    # real hosts may answer SSH on another port than 22: the last probe before collection asks that port
+    from lab import run
+    port = listener("127.0.0.1")
+    monkeypatch.setattr(run.machines, "wrap", lambda argv: argv)
+    dead = {"tuned": time.time() - 60, "default": time.time() - 60}
+    addresses = {"tuned": "127.0.0.1", "default": "127.0.0.1"}
+    with socket.socket() as s:             # a port nothing listens on (bound, then let go)
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    skipped = run._unreachable(dead, addresses, {"tuned": port, "default": closed})
+    assert "tuned" not in skipped and "has not answered since" in skipped["default"]

@@ -53,3 +53,13 @@ def test_a_generator_with_headroom_is_not_saturated(run_copy):
 
 def test_a_run_loaded_by_the_controller_has_no_such_section(run_copy):
     assert section(run_copy) is None
+
+
+def test_a_run_on_real_hosts_says_so_in_its_run_line(run_copy):
+    data = json.loads((run_copy / "run.json").read_text())
+    data.update(provider="hosts", inventory="my-hosts.yml")
+    data.pop("accelerator", None)
+    (run_copy / "run.json").write_text(json.dumps(data))
+    assert run_report(run_copy).returncode == 0
+    text = (run_copy / "summary.md").read_text()
+    assert "real hosts from my-hosts.yml" in text and "hosts / ?" not in text
