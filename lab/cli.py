@@ -163,7 +163,7 @@ def cmd_provision(overrides: dict, s: settings.Settings) -> int:
     with steps.step("provision both machines (Ansible)"):
         ran = provision.run(resolved, overrides, log=steps.note)
     if ran:
-        provision.report_memory(list(resolved.get("machines", machines.NAMES)), steps.note)
+        provision.report_memory(list(ran.machines), steps.note)
     return 0
 
 

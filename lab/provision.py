@@ -16,18 +16,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from lab import knobs, machines, paths, profiler, shell
+from lab import knobs, machines, paths, profiler, role_names, shell
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 STOP_GRACE_S = 30               # for Ansible to end its connections after SIGTERM, before SIGKILL
 INVENTORY = paths.STATE_DIR / "inventory.yml"
 OVERRIDES = paths.STATE_DIR / "overrides.json"
-# What the machines were last provisioned from (fingerprint()); written only after a successful run.
-STAMP = paths.STATE_DIR / "provisioned.sha256"
+# What the machines were last provisioned from: {"base": fingerprint() of all but the knob overrides, "overrides":
+# the overrides}; written only after a successful run. scope() compares the next run's with it.
+STAMP = paths.STATE_DIR / "provisioned.json"
+FULL_PLAY = "Provision the lab machines"       # site.yml's play of the machines' roles
 APP_DIR = paths.ROOT / "app"
 STACKS = ("camel3", "camel4")
 
@@ -199,7 +202,7 @@ def playbook_command(inventory: Path, overrides: dict[str, dict], extra: list[st
 def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], machine_ids: dict[str, str]) -> str:
     """What provisioning would apply: every file of ansible/ (not its tests), the jars, the overrides, the
     machines' addresses and identities (/etc/machine-id: a re-created machine is a new one), and for real hosts
-    their inventory."""
+    their inventory. The stamp keeps it with overrides={} and the overrides beside it (scope())."""
     digest = hashlib.sha256()
     for path in sorted(p for p in ANSIBLE_DIR.rglob("*") if p.is_file() and "tests" not in p.relative_to(ANSIBLE_DIR).parts):
         digest.update(f"{path.relative_to(ANSIBLE_DIR)}\0".encode() + path.read_bytes() + b"\0")
@@ -221,13 +224,91 @@ def _machine_ids() -> dict[str, str]:
     return ids
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What one provisioning runs: on which machines, which of site.yml's roles (None: all of them), and why."""
+    machines: tuple[str, ...]
+    roles: tuple[str, ...] | None
+    why: str
+
+    def arguments(self) -> list[str]:
+        """ansible-playbook's arguments for it: --limit, and the roles as site.yml's lab_only_roles (a condition
+        on each role, so that it holds for the tasks they include too, where tags would not)."""
+        if self.roles is None:
+            return []
+        return ["--limit", ",".join(self.machines), "-e", json.dumps({"lab_only_roles": list(self.roles)})]
+
+    def describe(self) -> str:
+        if self.roles is None:
+            return f"every role on {', '.join(self.machines)} ({self.why})"
+        return (f"{', '.join(self.roles) or 'no role'} on {', '.join(self.machines)} ({self.why}; the knobs' "
+                "validation and records run always)")
+
+
+def site_roles() -> list[str]:
+    """The roles of site.yml's play of the lab machines, in order."""
+    plays = yaml.safe_load((ANSIBLE_DIR / "site.yml").read_text())
+    play = next(p for p in plays if p.get("name") == FULL_PLAY)
+    return [r["role"] if isinstance(r, dict) else r for r in play["roles"]]
+
+
+def knob_readers() -> dict[str, set[str]]:
+    """{role: every knob and lab variable it depends on}: the names its files read (lab.role_names), and through
+    the variables they name (group_vars, any role's defaults and vars), the names those are made of."""
+    made_of = {}
+    for path in [ANSIBLE_DIR / "group_vars" / "all" / "lab.yml",
+                 *sorted((ANSIBLE_DIR / "roles").glob("*/defaults/*.yml")),
+                 *sorted((ANSIBLE_DIR / "roles").glob("*/vars/*.yml"))]:
+        for name, value in (yaml.safe_load(path.read_text()) or {}).items():
+            made_of.setdefault(name, set()).update(role_names.names_in(value))
+    readers = {}
+    for role in site_roles():
+        names, todo = set(), list(role_names.references(ANSIBLE_DIR / "roles" / role))
+        while todo:
+            name = todo.pop()
+            if name not in names:
+                names.add(name)
+                todo += made_of.get(name, ())
+        readers[role] = names
+    return readers
+
+
+def _normal(overrides: dict[str, dict]) -> dict[str, dict]:
+    return json.loads(json.dumps({m: o for m, o in overrides.items() if o}, sort_keys=True))
+
+
+def scope(stamp: dict | None, base: str, overrides: dict[str, dict], names=machines.NAMES) -> Scope | None:
+    """What must run for these overrides, given what the machines were last provisioned from (the stamp): None
+    when nothing changed; every role on every machine when anything but the knob overrides changed (ansible/,
+    the jars, the machines); else only the roles that read a changed knob, on the machines whose knobs changed."""
+    if not stamp or stamp.get("base") != base:
+        return Scope(tuple(names), None, "first provisioning" if not stamp else "ansible/, the jars or the machines changed")
+    before, now = stamp.get("overrides") or {}, _normal(overrides)
+    missing = object()
+    changed = {m: {k for k in {**before.get(m, {}), **now.get(m, {})}
+                   if before.get(m, {}).get(k, missing) != now.get(m, {}).get(k, missing)} for m in names}
+    if not any(changed.values()):
+        return None
+    knobs = set().union(*changed.values())
+    roles = tuple(r for r, read in knob_readers().items() if read & knobs)
+    return Scope(tuple(m for m in names if changed[m]), roles, "changed: " + ", ".join(sorted(knobs)))
+
+
+def _read_stamp() -> dict | None:
+    try:
+        found = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, force: bool = True,
-        start_services: bool = True) -> bool:
+        start_services: bool = True) -> Scope | None:
     """Builds the jars the machines need, then runs site.yml against both machines at once. With
-    force=False it skips Ansible when nothing changed since the last successful provisioning of these
-    machines (under TCG a no-change run still takes ~18 min). start_services=False leaves the app stopped
-    for a caller that starts every service itself right after (the full run's equal start). True when
-    Ansible ran."""
+    force=False it runs only what changed since the last successful provisioning of these machines (scope():
+    nothing at all, or only the roles of the changed knobs on the machines whose knobs changed).
+    start_services=False leaves the app stopped for a caller that starts every service itself right after (the
+    full run's equal start). The Scope that ran, None when nothing did."""
     try:
         for path in knobs.write_stale():   # an edited default in the catalog must reach group_vars before Ansible
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
@@ -238,16 +319,20 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
         jars.append(profiler.ensure(log=log) / profiler.LIBRARY)
     except profiler.ProfilerError as failure:
         raise ProvisionError(str(failure)) from None
-    wanted = fingerprint(resolved, overrides, jars, _machine_ids())
-    if not force and STAMP.exists() and STAMP.read_text().strip() == wanted:
+    base = fingerprint(resolved, {}, jars, _machine_ids())
+    names = tuple(resolved.get("machines") or machines.NAMES)
+    chosen = Scope(names, None, "asked for (./start.sh provision or --provision)") if force else \
+        scope(_read_stamp(), base, overrides, names)
+    if chosen is None:
         log("nothing changed since these machines were last provisioned (ansible/, jars, --set): skipped; "
             "./start.sh provision runs it anyway")
-        return False
+        return None
+    log(f"provisioning {chosen.describe()}")
     STAMP.unlink(missing_ok=True)
     # real hosts (lab/hosts.py) come with their own inventory, written when they were checked
     hosts_inventory = resolved.get("inventory")
     command = machines.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
-                                             overrides, start_services_vars(start_services)))
+                                             overrides, [*start_services_vars(start_services), *chosen.arguments()]))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     with open(logfile, "w", buffering=1) as keep:     # line by line: a user may tail it
@@ -271,8 +356,8 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
             raise
     if proc.returncode != 0:
         raise ProvisionError(f"ansible-playbook exited {proc.returncode}; the whole output is in {logfile}")
-    STAMP.write_text(wanted + "\n")
-    return True
+    STAMP.write_text(json.dumps({"base": base, "overrides": _normal(overrides)}, indent=1) + "\n")
+    return chosen
 
 
 def start_services_vars(start_services: bool) -> list[str]:

@@ -41,14 +41,18 @@ def _walk(node, key=None):
         yield key, node
 
 
-def _names_in_yaml(text: str) -> set[str]:
+def names_in(node) -> set[str]:
+    """The tiered names one parsed YAML value reads (its Jinja, and its bare expressions under when/that/...)."""
     found = set()
-    for doc in yaml.safe_load_all(text):
-        for key, value in _walk(doc):
-            found |= _names_in_text(value)
-            if key in EXPRESSION_KEYS and "{{" not in value:
-                found |= _names_in_expression(value)
+    for key, value in _walk(node):
+        found |= _names_in_text(value)
+        if key in EXPRESSION_KEYS and "{{" not in value:
+            found |= _names_in_expression(value)
     return found
+
+
+def _names_in_yaml(text: str) -> set[str]:
+    return set().union(*(names_in(doc) for doc in yaml.safe_load_all(text)))
 
 
 def _role_files(role: Path):

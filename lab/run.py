@@ -270,9 +270,10 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
             record.update(machine_overrides={m: o for m, o in overrides.items() if o})
             # the app is left stopped: the equal start below starts it (one JVM start, not two)
             ran = provision.run(resolved, overrides, log=log, force=opts.provision, start_services=False)
-        record.update(provisioned="ran" if ran else "skipped (nothing changed since the last provisioning)")
+        record.update(provisioned=f"ran: {ran.describe()}" if ran else
+                      "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
-            record.update(provision_memory=provision.report_memory(list(resolved["machines"]), log))
+            record.update(provision_memory=provision.report_memory(list(ran.machines), log))
         with phase("restart", "equal start: both machines' services restarted together"):
             starts = services.restart_together()
             record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{

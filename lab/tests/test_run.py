@@ -211,7 +211,7 @@ def fake_provisioning(monkeypatch, tmp_path):
         def wait(self):
             return 0
 
-    monkeypatch.setattr(provision, "STAMP", tmp_path / "provisioned.sha256")
+    monkeypatch.setattr(provision, "STAMP", tmp_path / "provisioned.json")
     monkeypatch.setattr(provision, "ensure_jar", lambda stack, log=print: jar)
     profiler_home = tmp_path / "profiler"
     profiler_home.mkdir()
@@ -224,18 +224,59 @@ def fake_provisioning(monkeypatch, tmp_path):
     return provision, calls, jar
 
 
-def test_provisioning_is_skipped_only_when_nothing_changed(fake_provisioning):
+def test_provisioning_runs_only_what_changed(fake_provisioning):
     provision, calls, jar = fake_provisioning
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
     quiet = dict(log=lambda *a: None, out=io.StringIO())
-    assert provision.run(resolved, {}, force=False, **quiet) is True          # first time: runs
-    assert provision.run(resolved, {}, force=False, **quiet) is False         # unchanged: skipped
-    assert provision.run(resolved, {}, force=True, **quiet) is True           # ./start.sh provision
-    assert provision.run(resolved, {"tuned": {"tomcat_threads_max": 250}}, force=False, **quiet) is True
-    assert provision.run(resolved, {"tuned": {"tomcat_threads_max": 250}}, force=False, **quiet) is False
-    jar.write_bytes(b"jar v2")                                                 # a new build of the app
-    assert provision.run(resolved, {"tuned": {"tomcat_threads_max": 250}}, force=False, **quiet) is True
-    assert len(calls) == 4
+    first = provision.run(resolved, {}, force=False, **quiet)                   # first time: everything
+    assert first.machines == ("default", "tuned") and first.roles is None and first.arguments() == []
+    assert provision.run(resolved, {}, force=False, **quiet) is None            # unchanged: skipped
+    assert provision.run(resolved, {}, force=True, **quiet).roles is None      # ./start.sh provision
+    threads = {"tuned": {"tomcat_threads_max": 250}}
+    one = provision.run(resolved, threads, force=False, **quiet)                # one Tomcat knob on tuned
+    assert (one.machines, one.roles) == (("tuned",), ("app",))
+    assert calls[-1][0][-5:] == ["--limit", "tuned", "-e", '{"lab_only_roles": ["app"]}', calls[-1][0][-1]]
+    assert provision.run(resolved, threads, force=False, **quiet) is None
+    back = provision.run(resolved, {}, force=False, **quiet)                    # the override dropped: back
+    assert (back.machines, back.roles) == (("tuned",), ("app",))
+    jar.write_bytes(b"jar v2")                                                  # a new build of the app
+    assert provision.run(resolved, {}, force=False, **quiet).roles is None
+    assert len(calls) == 5
+
+
+def test_the_scope_of_a_change_is_the_roles_that_read_its_knobs():
+    from lab import provision
+    stamp = {"base": "b1", "overrides": {"tuned": {"tomcat_threads_max": 50}}}
+    assert provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {}}) is None
+    assert provision.scope(stamp, "b2", {"tuned": {"tomcat_threads_max": 50}}).roles is None    # ansible/ changed
+    assert provision.scope(None, "b1", {}).roles is None
+    httpd = provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {"httpd_max_request_workers": 60}})
+    assert (httpd.machines, httpd.roles) == (("default",), ("httpd",)) and "httpd_max_request_workers" in httpd.why
+    both = provision.scope(stamp, "b1", {"default": {"tomcat_threads_max": 50}})    # moved from tuned to default
+    assert (both.machines, both.roles) == (("default", "tuned"), ("app",))
+    assert provision.scope(stamp, "b1", {"tuned": {"base_timezone": "UTC", "tomcat_threads_max": 50}}).roles == ("base",)
+    assert provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "mock_latency": "0"}}).roles == \
+        ("mock_service",)
+    # a knob another role reaches through a shared variable: the AJP port is HTTPD's proxy target too
+    assert provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == ("app", "httpd")
+
+
+def test_a_role_depends_on_the_knobs_inside_the_variables_it_reads(tmp_path, monkeypatch):
+    from lab import provision
+    ansible = tmp_path / "ansible"
+    for role, task in (("one", "msg: '{{ lab_made_of_knobs }}'"), ("two", "msg: '{{ two_own }}'")):
+        (ansible / "roles" / role / "tasks").mkdir(parents=True)
+        (ansible / "roles" / role / "tasks" / "main.yml").write_text(f"- ansible.builtin.debug:\n    {task}\n")
+    (ansible / "roles" / "two" / "defaults").mkdir()
+    (ansible / "roles" / "two" / "defaults" / "main.yml").write_text("two_own: \"{{ httpd_timeout_s * 2 }}\"\n")
+    (ansible / "group_vars" / "all").mkdir(parents=True)
+    (ansible / "group_vars" / "all" / "lab.yml").write_text("lab_made_of_knobs: \"{{ tomcat_threads_max }}\"\n")
+    (ansible / "site.yml").write_text("- name: Provision the lab machines\n  hosts: all\n  roles:\n"
+                                      "    - {role: one, when: x}\n    - two\n")
+    monkeypatch.setattr(provision, "ANSIBLE_DIR", ansible)
+    readers = provision.knob_readers()
+    assert "tomcat_threads_max" in readers["one"] and "tomcat_threads_max" not in readers["two"]
+    assert "httpd_timeout_s" in readers["two"] and "httpd_timeout_s" not in readers["one"]
 
 
 def test_only_the_full_run_leaves_the_app_for_its_equal_start(fake_provisioning):
