@@ -6,7 +6,10 @@ control, paired within the trial), and the best value by the rule in sweep.json 
 with tuned errors ≤ 0.1 %), with whether its interval overlaps the runner-up's. Ablation: each tier's share of
 the full set's TPS gain: share = (ln r_full − ln r_without) / ln r_full, where r is a trial's tuned/default
 successful TPS ratio; its interval propagates both trials' intervals on the log scale (σ from each 95 % interval's
-half-width / 1.96, independent trials, r_full's own uncertainty in the denominator left out).
+half-width / 1.96, independent trials, r_full's own uncertainty in the denominator left out). The same for the
+error reduction, on the difference in error points (d_full − d_without) / d_full: under overload the tuned set's
+gain may be in errors, not in TPS. A share is given only of a gain the full set's trial tells apart from none
+(its interval excludes no difference); of a gain within the noise every share would be noise too.
 """
 import argparse
 import io
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .html import Figure
-from .verdict import pct, read_record
+from .verdict import pct, read_record, signed
 
 Z95 = 1.959964
 
@@ -61,6 +64,13 @@ def _ratio_text(e):
     return f"{pct(e['estimate'])} ({pct(e['low'])[:-2]} … {pct(e['high'])})"
 
 
+def _difference_text(e):
+    if e.get("estimate") is None:
+        return "—"
+    text = f"{signed(e['estimate'], 2)} pt"
+    return text if e.get("low") is None else f"{text} ({signed(e['low'], 2)} … {signed(e['high'], 2)} pt)"
+
+
 def _num(x, digits=1, unit=""):
     return "—" if x is None else f"{x:,.{digits}f}{unit}"
 
@@ -82,22 +92,43 @@ def overlaps(a, b):
     return ea["low"] <= eb["high"] and eb["low"] <= ea["high"]
 
 
-def _log_sigma(e):
-    if not e.get("low") or not e.get("high") or e["low"] <= 0:
-        return None
-    return (math.log(e["high"]) - math.log(e["low"])) / (2 * Z95)
+def _kind(e, figure):
+    return e.get("kind") or ("difference" if figure == "error_pct" else "ratio")
 
 
-def share(full, without):
-    """(share, low, high) of the full set's TPS gain that the reverted tier carried; None when not computable."""
-    ef, ew = full.effect("tps"), without.effect("tps")
-    if not ef.get("estimate") or not ew.get("estimate") or ef["estimate"] <= 0 or ew["estimate"] <= 0:
+def _on_scale(x, kind):
+    """A figure on the scale where gains add up: ln of a ratio, a difference as it is (None when undefined)."""
+    if x is None:
         return None
-    gain = math.log(ef["estimate"])
-    if abs(gain) < 1e-9:
+    if kind == "ratio":
+        return math.log(x) if x > 0 else None
+    return x
+
+
+def _sigma(e, kind):
+    low, high = _on_scale(e.get("low"), kind), _on_scale(e.get("high"), kind)
+    return None if low is None or high is None else (high - low) / (2 * Z95)
+
+
+def gain_told_apart(full, figure="tps"):
+    """Whether the full set's trial tells its gain in figure apart from none: its interval excludes no
+    difference (True when it has no interval: nothing says otherwise)."""
+    e = full.effect(figure)
+    kind = _kind(e, figure)
+    low, high = _on_scale(e.get("low"), kind), _on_scale(e.get("high"), kind)
+    return low is None or high is None or low > 0 or high < 0
+
+
+def share(full, without, figure="tps"):
+    """(share, low, high) of the full set's gain in figure (tps: the TPS ratio; error_pct: the error difference)
+    that the reverted tier carried; None when not computable."""
+    ef, ew = full.effect(figure), without.effect(figure)
+    kind = _kind(ef, figure)
+    gain, rest = _on_scale(ef.get("estimate"), kind), _on_scale(ew.get("estimate"), kind)
+    if gain is None or rest is None or abs(gain) < 1e-9:
         return None
-    part = gain - math.log(ew["estimate"])
-    sf, sw = _log_sigma(ef), _log_sigma(ew)
+    part = gain - rest
+    sf, sw = _sigma(ef, kind), _sigma(ew, kind)
     if sf is None or sw is None:
         return part / gain, None, None
     half = Z95 * math.hypot(sf, sw)
@@ -143,12 +174,21 @@ def render(data, trials):
         if full is None:
             lines.append("**No share of the gain**: the full set's trial has no verdict.")
         else:
-            lines.append(f"**The full set {data['configuration']}**: successful TPS {_ratio_text(full.effect('tps'))} vs "
-                         "default. Each other trial reverts one tier's changes; its share is how much of that gain "
-                         "goes away without them (shares need not add up to 100 %: tiers interact).")
+            errors = full.effect("error_pct")
+            lines.append(f"**The full set {data['configuration']}**: successful TPS {_ratio_text(full.effect('tps'))}, "
+                         f"errors {_difference_text(errors)} vs default. Each other trial reverts one tier's changes; "
+                         "its share is how much of a gain goes away without them (shares need not add up to 100 %: "
+                         "tiers interact).")
+            unclear = [name for figure, name in (("tps", "TPS gain"), ("error_pct", "error reduction"))
+                       if full.effect(figure) and not gain_told_apart(full, figure)]
+            if unclear:
+                lines.append("")
+                lines.append(f"**No share of the {' nor of the '.join(unclear)}**: the full set's own interval holds "
+                             "no difference, so a tier's share of it would be noise (lengthen the hold, or load where "
+                             "the sets differ).")
     lines.append("")
     head = "| trial | values | successful TPS default → tuned | tuned vs default (95 % CI) | tuned errors | " \
-           "p99 tuned | p99 tuned vs default | " + ("share of the gain (95 % CI) | " if kind == "ablate" else "") + \
+           "p99 tuned | p99 tuned vs default | " + ("share of the TPS gain (95 % CI) | share of the error reduction (95 % CI) | " if kind == "ablate" else "") + \
            "report |"
     lines += [head, "|" + " --- |" * (head.count("|") - 1)]
     full = next((t for t in trials if t.tier is None and t.reported), None)
@@ -161,15 +201,20 @@ def render(data, trials):
                  _ratio_text(tps) if tps else "—", _num(err.get("tuned"), 2, " %") if err else "—",
                  _num(p99.get("tuned"), 0, " ms") if p99 else "—", _ratio_text(p99) if p99 else "—"]
         if kind == "ablate":
-            cells.append("(reference)" if t.tier is None else _share_text(share(full, t)) if full and t.reported else "—")
+            for figure in ("tps", "error_pct"):
+                told = full is not None and gain_told_apart(full, figure)
+                cells.append("(reference)" if t.tier is None else
+                             _share_text(share(full, t, figure)) if told and t.reported else "—")
         cells.append(link)
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Intervals: each trial's own paired block bootstrap (report/README.md, Uncertainty): tuned vs the "
               "default control measured at the same time. Trials ran one after another, so a difference between "
               "trials also holds the host's drift; an A/A run measures how large that is."]
     if kind == "ablate":
-        lines += ["", "Share of the gain: (ln r_full − ln r_without) / ln r_full with r the trial's TPS ratio; its "
-                  "interval combines both trials' log-scale spreads (independent trials)."]
+        lines += ["", "Share of the TPS gain: (ln r_full − ln r_without) / ln r_full with r the trial's TPS ratio; of "
+                  "the error reduction: (d_full − d_without) / d_full with d the trial's tuned − default error points. "
+                  "Each interval combines both trials' spreads (independent trials); a share is given only of a gain "
+                  "the full set's interval tells apart from none."]
     return "\n".join(lines) + "\n"
 
 

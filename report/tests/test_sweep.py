@@ -67,3 +67,28 @@ def test_each_tier_gets_its_share_of_the_gain_with_an_interval(tmp_path):
     text = (folder / "sweep.md").read_text()
     assert f"| {100 * value:.0f} % ({100 * low:.0f} … {100 * high:.0f} %) |" in text
     assert "no-base (not run)" in text and "(reference)" in text
+
+
+def overloaded(tps, tps_half, errors, errors_half):
+    """A trial's effects under overload: the TPS ratio within the noise, the errors told apart."""
+    e = effect(tps, half=tps_half)
+    e["error_pct"] = {"kind": "difference", "default": 40.0, "tuned": 40.0 + errors, "estimate": errors,
+                      "low": errors - errors_half, "high": errors + errors_half}
+    return e
+
+
+def test_a_tier_gets_its_share_of_the_error_reduction_and_none_of_a_gain_within_the_noise(tmp_path):
+    folder = write_sweep(tmp_path, "ablate", [("full", {}, None, overloaded(1.05, 0.15, -14.0, 7.0)),
+                                               ("no-httpd", {"httpd_mpm": "event"}, "httpd",
+                                                overloaded(1.0, 0.15, -4.0, 7.0))])
+    data, trials = sweep.load(folder)
+    assert not sweep.gain_told_apart(trials[0], "tps") and sweep.gain_told_apart(trials[0], "error_pct")
+    value, low, high = sweep.share(trials[0], trials[1], "error_pct")
+    assert value == pytest.approx(10 / 14)                  # 10 of the 14 points of errors went with HTTPD's changes
+    assert high - value == pytest.approx(math.hypot(7.0, 7.0) / 14)
+    sweep.write(folder)
+    text = (folder / "sweep.md").read_text()
+    assert "**No share of the TPS gain**" in text and "errors −14.00 pt (−21.00 … −7.00 pt) vs default" in text
+    row = next(line for line in text.splitlines() if line.startswith("| no-httpd"))
+    tps_share, error_share = row.split(" | ")[-3:-1]
+    assert tps_share == "—" and error_share == f"{100 * value:.0f} % ({100 * low:.0f} … {100 * high:.0f} %)"
