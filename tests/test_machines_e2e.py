@@ -3,7 +3,8 @@
 
 Needs root and QEMU (KVM or TCG). Outside CI it skips loudly where the lab cannot run; under CI=true it
 always runs. A whole pass took 57 minutes under TCG on a 2-core host (CI of 05d84a6: box build from the mirror
-and boot ~12 min, the short run 22 min of which provisioning 12, the TLS run 7, the hosts run 11.5).
+and boot ~12 min, the short run 22 min of which provisioning 12, a TLS run 7, the hosts run 11.5); the TLS load
+is now the hosts run's.
 """
 import csv
 import ipaddress
@@ -344,38 +345,6 @@ def test_only_ssh_http_and_https_answer_from_the_lab_network(short_run):
         assert exposed == [], f"{side}: listening beyond the loopback: {exposed} (all: {local})"
 
 
-# --- the load over TLS (HTTPD's 443 front) ------------------------------------------------------------------
-
-# --profile as in SHORT_RUN: the same knobs, so nothing is provisioned again (a re-provisioning under emulation
-# cost this stage 15 minutes)
-TLS_RUN = ["--users", "5", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-tls", "--tls", "--profile"]
-
-
-@pytest.fixture(scope="module")
-def tls_run(short_run):
-    """./start.sh --tls, short, after the main short run (the machines are provisioned by then)."""
-    results = ROOT / "results"
-    before = set(results.iterdir())
-    run = start(*TLS_RUN, timeout=30 * 60)
-    made = sorted(set(results.iterdir()) - before)
-    assert run.returncode == 0, f"./start.sh {' '.join(TLS_RUN)} failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
-    assert len(made) == 1, made
-    return {"result": run, "folder": made[0]}
-
-
-def test_a_load_over_tls_goes_through_httpds_443_front(tls_run):
-    record = run_json(tls_run)
-    assert record["status"] == "complete" and record["load"]["scheme"] == "https", record
-    for side in ("default", "tuned"):
-        assert successful_samples(tls_run["folder"] / side / "jmeter.jtl") > 0, side
-        ip = record["machines"][side]["ip"]
-        fetched = subprocess.run(["ip", "netns", "exec", "camel-lab", "curl", "-sk", "-o", "/dev/null", "-w",
-                                  "%{http_code} %{scheme}", f"https://{ip}/api/customers/1"],
-                                 capture_output=True, text=True, timeout=120)
-        assert fetched.stdout.split() == ["200", "HTTPS"], fetched.stdout + fetched.stderr
-    assert "over HTTPS (HTTPD's TLS front)" in (tls_run["folder"] / "summary.md").read_text()
-
-
 def test_the_ajp_secret_stays_in_the_lab(short_run):
     """The lab's AJP secret (made once per lab in .lab/secrets) is in no file of the run folder, compressed
     ones opened, and not in git."""
@@ -399,7 +368,8 @@ def test_the_ajp_secret_stays_in_the_lab(short_run):
 # Reached over SSH on their private addresses like any host (not through Vagrant), provisioned, loaded and
 # collected from inside the lab namespace, with one JMeter remote engine on this machine (a `loadgen` host with
 # ansible_connection local). Last: its provisioning admits only this host and the generator to the machines.
-HOSTS_RUN = ["--users", "4", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-hosts"]
+# --tls: the load over HTTPD's 443 front, checked on this run too (a run of its own cost CI 7 minutes)
+HOSTS_RUN = ["--users", "4", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-hosts", "--tls"]
 
 
 def ssh_settings(name: str) -> dict:
@@ -478,3 +448,17 @@ def test_a_run_on_hosts_loads_them_from_a_remote_engine_and_reports_it(hosts_run
     assert "## Load generators" in summary and "| lab-host | " + hosts_run["generator"] in summary
     assert not record.get("loadgen_problems"), record["loadgen_problems"]
     assert not list(Path("/tmp/camel-lab-engines").glob(record["run_id"] + "*")), "the engines' run files remain"
+
+
+def test_a_load_over_tls_goes_through_httpds_443_front(hosts_run):
+    """The hosts run carries --tls (one run for both: each run under emulation costs minutes of CI)."""
+    record = run_json(hosts_run)
+    assert record["status"] == "complete" and record["load"]["scheme"] == "https", record
+    for side in ("default", "tuned"):
+        assert successful_samples(hosts_run["folder"] / side / "jmeter.jtl") > 0, side
+        ip = record["machines"][side]["ip"]
+        fetched = subprocess.run(["ip", "netns", "exec", "camel-lab", "curl", "-sk", "-o", "/dev/null", "-w",
+                                  "%{http_code} %{scheme}", f"https://{ip}/api/customers/1"],
+                                 capture_output=True, text=True, timeout=120)
+        assert fetched.stdout.split() == ["200", "HTTPS"], fetched.stdout + fetched.stderr
+    assert "over HTTPS (HTTPD's TLS front)" in (hosts_run["folder"] / "summary.md").read_text()
