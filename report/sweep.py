@@ -140,7 +140,10 @@ def _share_text(s):
     if s is None:
         return "—"
     value, low, high = s
-    return f"{100 * value:.0f} %" + ("" if low is None else f" ({100 * low:.0f} … {100 * high:.0f} %)")
+
+    def percent(x):         # the report's minus sign, not a hyphen
+        return f"{'−' if round(100 * x) < 0 else ''}{abs(100 * x):.0f}"
+    return f"{percent(value)} %" + ("" if low is None else f" ({percent(low)} … {percent(high)} %)")
 
 
 def render(data, trials):

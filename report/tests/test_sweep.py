@@ -92,3 +92,4 @@ def test_a_tier_gets_its_share_of_the_error_reduction_and_none_of_a_gain_within_
     row = next(line for line in text.splitlines() if line.startswith("| no-httpd"))
     tps_share, error_share = row.split(" | ")[-3:-1]
     assert tps_share == "—" and error_share == f"{100 * value:.0f} % ({100 * low:.0f} … {100 * high:.0f} %)"
+    assert sweep._share_text((-0.24, -0.87, 0.39)) == "−24 % (−87 … 39 %)"    # the report's minus, as elsewhere
