@@ -2,9 +2,8 @@
 (provisioning, load, collection, report) checked -> ./start.sh down.
 
 Needs root and QEMU (KVM or TCG). Outside CI it skips loudly where the lab cannot run; under CI=true it
-always runs. A whole pass took 57 minutes under TCG on a 2-core host (CI of 05d84a6: box build from the mirror
-and boot ~12 min, the short run 22 min of which provisioning 12, a TLS run 7, the hosts run 11.5); the TLS load
-is now the hosts run's.
+always runs. A whole pass took 43 minutes under TCG on a 2-core host (CI of 834dabb: the short run's provisioning
+11 min and check 4, the hosts run with the TLS load 11.6 min; before the TLS load moved to the hosts run, 57).
 """
 import csv
 import ipaddress
