@@ -111,12 +111,9 @@ def _sigma(e, kind):
 
 
 def gain_told_apart(full, figure="tps"):
-    """Whether the full set's trial tells its gain in figure apart from none: its interval excludes no
-    difference (True when it has no interval: nothing says otherwise)."""
-    e = full.effect(figure)
-    kind = _kind(e, figure)
-    low, high = _on_scale(e.get("low"), kind), _on_scale(e.get("high"), kind)
-    return low is None or high is None or low > 0 or high < 0
+    """Whether the full set's trial tells its gain in figure apart from none: what its verdict.json recorded
+    (report/uncertainty.py Effect.detectable: the interval excludes no difference; no interval, not told)."""
+    return bool(full.effect(figure).get("detectable"))
 
 
 def share(full, without, figure="tps"):

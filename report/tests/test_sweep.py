@@ -9,10 +9,11 @@ from report import sweep
 
 
 def effect(estimate, half=0.05, errors=0.0):
+    """A trial's effects as verdict.json records them (with Effect.detectable: the interval excludes none)."""
     return {"tps": {"default": 10.0, "tuned": 10 * estimate, "estimate": estimate, "low": estimate - half,
-                    "high": estimate + half},
-            "error_pct": {"default": 0.0, "tuned": errors, "estimate": errors},
-            "p99": {"default": 900, "tuned": 800, "estimate": 0.89, "low": 0.8, "high": 0.95}}
+                    "high": estimate + half, "detectable": not estimate - half <= 1 <= estimate + half},
+            "error_pct": {"default": 0.0, "tuned": errors, "estimate": errors, "detectable": False},
+            "p99": {"default": 900, "tuned": 800, "estimate": 0.89, "low": 0.8, "high": 0.95, "detectable": True}}
 
 
 def write_sweep(tmp_path, kind, points, axes=()):
@@ -73,7 +74,8 @@ def overloaded(tps, tps_half, errors, errors_half):
     """A trial's effects under overload: the TPS ratio within the noise, the errors told apart."""
     e = effect(tps, half=tps_half)
     e["error_pct"] = {"kind": "difference", "default": 40.0, "tuned": 40.0 + errors, "estimate": errors,
-                      "low": errors - errors_half, "high": errors + errors_half}
+                      "low": errors - errors_half, "high": errors + errors_half,
+                      "detectable": not errors - errors_half <= 0 <= errors + errors_half}
     return e
 
 
@@ -93,3 +95,17 @@ def test_a_tier_gets_its_share_of_the_error_reduction_and_none_of_a_gain_within_
     tps_share, error_share = row.split(" | ")[-3:-1]
     assert tps_share == "—" and error_share == f"{100 * value:.0f} % ({100 * low:.0f} … {100 * high:.0f} %)"
     assert sweep._share_text((-0.24, -0.87, 0.39)) == "−24 % (−87 … 39 %)"    # the report's minus, as elsewhere
+
+
+def test_a_full_set_without_an_interval_gives_no_share(tmp_path):
+    """verdict.json's own word: a gain it could put no interval on (too few windows) is not told apart."""
+    full = effect(1.5)
+    full["tps"] = {"default": 10.0, "tuned": 15.0, "estimate": 1.5, "low": None, "high": None,
+                   "detectable": False, "why_not": "too few windows"}
+    folder = write_sweep(tmp_path, "ablate", [("full", {}, None, full),
+                                               ("no-httpd", {"httpd_mpm": "event"}, "httpd", effect(1.2))])
+    data, trials = sweep.load(folder)
+    assert not sweep.gain_told_apart(trials[0], "tps")
+    sweep.write(folder)
+    row = next(line for line in (folder / "sweep.md").read_text().splitlines() if line.startswith("| no-httpd"))
+    assert row.split(" | ")[-3] == "—"
