@@ -214,7 +214,9 @@ def execute(plan: Plan, opts, s, log=steps.note, run_module=None) -> int:
     if run_module is None:
         from lab import run as run_module
     per_trial = [trial_options(opts, plan, p) for p in plan.points]
-    sweep_id = run_module.new_run_id(f"{opts.label}-{plan.kind}" if opts.label else plan.kind)
+    # the label names the folder once: --label ablate on an ablation is <stamp>-ablate, not …-ablate-ablate
+    suffix = plan.kind if opts.label in (None, "", plan.kind) else f"{opts.label}-{plan.kind}"
+    sweep_id = run_module.new_run_id(suffix)
     folder = paths.RESULTS / sweep_id
     folder.mkdir(parents=True, exist_ok=False)
     record = Record(folder, {

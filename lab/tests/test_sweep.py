@@ -127,3 +127,11 @@ def test_sweep_options_may_stand_before_or_after_the_command(monkeypatch):
         args = cli.parser().parse_args(argv)
         assert not cli.contradictions(args, cli.parser())
         assert cli.run_options(args).profile.duration_s == 180, argv
+
+
+@pytest.mark.parametrize("label, ends", [("sweep", "Z-sweep"), ("threads", "Z-threads-sweep")])
+def test_the_sweep_folder_names_its_label_once(tmp_path, monkeypatch, label, ends):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,150")])
+    assert sweep.execute(plan, run.Options(label=label), None, log=lambda m: None, run_module=StandInRun(tmp_path)) == 0
+    assert [p.name[len("20261125T000000"):] for p in tmp_path.iterdir() if (p / "sweep.json").is_file()] == [ends]
