@@ -117,8 +117,9 @@ def stand_in_jar(tmp_path_factory) -> Path:
 
 
 def classes_from_archive(args: list[str], port: int, log: Path) -> set[str]:
-    """Starts the stand-in with args until it is healthy, stops it; the classes it loaded from the dynamic archive."""
-    app = subprocess.Popen(["java", f"-Xlog:class+load=info:file={log}", *args, str(port)],
+    """Starts the stand-in with args until it is healthy, stops it; the classes it loaded from the static archive
+    (-Xshare:on: a JVM that cannot map it fails instead of starting without it)."""
+    app = subprocess.Popen(["java", "-Xshare:on", f"-Xlog:class+load=info:file={log}", *args, str(port)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(300):
@@ -129,16 +130,18 @@ def classes_from_archive(args: list[str], port: int, log: Path) -> set[str]:
     finally:
         app.terminate()
         app.wait(30)
-    return {line.split()[1] for line in log.read_text().splitlines() if "shared objects file (top)" in line}
+    return {line.split()[1] for line in log.read_text().splitlines() if line.endswith("source: shared objects file")}
 
 
 def test_a_training_start_makes_an_archive_any_gc_and_jit_then_use(stand_in_jar, tmp_path):
     dest, archive, port = tmp_path / "unpacked", tmp_path / "app.jsa", free_port()
     assert unpack(stand_in_jar, dest).returncode == 0
     trained = subprocess.run([str(TRAIN), str(archive), f"http://127.0.0.1:{port}/actuator/health", "60",
-                              f"@{dest}/launch.args", str(port)], capture_output=True, text=True, timeout=120)
+                              f"{dest}/launch.args", f"@{dest}/launch.args", str(port)],
+                             capture_output=True, text=True, timeout=120)
     assert trained.returncode == 0, trained.stdout + trained.stderr
     assert archive.stat().st_size > 0 and not Path(f"{archive}.new").exists()
+    assert "lab/dep/Health" in Path(f"{archive}.classlist").read_text().split()     # what the app itself loaded
     # the knobs may change the collector, the heap and the JIT after the archive was made: it still serves
     shared = classes_from_archive([f"-XX:SharedArchiveFile={archive}", "-XX:+UseSerialGC", "-Xmx64m",
                                    "-XX:TieredStopAtLevel=1", f"@{dest}/launch.args"], free_port(), tmp_path / "load.log")
@@ -149,7 +152,8 @@ def test_a_training_start_that_dies_leaves_no_archive_and_says_so(stand_in_jar, 
     dest, archive = tmp_path / "unpacked", tmp_path / "app.jsa"
     unpack(stand_in_jar, dest)
     trained = subprocess.run([str(TRAIN), str(archive), "http://127.0.0.1:9/actuator/health", "60",
-                              f"@{dest}/launch.args", "not-a-port"], capture_output=True, text=True, timeout=120)
+                              f"{dest}/launch.args", f"@{dest}/launch.args", "not-a-port"],
+                             capture_output=True, text=True, timeout=120)
     assert trained.returncode == 1 and "died before it was healthy" in trained.stdout
     assert "NumberFormatException" in trained.stdout, "the JVM's own last words are shown"
     assert not archive.exists()
@@ -165,10 +169,23 @@ def test_a_training_start_refuses_while_the_app_still_answers(stand_in_jar, tmp_
             if subprocess.run(["curl", "-fsS", "-m", "2", url], capture_output=True).returncode == 0:
                 break
             subprocess.run(["sleep", "0.1"])
-        trained = subprocess.run([str(TRAIN), str(archive), url, "60", f"@{dest}/launch.args", str(free_port())],
+        trained = subprocess.run([str(TRAIN), str(archive), url, "60", f"{dest}/launch.args", f"@{dest}/launch.args",
+                                  str(free_port())],
                                  capture_output=True, text=True, timeout=120)
     finally:
         running.terminate()
         running.wait(30)
     assert trained.returncode == 1 and "something already answers" in trained.stdout
     assert not archive.exists()
+
+
+def test_a_dump_that_fails_leaves_no_archive_and_says_so(stand_in_jar, tmp_path):
+    """The app was trained, but its class path for the dump is wrong: the JVM's refusal, and no archive."""
+    dest, archive, port = tmp_path / "unpacked", tmp_path / "app.jsa", free_port()
+    unpack(stand_in_jar, dest)
+    (tmp_path / "wrong.args").write_text(f"-cp {tmp_path}/nothing-here.jar\n")
+    trained = subprocess.run([str(TRAIN), str(archive), f"http://127.0.0.1:{port}/actuator/health", "60",
+                              str(tmp_path / "wrong.args"), f"@{dest}/launch.args", str(port)],
+                             capture_output=True, text=True, timeout=120)
+    assert trained.returncode == 1 and "the dump of the listed classes failed" in trained.stdout
+    assert not archive.exists() and not Path(f"{archive}.new").exists()
