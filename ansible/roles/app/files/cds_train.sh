@@ -12,7 +12,7 @@
 set -uo pipefail
 archive=$1 url=$2 timeout_s=$3 class_path_args=$4
 shift 4
-fail() { echo "cds_train.sh: $*"; tail -n 20 "$archive.log" 2>/dev/null; exit 1; }
+fail() { rm -f "$archive.new"; echo "cds_train.sh: $*"; tail -n 20 "$archive.log" 2>/dev/null; exit 1; }
 # an app that already answers would end the training at once, with a list of almost nothing
 if curl -fsS -m 5 "$url" > /dev/null 2>&1; then
   echo "cds_train.sh: something already answers $url: stop the app first"; exit 1
@@ -36,14 +36,11 @@ java -Xshare:dump -XX:SharedClassListFile="$archive.classlist" -XX:SharedArchive
   @"$class_path_args" > "$archive.dump.log" 2>&1
 dumped=$?
 cat "$archive.dump.log" >> "$archive.log"
-[ $dumped -eq 0 ] || { rm -f "$archive.new"; fail "the dump of the listed classes failed"; }
+[ $dumped -eq 0 ] || fail "the dump of the listed classes failed"
 # A class the dump cannot find is left out with a warning only. Classes generated at run time (JDK proxies
 # $ProxyN, CGLIB's …$$…) are never on the class path; any other one missing means the wrong class path.
 missing=$(sed -n 's/.*Preload Warning: Cannot find //p' "$archive.dump.log" | grep -Evc '\$Proxy[0-9]+$|\$\$')
-if [ "$missing" -gt 0 ]; then
-  rm -f "$archive.new"
-  fail "the dump of the listed classes failed: $missing of them are not on the class path of $class_path_args"
-fi
+[ "$missing" -eq 0 ] || fail "the dump of the listed classes failed: $missing of them are not on the class path of $class_path_args"
 [ -s "$archive.new" ] || fail "the dump wrote no archive"
 mv "$archive.new" "$archive"
 echo "cds_train.sh: $archive made: $(wc -l < "$archive.classlist") classes listed in $listed s, dumped in $(( SECONDS - listed )) s"
