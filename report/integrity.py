@@ -56,6 +56,25 @@ def metric_gaps(metrics, interval_s):
     return out
 
 
+def _by_spans(own):
+    """[(spans, [metric, …])]: the metrics that lacked values over the same stretches (one agent's, mostly)."""
+    groups = {}
+    for name, spans in sorted(own.items()):
+        groups.setdefault(tuple(spans), []).append(name)
+    return sorted(groups.items())
+
+
+def _where(spans, t0, shown=10):
+    """'+95 s (35 s), …': where gaps began from the first request, and how long each was."""
+    where = ", ".join(f"+{start - t0:.0f} s ({length:.0f} s)" for start, length in spans[:shown])
+    return where + (f" and {len(spans) - shown} more" if len(spans) > shown else "")
+
+
+def _gap_group(names, spans, t0, shown=6):
+    listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    return f"{listed} at {_where(spans, t0)}"
+
+
 def missing_logs(mdir):
     """The logs and journals the manifest names that are not in logs/ (a gzipped one counts). gc.log only
     when the machine wrote one (jvm_gc_log). None without a manifest."""
@@ -90,16 +109,14 @@ def machine_lines(machine, mdir):
         interval = sampling_interval(mdir)
         gaps = sample_gaps(machine.metrics, interval)
         t0 = machine.t0 if machine.t0 is not None else 0.0
-        where = ", ".join(f"+{start - t0:.0f} s ({length:.0f} s)" for start, length in gaps[:10])
-        more = f" and {len(gaps) - 10} more" if len(gaps) > 10 else ""
         lines.append(f"- PCP samples every {interval:g} s: " + (
-            f"**{len(gaps)} gap(s) longer than {GAP_INTERVALS * interval:g} s** at {where}{more} (from the first request)"
+            f"**{len(gaps)} gap(s) longer than {GAP_INTERVALS * interval:g} s** at {_where(gaps, t0)} (from the first request)"
             if gaps else f"no gap longer than {GAP_INTERVALS * interval:g} s")
             + (f"; **{machine.metrics.bad_rows:,} unreadable rows** in metrics.csv" if machine.metrics.bad_rows else ""))
         own = metric_gaps(machine.metrics, interval)
         if own:
-            lines.append("- **metrics with gaps of their own**: " + ", ".join(
-                f"{name} ({sum(n for _, n in spans):.0f} s in {len(spans)})" for name, spans in sorted(own.items())))
+            lines.append("- **metrics with gaps of their own**: " + "; ".join(
+                _gap_group(names, spans, t0) for spans, names in _by_spans(own)))
     else:
         lines.append("- pcp/metrics.csv: **absent or unreadable**")
     absent_metrics, absent_logs = missing_metrics(mdir, machine.metrics), missing_logs(mdir)

@@ -297,6 +297,19 @@ def test_every_run_explains_itself(short_run):
     assert html.count("<svg") >= 3, "flame graphs of both JVMs and the differential one"
 
 
+def test_the_recorder_runs_ahead_of_the_load(short_run):
+    """pmcd and its PMDAs at pcp_nice (role default), not at the app's 0: a starved PMDA is dropped by pmcd
+    and leaves a hole in the metrics (the e2e of the CI of fc77d4f)."""
+    import yaml
+    nice = yaml.safe_load((ROOT / "ansible/roles/pcp/defaults/main.yml").read_text())["pcp_nice"]
+    assert nice < 0
+    for name in ("default", "tuned"):
+        ps = in_lab(name, "ps -o ni=,comm= -C pmcd,pmdalinux,pmdaproc,pmdaapache")
+        seen = [line.split() for line in ps.stdout.splitlines() if line.strip()]
+        assert {comm for _, comm in seen} == {"pmcd", "pmdalinux", "pmdaproc", "pmdaapache"}, ps.stdout + ps.stderr
+        assert all(int(ni) == nice for ni, _ in seen), f"{name}: {seen}"
+
+
 # --- exposure: what answers from the lab network ---------------------------------------------------------
 
 REACHABLE = (22, 80, 443)         # SSH, HTTP, HTTPS: the only ports a machine opens to the lab network

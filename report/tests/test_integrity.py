@@ -88,6 +88,21 @@ def test_every_finding_is_said_with_where_it_happened(tmp_path):
     assert "logs the manifest names: all collected" in text
 
 
+def test_metrics_with_the_same_hole_are_said_once_with_where(tmp_path):
+    """One agent dropped by pmcd: its metrics lack the same stretch, said once, with where (not one per metric)."""
+    mdir = machine_dir(tmp_path, MANIFEST)
+    linux = [f"kernel.all.cpu.{k}" for k in ("idle", "sys", "user", "wait.total", "steal", "nice", "intr")]
+    rows = [(t, "hotproc.psinfo.rss", "000123 java", 5.0) for t in range(120)]
+    rows += [(t, name, "", 1.0) for name in linux for t in range(120) if not 30 <= t < 70]
+    rows += [(t, "apache.busy_servers", "", 1.0) for t in range(120) if not 80 <= t < 90]
+    m = metrics_csv(tmp_path / "m.csv", rows)
+    text = "\n".join(integrity.machine_lines(Machine("default", metrics=m, window=Window(T0, 0.0, T0 + 120)), mdir))
+    line = next(x for x in text.splitlines() if "gaps of their own" in x)
+    assert line == ("- **metrics with gaps of their own**: kernel.all.cpu.idle, kernel.all.cpu.intr, "
+                    "kernel.all.cpu.nice, kernel.all.cpu.steal, kernel.all.cpu.sys, kernel.all.cpu.user and 1 more "
+                    "at +29 s (41 s); apache.busy_servers at +79 s (11 s)"), line
+
+
 def test_the_report_has_the_section(fixture_report):
     _, summary = fixture_report
     section = summary.split("## Data integrity")[1].split("\n## ")[0]
