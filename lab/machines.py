@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from dataclasses import asdict
@@ -148,6 +149,20 @@ def up(boot_timeout: int) -> None:
         raise MachineError("the machines did not come up (vagrant up exited "
                            f"{result.returncode}; the guests' consoles: "
                            f"{', '.join(SERIAL_LOG.format(name=n) for n in NAMES)})")
+
+
+def keep_consoles(label: str) -> list[Path]:
+    """Each guest's console as it is now, copied to .lab/log/<label>-<name>-serial.log: the next boot of the
+    same machine writes over SERIAL_LOG."""
+    kept = []
+    for name in NAMES:
+        source = Path(SERIAL_LOG.format(name=name))
+        if source.is_file():
+            paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
+            target = paths.LOG_DIR / f"{label}-{name}-serial.log"
+            shutil.copyfile(source, target)
+            kept.append(target)
+    return kept
 
 
 def write_ssh_config() -> Path:

@@ -1,0 +1,52 @@
+"""lifecycle.boot: a failed boot is tried once more from scratch, its consoles kept; a second failure is said."""
+import pytest
+
+from lab import lifecycle, machines, paths
+
+
+@pytest.fixture
+def fake_boot(monkeypatch, tmp_path):
+    calls = []
+    results = []          # what each `vagrant up` does: None boots, an exception fails
+    consoles = tmp_path / "qemu"
+    consoles.mkdir()
+    for name in machines.NAMES:
+        (consoles / f"lab-{name}-serial.log").write_text(f"{name}: watchdog: BUG: soft lockup\n")
+    monkeypatch.setattr(machines, "SERIAL_LOG", str(consoles / "lab-{name}-serial.log"))
+    monkeypatch.setattr(paths, "LOG_DIR", tmp_path / "log")
+
+    def up(timeout):
+        calls.append(("up", timeout))
+        outcome = results.pop(0)
+        if outcome is not None:
+            raise outcome
+    monkeypatch.setattr(machines, "up", up)
+    monkeypatch.setattr(machines, "destroy", lambda: calls.append(("destroy",)) or True)
+    return calls, results, tmp_path / "log"
+
+
+def test_a_boot_that_fails_once_is_tried_again_from_scratch(fake_boot, capsys):
+    calls, results, log = fake_boot
+    results += [machines.MachineError("the machines did not come up (vagrant up exited 1)"), None]
+    lifecycle.boot(600)
+    assert calls == [("up", 600), ("destroy",), ("up", 600)]
+    kept = sorted(p.name for p in log.iterdir())
+    assert len(kept) == 2 and all("-attempt-1-" in k for k in kept), kept
+    assert "soft lockup" in (log / kept[1]).read_text()          # the failed boot's console, not overwritten
+    said = capsys.readouterr()
+    assert "boot 1 of 2 failed: the machines did not come up" in said.out + said.err
+
+
+def test_a_second_failure_is_raised(fake_boot):
+    calls, results, _ = fake_boot
+    results += [machines.MachineError("first"), machines.MachineError("second")]
+    with pytest.raises(machines.MachineError, match="second"):
+        lifecycle.boot(600)
+    assert calls == [("up", 600), ("destroy",), ("up", 600)]
+
+
+def test_a_boot_that_works_is_not_repeated(fake_boot):
+    calls, results, log = fake_boot
+    results.append(None)
+    lifecycle.boot(600)
+    assert calls == [("up", 600)] and not log.exists()
