@@ -24,7 +24,8 @@ SECRET = "render-test-secret"   # render.yml's stand-in for lab_ajp_secret
 # What a machine remembered of its kernel before the lab changed it (tasks/sysctl.yml).
 BASELINE = "net.netfilter.nf_conntrack_max = 4096\nnet.core.somaxconn = 4096\n"
 OVERRIDES = ["tuned:tomcat_threads_max=250", "tuned:tomcat_threads_min_spare=250", "tuned:httpd_proxy_timeout_s=null",
-             "default:httpd_mpm=prefork", "jvm_gc=parallel", "tuned:jvm_cds=true"]
+             "default:httpd_mpm=prefork", "jvm_gc=parallel", "tuned:jvm_cds=true",
+             "default:app_unpacked=false"]
 
 
 def render(folder: Path, overrides: dict | None, *args: str, inventory: Path = INVENTORY):
@@ -383,15 +384,18 @@ def exec_start(unit: str) -> str:
     return line
 
 
-def test_jvm_cds_starts_the_unpacked_app_from_its_archive(rendered):
+def test_the_app_starts_unpacked_from_the_fat_jar_or_from_its_cds_archive(rendered):
+    unpacked = exec_start(rendered["plain"]["default"]["app/camel-app.service"]).split()
+    fat_jar = exec_start(rendered["override"]["default"]["app/camel-app.service"]).split()
     with_cds = exec_start(rendered["override"]["tuned"]["app/camel-app.service"]).split()
-    without = exec_start(rendered["override"]["default"]["app/camel-app.service"]).split()
-    assert without[1:4] == ["@/etc/camel-app/jvm.options", "-jar", "/opt/camel-app/app.jar"]
+    assert unpacked[1:3] == ["@/etc/camel-app/jvm.options", "@/opt/camel-app/unpacked/launch.args"], "unpacked by default"
+    assert fat_jar[1:4] == ["@/etc/camel-app/jvm.options", "-jar", "/opt/camel-app/app.jar"]
     assert with_cds[1:4] == ["@/etc/camel-app/jvm.options", "-XX:SharedArchiveFile=/var/lib/camel-app/app.jsa",
                              "@/opt/camel-app/unpacked/launch.args"]
-    assert with_cds[4:] == without[4:] == ["--spring.config.additional-location=file:/etc/camel-app/application.yml",
-                                           "--logging.config=/etc/camel-app/logback.xml"]
-    assert exec_start(rendered["plain"]["tuned"]["app/camel-app.service"]).split()[2] == "-jar", "off by default"
+    assert with_cds[4:] == unpacked[3:] == fat_jar[4:] == [
+        "--spring.config.additional-location=file:/etc/camel-app/application.yml",
+        "--logging.config=/etc/camel-app/logback.xml"]
+    assert "SharedArchiveFile" not in exec_start(rendered["plain"]["tuned"]["app/camel-app.service"]), "no CDS by default"
 
 
 def test_override_switches_default_to_prefork(rendered):
