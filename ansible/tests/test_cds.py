@@ -26,6 +26,12 @@ import com.sun.net.httpserver.HttpServer;
 import java.net.InetSocketAddress;
 public class Main {
     public static void main(String[] args) throws Exception {
+        // Spring's component scan lists a package through its jar's directory entry: without it the app starts
+        // healthy and answers every route with 404 (the first unpacker's, seen on the machines)
+        if (Main.class.getClassLoader().getResource("lab/stand/") == null) {
+            System.err.println("no directory entry for lab/stand/");
+            System.exit(3);
+        }
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0])), 0);
         server.createContext("/actuator/health", exchange -> {
             byte[] body = lab.dep.Health.up().getBytes();
@@ -52,6 +58,9 @@ def fat_jar(path: Path, classes: dict[str, bytes], libs: dict[str, bytes], start
         manifest += f"Start-Class: {start_class}\n"
     with zipfile.ZipFile(path, "w") as jar:
         jar.writestr("META-INF/MANIFEST.MF", manifest)
+        folders = {name[:i + 1] for name in classes for i, c in enumerate(name) if c == "/"}
+        for name in ["", *sorted(folders)]:           # directory entries, as Spring Boot's repackaging writes
+            jar.writestr(f"BOOT-INF/classes/{name}", b"")
         for name, data in classes.items():
             jar.writestr(f"BOOT-INF/classes/{name}", data)
         for name, data in libs.items():
@@ -70,7 +79,7 @@ def test_unpack_keeps_the_class_path_order_and_the_main_class(tmp_path):
     assert unpack(jar, dest).stdout == "unpacked\n"
     assert sorted(os.listdir(dest / "lib")) == ["a.jar", "b.jar"] and (dest / "lib" / "b.jar").read_bytes() == b"B"
     with zipfile.ZipFile(dest / "app-classes.jar") as classes:
-        assert sorted(classes.namelist()) == ["application.yml", "lab/App.class"]
+        assert sorted(classes.namelist()) == ["application.yml", "lab/", "lab/App.class"]
     assert (dest / "launch.args").read_text().splitlines() == [
         f"-cp {dest}/app-classes.jar:{dest}/lib/b.jar:{dest}/lib/a.jar", "lab.stand.Main"]
 

@@ -38,9 +38,12 @@ def unpack(jar: str, dest: str) -> bool:
             with fat.open(name) as nested, open(os.path.join(work, "lib", os.path.basename(name)), "wb") as out:
                 shutil.copyfileobj(nested, out)
         with zipfile.ZipFile(os.path.join(work, "app-classes.jar"), "w", zipfile.ZIP_DEFLATED) as classes:
+            # directories too: Spring's component scan finds the app's routes by listing a package's
+            # directory entry (without them the app starts healthy and answers every route with 404)
             for entry in fat.infolist():
-                if entry.filename.startswith("BOOT-INF/classes/") and not entry.is_dir():
-                    classes.writestr(entry.filename[len("BOOT-INF/classes/"):], fat.read(entry))
+                name = entry.filename[len("BOOT-INF/classes/"):]
+                if entry.filename.startswith("BOOT-INF/classes/") and name:
+                    classes.writestr(name, b"" if entry.is_dir() else fat.read(entry))
     path = [os.path.join(dest, "app-classes.jar")] + [os.path.join(dest, "lib", os.path.basename(n)) for n in order]
     with open(os.path.join(work, "launch.args"), "w") as args:
         args.write(f"-cp {':'.join(path)}\n{main}\n")
