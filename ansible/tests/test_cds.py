@@ -95,6 +95,17 @@ def test_the_same_jar_changes_nothing_and_another_replaces_it_whole(tmp_path):
     assert not (tmp_path / "unpacked.new").exists()
 
 
+def test_a_new_unpacker_unpacks_the_same_jar_again(tmp_path):
+    """The unpacker's own code is part of what an unpacking is of: a mended one must not keep the old result."""
+    jar, dest = tmp_path / "app.jar", tmp_path / "unpacked"
+    fat_jar(jar, {"lab/App.class": b"v1"}, {"a.jar": b"A"})
+    unpack(jar, dest)
+    mended = tmp_path / "unpack_jar.py"
+    mended.write_text(UNPACK.read_text() + "# mended\n")
+    again = subprocess.run([sys.executable, str(mended), str(jar), str(dest)], capture_output=True, text=True)
+    assert again.stdout == "unpacked\n", again.stdout + again.stderr
+
+
 def test_a_jar_that_is_not_a_spring_boot_jar_is_refused_and_changes_nothing(tmp_path):
     jar, dest = tmp_path / "app.jar", tmp_path / "unpacked"
     fat_jar(jar, {"lab/App.class": b"v1"}, {"a.jar": b"A"})

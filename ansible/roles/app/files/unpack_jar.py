@@ -3,7 +3,8 @@
 jars on its class path, never from the jars nested in a fat jar nor from a directory. Writes into DEST:
 lib/*.jar (BOOT-INF/lib, as they are), app-classes.jar (BOOT-INF/classes), and launch.args, a java
 argument file with the class path in the jar's own order (BOOT-INF/classpath.idx) and the main class.
-DEST/jar.sha256 remembers which jar it holds: the same jar again changes nothing.
+DEST/source.sha256 remembers which jar it holds and which unpacker made it: the same jar unpacked by the same
+unpacker again changes nothing (a mended unpacker unpacks again: the first kept no directory entries).
 
     unpack_jar.py JAR DEST      prints "unpacked" or "unchanged"; exit 1 with the reason otherwise
 """
@@ -16,10 +17,11 @@ import zipfile
 
 def unpack(jar: str, dest: str) -> bool:
     digest = hashlib.sha256()
-    with open(jar, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    stamp = os.path.join(dest, "jar.sha256")
+    for source in (jar, os.path.abspath(__file__)):
+        with open(source, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    stamp = os.path.join(dest, "source.sha256")
     if os.path.exists(stamp) and open(stamp).read().strip() == digest.hexdigest():
         return False
     work = dest + ".new"
@@ -47,7 +49,7 @@ def unpack(jar: str, dest: str) -> bool:
     path = [os.path.join(dest, "app-classes.jar")] + [os.path.join(dest, "lib", os.path.basename(n)) for n in order]
     with open(os.path.join(work, "launch.args"), "w") as args:
         args.write(f"-cp {':'.join(path)}\n{main}\n")
-    with open(os.path.join(work, "jar.sha256"), "w") as f:
+    with open(os.path.join(work, "source.sha256"), "w") as f:
         f.write(digest.hexdigest() + "\n")
     shutil.rmtree(dest, ignore_errors=True)
     os.rename(work, dest)
