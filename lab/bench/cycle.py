@@ -160,6 +160,7 @@ def execute(repeat: int, scenarios: list[str], log=print) -> Path:
         (out / "cycle.json").write_text(json.dumps({"repeat": repeat, "scenarios": scenarios,
                                                     "tiny_load": TINY_LOAD, "trials": trials}, indent=2))
     gone = False                        # the machines were destroyed by the step before
+    turns = dict.fromkeys(KNOB_CHANGES, 0)  # each knob step flips its knob, also when it is listed twice
     for r in range(repeat):
         log(f"== repetition {r + 1} of {repeat}")
         for scenario in scenarios:
@@ -173,7 +174,8 @@ def execute(repeat: int, scenarios: list[str], log=print) -> Path:
                     keep(timed_down(log))
                 if scenario in KNOB_CHANGES:
                     knob, values = KNOB_CHANGES[scenario]
-                    overrides = {**overrides, knob: values[r % 2]}
+                    overrides = {**overrides, knob: values[turns[scenario] % 2]}
+                    turns[scenario] += 1
                 if gone and scenario != "fresh":
                     log(f"{scenario}: the machines were just destroyed, so this run is recorded as fresh")
                 keep(timed_run("fresh" if gone or scenario == "fresh" else scenario, overrides, log))

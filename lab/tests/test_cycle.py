@@ -49,6 +49,13 @@ def test_each_knob_step_changes_one_knob_and_a_run_after_down_is_fresh(stand_ins
     assert [t["scenario"] for t in recorded["trials"]] == ["warm", "httpd", "tomcat", "down", "fresh"] * 2
 
 
+def test_a_knob_step_listed_twice_changes_its_knob_each_time(stand_ins):
+    """Not a warm run in disguise: the second jvm step of one repetition flips jvm_exit_on_oom back (a bench of
+    stop 28 chose the value by repetition, and its second jvm step provisioned nothing)."""
+    cycle.execute(1, ["jvm", "warm", "jvm"], log=lambda *a: None)
+    assert [o.get("jvm_exit_on_oom") for _, o in stand_ins] == [True, True, False]
+
+
 def test_cold_forgets_the_caches_first_and_fresh_downs_the_lab_first(stand_ins):
     cycle.execute(1, ["cold", "fresh"], log=lambda *a: None)
     assert stand_ins == [("forget",), ("cold", {}), ("down",), ("fresh", {})]
