@@ -310,13 +310,13 @@ def test_the_recorder_runs_ahead_of_the_load(short_run):
         assert all(int(ni) == nice for ni, _ in seen), f"{name}: {seen}"
 
 
-
 def test_both_apps_run_unpacked(short_run):
     """app_unpacked (on by default): each JVM starts from the unpacked jar's class path, not the fat jar, which
     is what cuts every equal start's wait under emulation."""
     for name in ("default", "tuned"):
         ps = in_lab(name, "ps -o args= -C java")
         assert "@/opt/camel-app/unpacked/launch.args" in ps.stdout and "-jar" not in ps.stdout, ps.stdout + ps.stderr
+
 
 # --- exposure: what answers from the lab network ---------------------------------------------------------
 
