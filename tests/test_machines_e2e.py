@@ -315,7 +315,7 @@ def test_both_apps_run_unpacked(short_run):
     is what cuts every equal start's wait under emulation."""
     for name in ("default", "tuned"):
         ps = in_lab(name, "ps -o args= -C java")
-        assert "@/opt/camel-app/unpacked/launch.args" in ps.stdout and "-jar" not in ps.stdout, ps.stdout + ps.stderr
+        assert "@/var/lib/camel-app/unpacked/launch.args" in ps.stdout and "-jar" not in ps.stdout, ps.stdout + ps.stderr
 
 
 # --- exposure: what answers from the lab network ---------------------------------------------------------

@@ -1,5 +1,6 @@
 """Knob jvm_cds on this host's JDK (the guests' Debian 12 OpenJDK 17): the app role's jar unpacker
-(roles/app/files/unpack_jar.py) and training start (cds_train.sh), then a start from the archive.
+(roles/app/files/unpack_jar.py), training start (cds_train.sh) and the controller's making of an archive
+(cds_make.sh) for an unpacking elsewhere, then a start from the archive.
 
 A small stand-in for the app (a health endpoint, classes in BOOT-INF/classes and in a nested jar, as Spring
 Boot packs them) keeps this fast; the real app's start from its archive is measured on the machines."""
@@ -20,6 +21,9 @@ from conftest import ANSIBLE_DIR
 FILES = ANSIBLE_DIR / "roles" / "app" / "files"
 UNPACK = FILES / "unpack_jar.py"
 TRAIN = FILES / "cds_train.sh"
+MAKE = FILES / "cds_make.sh"
+KEY = FILES / "cds_key.sh"
+JVM = FILES / "cds_jvm.sh"
 
 MAIN = """package lab.stand;
 import com.sun.net.httpserver.HttpServer;
@@ -68,8 +72,9 @@ def fat_jar(path: Path, classes: dict[str, bytes], libs: dict[str, bytes], start
         jar.writestr("BOOT-INF/classpath.idx", "".join(f'- "BOOT-INF/lib/{n}"\n' for n in reversed(list(libs))))
 
 
-def unpack(jar: Path, dest: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(UNPACK), str(jar), str(dest)], capture_output=True, text=True)
+def unpack(jar: Path, dest: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(UNPACK), str(jar), str(dest)], capture_output=True, text=True,
+                          env={**os.environ, **env})
 
 
 def test_unpack_keeps_the_class_path_order_and_the_main_class(tmp_path):
@@ -81,7 +86,25 @@ def test_unpack_keeps_the_class_path_order_and_the_main_class(tmp_path):
     with zipfile.ZipFile(dest / "app-classes.jar") as classes:
         assert sorted(classes.namelist()) == ["application.yml", "lab/", "lab/App.class"]
     assert (dest / "launch.args").read_text().splitlines() == [
-        f"-cp {dest}/app-classes.jar:{dest}/lib/b.jar:{dest}/lib/a.jar", "lab.stand.Main"]
+        "-cp unpacked/app-classes.jar:unpacked/lib/b.jar:unpacked/lib/a.jar", "lab.stand.Main"], "relative to its parent"
+
+
+def class_path_files(dest: Path) -> dict[str, tuple[int, int, bytes]]:
+    return {str(jar.relative_to(dest)): (jar.stat().st_size, jar.stat().st_mtime_ns, jar.read_bytes())
+            for jar in dest.rglob("*.jar")}
+
+
+def test_the_same_jar_unpacked_elsewhere_later_gives_the_same_files_sizes_and_times(tmp_path):
+    """A CDS archive checks each class-path jar's size and time: the controller's unpacking and a machine's,
+    made at other times in other folders and time zones, must not differ in either."""
+    jar = tmp_path / "app.jar"
+    fat_jar(jar, {"lab/App.class": b"app" * 1000}, {"a.jar": b"A" * 1000, "b.jar": b"B"})
+    here, there = tmp_path / "controller" / "unpacked", tmp_path / "machine" / "unpacked"
+    unpack(jar, here, TZ="UTC")
+    os.utime(jar)                                   # the jar copied to the machine later
+    unpack(jar, there, TZ="America/New_York")
+    assert class_path_files(here) == class_path_files(there) and len(class_path_files(here)) == 3
+    assert (here / "launch.args").read_text() == (there / "launch.args").read_text()
 
 
 def test_the_same_jar_changes_nothing_and_another_replaces_it_whole(tmp_path):
@@ -139,11 +162,11 @@ def stand_in_jar(tmp_path_factory) -> Path:
     return work / "app.jar"
 
 
-def classes_from_archive(args: list[str], port: int, log: Path) -> set[str]:
+def classes_from_archive(args: list[str], port: int, log: Path, cwd: Path) -> set[str]:
     """Starts the stand-in with args until it is healthy, stops it; the classes it loaded from the static archive
     (-Xshare:on: a JVM that cannot map it fails instead of starting without it)."""
     app = subprocess.Popen(["java", "-Xshare:on", f"-Xlog:class+load=info:file={log}", *args, str(port)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     try:
         for _ in range(300):
             if subprocess.run(["curl", "-fsS", "-m", "2", f"http://127.0.0.1:{port}/actuator/health"],
@@ -161,14 +184,15 @@ def test_a_training_start_makes_an_archive_any_gc_and_jit_then_use(stand_in_jar,
     assert unpack(stand_in_jar, dest).returncode == 0
     trained = subprocess.run([str(TRAIN), str(archive), f"http://127.0.0.1:{port}/actuator/health", "60",
                               f"{dest}/launch.args", f"@{dest}/launch.args", str(port)],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert trained.returncode == 0, trained.stdout + trained.stderr
     assert archive.stat().st_size > 0 and not Path(f"{archive}.new").exists()
     listed = Path(f"{archive}.classlist").read_text().split()
     assert "lab/dep/Health" in listed and any("$Proxy" in c for c in listed)     # what the app loaded and made
     # the knobs may change the collector, the heap and the JIT after the archive was made: it still serves
     shared = classes_from_archive([f"-XX:SharedArchiveFile={archive}", "-XX:+UseSerialGC", "-Xmx64m",
-                                   "-XX:TieredStopAtLevel=1", f"@{dest}/launch.args"], free_port(), tmp_path / "load.log")
+                                   "-XX:TieredStopAtLevel=1", f"@{dest}/launch.args"], free_port(), tmp_path / "load.log",
+                                  tmp_path)
     assert {"lab.stand.Main", "lab.dep.Health"} <= shared
 
 
@@ -177,7 +201,7 @@ def test_a_training_start_that_dies_leaves_no_archive_and_says_so(stand_in_jar, 
     unpack(stand_in_jar, dest)
     trained = subprocess.run([str(TRAIN), str(archive), "http://127.0.0.1:9/actuator/health", "60",
                               f"{dest}/launch.args", f"@{dest}/launch.args", "not-a-port"],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert trained.returncode == 1 and "died before it was healthy" in trained.stdout
     assert "NumberFormatException" in trained.stdout, "the JVM's own last words are shown"
     assert not archive.exists()
@@ -186,7 +210,7 @@ def test_a_training_start_that_dies_leaves_no_archive_and_says_so(stand_in_jar, 
 def test_a_training_start_refuses_while_the_app_still_answers(stand_in_jar, tmp_path):
     dest, archive, port = tmp_path / "unpacked", tmp_path / "app.jsa", free_port()
     unpack(stand_in_jar, dest)
-    running = subprocess.Popen(["java", f"@{dest}/launch.args", str(port)], stdout=subprocess.DEVNULL)
+    running = subprocess.Popen(["java", f"@{dest}/launch.args", str(port)], stdout=subprocess.DEVNULL, cwd=tmp_path)
     try:
         url = f"http://127.0.0.1:{port}/actuator/health"
         for _ in range(300):
@@ -195,7 +219,7 @@ def test_a_training_start_refuses_while_the_app_still_answers(stand_in_jar, tmp_
             subprocess.run(["sleep", "0.1"])
         trained = subprocess.run([str(TRAIN), str(archive), url, "60", f"{dest}/launch.args", f"@{dest}/launch.args",
                                   str(free_port())],
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, timeout=120, cwd=tmp_path)
     finally:
         running.terminate()
         running.wait(30)
@@ -210,6 +234,71 @@ def test_a_dump_that_fails_leaves_no_archive_and_says_so(stand_in_jar, tmp_path)
     (tmp_path / "wrong.args").write_text(f"-cp {tmp_path}/nothing-here.jar\n")
     trained = subprocess.run([str(TRAIN), str(archive), f"http://127.0.0.1:{port}/actuator/health", "60",
                               str(tmp_path / "wrong.args"), f"@{dest}/launch.args", str(port)],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert trained.returncode == 1 and "the dump of the listed classes failed" in trained.stdout
     assert not archive.exists() and not Path(f"{archive}.new").exists()
+
+
+def key_of(unpacked: Path) -> str:
+    return subprocess.run([str(KEY), str(unpacked)], capture_output=True, text=True, check=True).stdout
+
+
+def test_an_archive_made_on_the_controller_serves_a_machines_own_unpacking(stand_in_jar, tmp_path):
+    """cds_make.sh unpacks and trains in its folder; the machine unpacks the same jar in another folder and
+    starts from the archive alone: its key is the machine's, and its classes come from it."""
+    controller, machine = tmp_path / "controller", tmp_path / "machine"
+    made = subprocess.run([str(MAKE), str(stand_in_jar), str(controller), "-", "/actuator/health", "{port}"],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert unpack(stand_in_jar, machine / "unpacked").returncode == 0
+    assert made.stdout == key_of(machine / "unpacked") == (controller / "app.jsa.key").read_text()
+    shutil.copy(controller / "app.jsa", machine / "app.jsa")
+    shared = classes_from_archive(["-XX:SharedArchiveFile=app.jsa", "@unpacked/launch.args"], free_port(),
+                                  tmp_path / "load.log", machine)
+    assert {"lab.stand.Main", "lab.dep.Health"} <= shared
+    # the same jar again: the archive is kept, no training start
+    made_at = (controller / "app.jsa").stat().st_mtime_ns
+    again = subprocess.run([str(MAKE), str(stand_in_jar), str(controller), "-", "/actuator/health", "{port}"],
+                           capture_output=True, text=True, timeout=120)
+    assert again.stdout == made.stdout and (controller / "app.jsa").stat().st_mtime_ns == made_at, again.stderr
+
+
+def test_a_controller_archive_refuses_a_machine_jar_of_another_time(stand_in_jar, tmp_path):
+    """What the role's check before taking an archive relies on: -Xshare:on refuses a class path jar whose time
+    differs (the JVM would otherwise start without the archive, quietly)."""
+    controller, machine = tmp_path / "controller", tmp_path / "machine"
+    subprocess.run([str(MAKE), str(stand_in_jar), str(controller), "-", "/actuator/health", "{port}"],
+                   capture_output=True, text=True, timeout=120, check=True)
+    unpack(stand_in_jar, machine / "unpacked")
+    os.utime(machine / "unpacked" / "lib" / "dep.jar")
+    class_path = (machine / "unpacked" / "launch.args").read_text().split()[1]
+    check = subprocess.run(["java", "-Xshare:on", f"-XX:SharedArchiveFile={controller}/app.jsa", "-cp", class_path,
+                            "-version"], capture_output=True, text=True, cwd=machine)
+    assert check.returncode != 0 and "dep.jar" in check.stdout + check.stderr
+
+
+def test_the_machines_jvm_build_is_fetched_from_the_mirror_and_runs_from_another_folder(tmp_path):
+    """cds_jvm.sh with the package this host's java came from, in the version the mirror has now (the guests
+    name theirs the same way, the version their box got): apt's package, unpacked into a folder of the lab's,
+    runs as that build there, and a second call fetches nothing."""
+    java = subprocess.run(["readlink", "-f", shutil.which("java")], capture_output=True, text=True).stdout.strip()
+    package = subprocess.run(["dpkg", "-S", java], capture_output=True, text=True).stdout.split(":")[0]
+    policy = subprocess.run(["apt-cache", "policy", package], capture_output=True, text=True).stdout
+    version = next(line.split()[1] for line in policy.splitlines() if line.strip().startswith("Candidate:"))
+    name = f"{package}:amd64={version}"
+    fetched = subprocess.run([str(JVM), name, str(tmp_path / "jvm")], capture_output=True, text=True, timeout=600)
+    assert fetched.returncode == 0, fetched.stderr
+    home = Path(fetched.stdout.strip())
+    assert home.is_relative_to(tmp_path / "jvm") and not list((tmp_path / "jvm").rglob("*.deb"))
+    theirs = subprocess.run([str(home / "bin" / "java"), "-version"], capture_output=True, text=True)
+    upstream = version.split("+")[0]         # 17.0.21.1+2-1~deb12u1: java says 17.0.21.1
+    assert theirs.returncode == 0 and f'version "{upstream}"' in theirs.stderr, theirs.stderr
+    again = subprocess.run([str(JVM), name, str(tmp_path / "jvm")], capture_output=True, text=True, timeout=60)
+    assert again.stdout == fetched.stdout and "apt" not in again.stderr.lower()
+
+
+def test_a_jvm_package_apt_does_not_have_is_refused_and_leaves_nothing(tmp_path):
+    refused = subprocess.run([str(JVM), "openjdk-17-jre-headless:amd64=0.0-not-a-version", str(tmp_path / "jvm")],
+                             capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 1 and "apt cannot download openjdk-17-jre-headless:amd64=0.0-not-a-version" in refused.stderr
+    assert not (tmp_path / "jvm").exists()

@@ -388,10 +388,12 @@ def test_the_app_starts_unpacked_from_the_fat_jar_or_from_its_cds_archive(render
     unpacked = exec_start(rendered["plain"]["default"]["app/camel-app.service"]).split()
     fat_jar = exec_start(rendered["override"]["default"]["app/camel-app.service"]).split()
     with_cds = exec_start(rendered["override"]["tuned"]["app/camel-app.service"]).split()
-    assert unpacked[1:3] == ["@/etc/camel-app/jvm.options", "@/opt/camel-app/unpacked/launch.args"], "unpacked by default"
+    assert unpacked[1:3] == ["@/etc/camel-app/jvm.options", "@/var/lib/camel-app/unpacked/launch.args"], "unpacked by default"
     assert fat_jar[1:4] == ["@/etc/camel-app/jvm.options", "-jar", "/opt/camel-app/app.jar"]
     assert with_cds[1:4] == ["@/etc/camel-app/jvm.options", "-XX:SharedArchiveFile=/var/lib/camel-app/app.jsa",
-                             "@/opt/camel-app/unpacked/launch.args"]
+                             "@/var/lib/camel-app/unpacked/launch.args"]
+    # launch.args' class path is relative to the unpacking's parent (unpack_jar.py), where the JVM runs
+    assert "WorkingDirectory=/var/lib/camel-app\n" in rendered["plain"]["default"]["app/camel-app.service"]
     assert with_cds[4:] == unpacked[3:] == fat_jar[4:] == [
         "--spring.config.additional-location=file:/etc/camel-app/application.yml",
         "--logging.config=/etc/camel-app/logback.xml"]

@@ -3,16 +3,26 @@
 jars on its class path, never from the jars nested in a fat jar nor from a directory. Writes into DEST:
 lib/*.jar (BOOT-INF/lib, as they are), app-classes.jar (BOOT-INF/classes), and launch.args, a java
 argument file with the class path in the jar's own order (BOOT-INF/classpath.idx) and the main class.
+The class path is relative to DEST's parent, where the JVM runs (the unit's working directory), and the same
+jar unpacked anywhere gives the same files, sizes and times: a class-data-sharing archive names its class
+path as given and checks each jar's size and time, so one made of an unpacking on the controller serves the
+machines' unpackings (tasks/cds.yml).
 DEST/source.sha256 remembers which jar it holds and which unpacker made it: the same jar unpacked by the same
 unpacker again changes nothing (a mended unpacker unpacks again: the first kept no directory entries).
 
     unpack_jar.py JAR DEST      prints "unpacked" or "unchanged"; exit 1 with the reason otherwise
 """
+import calendar
 import hashlib
 import os
 import shutil
 import sys
 import zipfile
+
+
+def entry_time(entry: zipfile.ZipInfo) -> int:
+    """An entry's time as seconds, read as UTC whatever the machine's zone: the same on every machine."""
+    return calendar.timegm((*entry.date_time, 0, 0, 0))
 
 
 def unpack(jar: str, dest: str) -> bool:
@@ -37,16 +47,24 @@ def unpack(jar: str, dest: str) -> bool:
         order = [line.split('"')[1] for line in fat.read("BOOT-INF/classpath.idx").decode().splitlines()
                  if line.startswith("- ")]
         for name in order:
-            with fat.open(name) as nested, open(os.path.join(work, "lib", os.path.basename(name)), "wb") as out:
+            lib = os.path.join(work, "lib", os.path.basename(name))
+            with fat.open(name) as nested, open(lib, "wb") as out:
                 shutil.copyfileobj(nested, out)
-        with zipfile.ZipFile(os.path.join(work, "app-classes.jar"), "w", zipfile.ZIP_DEFLATED) as classes:
-            # directories too: Spring's component scan finds the app's routes by listing a package's
-            # directory entry (without them the app starts healthy and answers every route with 404)
-            for entry in fat.infolist():
-                name = entry.filename[len("BOOT-INF/classes/"):]
-                if entry.filename.startswith("BOOT-INF/classes/") and name:
-                    classes.writestr(name, b"" if entry.is_dir() else fat.read(entry))
-    path = [os.path.join(dest, "app-classes.jar")] + [os.path.join(dest, "lib", os.path.basename(n)) for n in order]
+            os.utime(lib, (entry_time(fat.getinfo(name)),) * 2)
+        # Stored, not compressed: its size then depends on the classes only, not on the machine's zlib.
+        # Directories too: Spring's component scan finds the app's routes by listing a package's directory
+        # entry (without them the app starts healthy and answers every route with 404).
+        entries = [entry for entry in fat.infolist()
+                   if entry.filename.startswith("BOOT-INF/classes/") and entry.filename != "BOOT-INF/classes/"]
+        app_classes = os.path.join(work, "app-classes.jar")
+        with zipfile.ZipFile(app_classes, "w", zipfile.ZIP_STORED) as classes:
+            for entry in entries:
+                copy = zipfile.ZipInfo(entry.filename[len("BOOT-INF/classes/"):], entry.date_time)
+                copy.external_attr = entry.external_attr
+                classes.writestr(copy, b"" if entry.is_dir() else fat.read(entry))
+        os.utime(app_classes, (max((entry_time(e) for e in entries), default=0),) * 2)
+    where = os.path.basename(os.path.normpath(dest))
+    path = [os.path.join(where, "app-classes.jar")] + [os.path.join(where, "lib", os.path.basename(n)) for n in order]
     with open(os.path.join(work, "launch.args"), "w") as args:
         args.write(f"-cp {':'.join(path)}\n{main}\n")
     with open(os.path.join(work, "source.sha256"), "w") as f:
