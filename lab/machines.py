@@ -5,6 +5,7 @@ folder, so a user's own boxes and Vagrant projects are never touched.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -212,6 +213,37 @@ def vcpu_placement(name: str) -> str:
     out = netns.virsh("vcpupin", DOMAIN_PREFIX + name).stdout
     cores = sorted({line.split()[-1] for line in out.splitlines() if re.match(r"^\s*\d+\s", line)})
     return ";".join(cores) if cores else "unknown"
+
+
+def pin(name: str, cpuset: str) -> None:
+    """A running machine's vCPUs and emulator threads may use these host cores from now on (libvirt --live)."""
+    domain = DOMAIN_PREFIX + name
+    count = int(netns.virsh("vcpucount", domain, "--live", "--active", check=True).stdout.split()[0])
+    for vcpu in range(count):
+        netns.virsh("vcpupin", domain, str(vcpu), cpuset, "--live", check=True)
+    netns.virsh("emulatorpin", domain, cpuset, "--live", check=True)
+
+
+@contextlib.contextmanager
+def cores_shared(cpusets: dict[str, str], log=print):
+    """Both machines on all of the twins' host cores for the duration: their services' equal start. Pinned, the
+    machine that is ready first leaves its core idle while its twin's two vCPUs still share one; shared, the
+    slower start finishes on both. Each machine gets its own cores back after, also when the start failed,
+    and the load never runs unless libvirt shows them so (placement.py: pinned twins are equal, unpinned not)."""
+    if not cpusets:
+        yield
+        return
+    for name in cpusets:
+        pin(name, placement.shared(cpusets))
+    try:
+        yield
+    finally:
+        for name, cpuset in cpusets.items():
+            pin(name, cpuset)
+            shown = vcpu_placement(name)
+            if set().union(*(placement.cores(c) for c in shown.split(";"))) != placement.cores(cpuset):
+                raise MachineError(f"{name}: its vCPUs are on host cores {shown} after the start, not {cpuset}")
+        log(f"   each machine back on its own host cores: {'; '.join(f'{n} {c}' for n, c in cpusets.items())}")
 
 
 def defined_domains() -> list[str]:

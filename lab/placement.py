@@ -8,7 +8,7 @@ import os
 import re
 
 
-def _cores(spec: str) -> set[int]:
+def cores(spec: str) -> set[int]:
     cores = set()
     for part in spec.split(","):
         if "-" in part:
@@ -37,12 +37,17 @@ def resolve(setting: str, names: tuple[str, str], host_cores: list[int] | None =
     match = re.fullmatch(rf"{first}=([0-9,-]+);{second}=([0-9,-]+)", setting)
     if not match:
         raise ValueError(f"cpu_placement: '{setting}' is not auto, none or '{first}=CORES;{second}=CORES'")
-    chosen = {name: _cores(spec) for name, spec in zip(names, match.groups())}
-    for name, cores in chosen.items():
-        missing = cores - set(host)
+    chosen = {name: cores(spec) for name, spec in zip(names, match.groups())}
+    for name, chosen_cores in chosen.items():
+        missing = chosen_cores - set(host)
         if missing:
             raise ValueError(f"cpu_placement: host core(s) {sorted(missing)} of {name} do not exist "
                              f"(host cores: {_spec(host)})")
     if len(chosen[first]) != len(chosen[second]):
         raise ValueError("cpu_placement: the twins must get the same number of host cores")
-    return {name: _spec(sorted(cores)) for name, cores in chosen.items()}
+    return {name: _spec(sorted(chosen_cores)) for name, chosen_cores in chosen.items()}
+
+
+def shared(cpusets: dict[str, str]) -> str:
+    """All of the twins' host cores as one cpuset string (what both get while their services start)."""
+    return _spec(sorted(set().union(*(cores(spec) for spec in cpusets.values()))))

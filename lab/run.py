@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, provision,
-                 reporting, services, settings, shell, steps, trial)
+from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, placement,
+                 provision, reporting, services, settings, shell, steps, trial)
 from lab.load import engines, generator_pcp
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
@@ -274,17 +274,21 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
                       "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
             record.update(provision_memory=provision.report_memory(list(ran.machines), log))
-        with phase("restart", "equal start: both machines' services restarted together"):
-            starts = services.restart_together()
-            record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{
-                side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None} for side, vm in t.machines.items()}})
-        with phase("check", "both machines answer through HTTPD"):
-            ready = check_answers(targets, log, diagnose=lambda side: f"(machine {t.machines[side]})\n"
-                                  + services.diagnose(t.machines[side]))
-            for side in t.machines:
-                record.data["service_starts"][side]["ready_after_s"] = ready[side]
-            record.data["service_starts"]["spread_s"] = max(ready.values()) - min(ready.values())
-            record.save()
+        # the twins' vCPUs share all their host cores while they start (machines.cores_shared), theirs again after
+        cpusets = {} if opts.reached else resolved.get("cpusets") or {}
+        record.update(start_cores=placement.shared(cpusets) if cpusets else None)
+        with machines.cores_shared(cpusets, log=log):
+            with phase("restart", "equal start: both machines' services restarted together"):
+                starts = services.restart_together()
+                record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{
+                    side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None} for side, vm in t.machines.items()}})
+            with phase("check", "both machines answer through HTTPD"):
+                ready = check_answers(targets, log, diagnose=lambda side: f"(machine {t.machines[side]})\n"
+                                      + services.diagnose(t.machines[side]))
+                for side in t.machines:
+                    record.data["service_starts"][side]["ready_after_s"] = ready[side]
+                record.data["service_starts"]["spread_s"] = max(ready.values()) - min(ready.values())
+                record.save()
         record.data["phases"]["to_load_s"] = round(time.monotonic() - t0)
         with phase("load", "the load, on both machines at once"):
             collect.mark(run_id, log=log)

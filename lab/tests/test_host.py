@@ -59,6 +59,62 @@ def test_explicit_placement_is_checked_against_the_host():
         resolve("default=0;tuned=1-2", [0, 1, 2])
 
 
+class FakeLibvirt:
+    """virsh's answers for two running domains of two vCPUs each: what vcpucount, vcpupin and emulatorpin
+    say and do (the real ones are used on the machines: every run's equal start)."""
+
+    def __init__(self, cpusets, refuse_pin_to=None):
+        self.affinity = {machines.DOMAIN_PREFIX + n: [c, c] for n, c in cpusets.items()}
+        self.refuse_pin_to = refuse_pin_to
+
+    def virsh(self, *args, check=False):
+        import subprocess
+        command, domain, rest = args[0], args[1], args[2:]
+        if command == "vcpucount":
+            return subprocess.CompletedProcess(args, 0, "2\n", "")
+        if command == "vcpupin" and not rest:
+            table = "".join(f" {i}      {cores}\n" for i, cores in enumerate(self.affinity[domain]))
+            return subprocess.CompletedProcess(args, 0, "VCPU   CPU Affinity\n----------------------\n" + table, "")
+        if command == "vcpupin":
+            if rest[1] != self.refuse_pin_to:
+                self.affinity[domain][int(rest[0])] = "-".join(rest[1].split(",")) if "," in rest[1] else rest[1]
+            return subprocess.CompletedProcess(args, 0, "", "")
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+
+def test_both_machines_share_the_cores_while_they_start_then_each_has_its_own(monkeypatch):
+    cpusets = {"default": "0", "tuned": "1"}
+    fake = FakeLibvirt(cpusets)
+    monkeypatch.setattr(netns, "virsh", fake.virsh)
+    assert placement.shared(cpusets) == "0,1"
+    with machines.cores_shared(cpusets, log=lambda *a: None):
+        assert machines.vcpu_placement("default") == machines.vcpu_placement("tuned") == "0-1"
+    assert (machines.vcpu_placement("default"), machines.vcpu_placement("tuned")) == ("0", "1")
+
+
+def test_a_failed_start_still_gives_each_machine_its_own_cores(monkeypatch):
+    fake = FakeLibvirt({"default": "0,1", "tuned": "2,3"})
+    monkeypatch.setattr(netns, "virsh", fake.virsh)
+    with pytest.raises(RuntimeError, match="the check failed"):
+        with machines.cores_shared({"default": "0,1", "tuned": "2,3"}, log=lambda *a: None):
+            raise RuntimeError("the check failed")
+    assert (machines.vcpu_placement("default"), machines.vcpu_placement("tuned")) == ("0-1", "2-3")
+
+
+def test_the_load_does_not_run_on_shared_cores(monkeypatch):
+    """libvirt keeps the shared cores (a pin refused without a word): the run stops before its load."""
+    monkeypatch.setattr(netns, "virsh", FakeLibvirt({"default": "0", "tuned": "1"}, refuse_pin_to="1").virsh)
+    with pytest.raises(machines.MachineError, match="tuned: its vCPUs are on host cores 0-1 after the start, not 1"):
+        with machines.cores_shared({"default": "0", "tuned": "1"}, log=lambda *a: None):
+            pass
+
+
+def test_unpinned_machines_stay_unpinned(monkeypatch):
+    monkeypatch.setattr(netns, "virsh", lambda *a, **k: pytest.fail("no virsh without a placement"))
+    with machines.cores_shared({}):
+        pass
+
+
 # --- prerequisites -----------------------------------------------------------------------------
 
 def test_missing_prerequisites_map_to_packages_once():
