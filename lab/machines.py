@@ -233,8 +233,9 @@ def cores_shared(cpusets: dict[str, str], log=print):
     if not cpusets:
         yield
         return
+    both = placement.shared(cpusets)
     for name in cpusets:
-        pin(name, placement.shared(cpusets))
+        pin(name, both)
     try:
         yield
     finally:
@@ -243,7 +244,7 @@ def cores_shared(cpusets: dict[str, str], log=print):
             shown = vcpu_placement(name)
             if set().union(*(placement.cores(c) for c in shown.split(";"))) != placement.cores(cpuset):
                 raise MachineError(f"{name}: its vCPUs are on host cores {shown} after the start, not {cpuset}")
-        log(f"   each machine back on its own host cores: {'; '.join(f'{n} {c}' for n, c in cpusets.items())}")
+        log(f"each machine back on its own host cores: {'; '.join(f'{n} {c}' for n, c in cpusets.items())}")
 
 
 def defined_domains() -> list[str]:
