@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from conftest import ANSIBLE_DIR, VENV_BIN, ansible_env
+from lab import provision
 
 # what the roles set themselves before they read it (package_facts)
 SET_BY_ROLES = {"packages"}
@@ -30,7 +31,7 @@ def fact_names() -> set[str]:
 
 def machine_play() -> dict:
     return next(p for p in yaml.safe_load((ANSIBLE_DIR / "site.yml").read_text())
-                if p.get("name") == "Provision the lab machines")
+                if p.get("name") == provision.FULL_PLAY)
 
 
 def facts_read(text: str, names: set[str]) -> set[str]:
@@ -45,16 +46,13 @@ def test_the_machines_play_gathers_no_facts():
 
 
 def test_no_role_of_the_machines_play_reads_a_gathered_fact(fact_names):
-    play = machine_play()
-    roles = [r["role"] if isinstance(r, dict) else r for r in play["roles"]]
-    texts = {"site.yml": (ANSIBLE_DIR / "site.yml").read_text(),
-             **{str(p.relative_to(ANSIBLE_DIR)): p.read_text() for role in roles
+    # site.yml: this play only (the load generators' play gathers its facts)
+    texts = {"site.yml": yaml.safe_dump(machine_play()),
+             **{str(p.relative_to(ANSIBLE_DIR)): p.read_text() for role in provision.site_roles()
                 for p in sorted((ANSIBLE_DIR / "roles" / role).rglob("*")) if p.is_file() and p.suffix in
                 {".yml", ".yaml", ".j2"}},
              **{str(p.relative_to(ANSIBLE_DIR)): p.read_text()
                 for p in sorted((ANSIBLE_DIR / "group_vars").rglob("*.yml"))}}
-    # site.yml's other plays (the load generators') gather theirs
-    texts["site.yml"] = yaml.safe_dump(play)
     read = {path: found for path, text in texts.items() if (found := facts_read(text, fact_names))}
     assert not read, f"gathered facts read by the machines' play, which gathers none: {read}"
 
