@@ -67,6 +67,9 @@ def up(s: settings.Settings) -> None:
         with steps.step("lab network namespace and libvirt"):
             if not netns.healthy():
                 netns.create()
+            if netns.kvm_hidden_from_libvirt():
+                steps.note(f"libvirt sees no {netns.KVM_DEVICE}: QEMU's user ({netns.QEMU_USER}) cannot use it, "
+                           "and libvirt would probe QEMU again on every call")
         with steps.step("accelerator and CPU placement"):
             resolved = machines.resolve(s)
             machines.write_resolved(resolved)

@@ -11,7 +11,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import pwd
+import re
 import shutil
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -34,6 +37,18 @@ BLOCKED_RANGES = (
 CGROUP_V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids")
 LIBVIRT_URI = "qemu:///system"
 DAEMONS = ("virtlogd", "libvirtd")
+# libvirt keeps QEMU's capabilities in a cache it checks on every call; the cache is stale when "KVM was
+# enabled when probing ..., but it is not available now" (virQEMUCapsIsValid): QEMU's probe got KVM, yet
+# /dev/kvm is not usable by QEMU's user. Then libvirt probes QEMU again on every call (~4 s each here) and
+# `vagrant up` spent ~4 of its ~7 minutes on it. Where QEMU's user cannot use /dev/kvm, libvirt can run
+# no KVM guest anyway, so libvirtd sees an empty root-only file there instead and the cache holds. Its
+# guests then keep the daemon's /dev (namespaces = []): libvirt 9.0 moves every mount under /dev into a
+# guest's private /dev and fails on a file ("Unable to move ... mount to /dev/kvm: Invalid argument").
+KVM_DEVICE = Path("/dev/kvm")
+QEMU_USER = "libvirt-qemu"
+KVM_STAND_IN = paths.RUN_DIR / "no-kvm"
+QEMU_CONF = Path("/etc/libvirt/qemu.conf")
+LAB_QEMU_CONF = paths.RUN_DIR / "qemu.conf"
 
 
 class NetnsError(RuntimeError):
@@ -149,10 +164,66 @@ def _cgroup_mounts() -> str:
     return "; ".join(lines)
 
 
+def permits_read_write(mode: int, owner: int, group: int, uid: int, gids: list[int]) -> bool:
+    """Whether a file's mode bits let uid (with gids) read and write it: libvirt's test of /dev/kvm
+    (virFileAccessibleAs, run as QEMU's user)."""
+    if uid == 0:
+        return True
+    shift = 6 if owner == uid else 3 if group in gids else 0
+    return (mode >> shift) & 0o6 == 0o6
+
+
+def kvm_unusable_by_qemu(device: Path = KVM_DEVICE, user: str = QEMU_USER) -> bool:
+    """/dev/kvm exists but QEMU's user may not open it (or that user does not exist)."""
+    try:
+        st = device.stat()
+    except OSError:
+        return False
+    try:
+        account = pwd.getpwnam(user)
+    except KeyError:
+        return True
+    return not permits_read_write(st.st_mode, st.st_uid, st.st_gid, account.pw_uid,
+                                  os.getgrouplist(user, account.pw_gid))
+
+
+def qemu_conf_without_namespaces(host_conf: str) -> str:
+    """The host's qemu.conf with guests' private /dev switched off (any namespaces setting of its own out)."""
+    kept = [line for line in host_conf.splitlines() if not re.match(r"\s*namespaces\s*=", line)]
+    return "\n".join([*kept, "# The lab's libvirtd shows no /dev/kvm (lab/netns.py): guests keep its /dev.",
+                      "namespaces = []", ""])
+
+
+def _kvm_hidden_mounts() -> str:
+    """The shell lines that show libvirtd an empty root-only file at /dev/kvm and a qemu.conf without guests'
+    private /dev (in its own mount namespace: `ip netns exec` gives each command one), or nothing where
+    QEMU's user can use KVM."""
+    if not kvm_unusable_by_qemu():
+        return ""
+    KVM_STAND_IN.touch()
+    KVM_STAND_IN.chmod(0o600)
+    host_conf = QEMU_CONF.read_text() if QEMU_CONF.is_file() else ""
+    LAB_QEMU_CONF.write_text(qemu_conf_without_namespaces(host_conf))
+    LAB_QEMU_CONF.chmod(0o600)
+    return f"mount --bind {KVM_STAND_IN} {KVM_DEVICE}; mount --bind {LAB_QEMU_CONF} {QEMU_CONF}; "
+
+
+def kvm_hidden_from_libvirt() -> bool:
+    """What libvirtd sees at /dev/kvm, through its own root: not the device when it was hidden."""
+    pid = procs.recorded("libvirtd")
+    if pid is None or not KVM_DEVICE.exists():
+        return False
+    try:
+        return not stat.S_ISCHR(os.stat(f"/proc/{pid}/root{KVM_DEVICE}").st_mode)
+    except OSError:
+        return False
+
+
 def _start_daemon(name: str) -> None:
     pidfile = paths.RUN_DIR / f"{name}.daemon-pid"
     pidfile.unlink(missing_ok=True)
-    script = f"{_cgroup_mounts()}; exec {name} --daemon --pid-file={pidfile}"
+    hidden = _kvm_hidden_mounts() if name == "libvirtd" else ""
+    script = f"{_cgroup_mounts()}; {hidden}exec {name} --daemon --pid-file={pidfile}"
     _sh(wrap(["sh", "-c", script]), f"starting {name}")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

@@ -204,6 +204,45 @@ def test_guard_lets_out_only_dns_and_web_to_public_addresses():
     assert "counter drop\n  }" in rules
 
 
+# --- /dev/kvm as libvirt sees it ----------------------------------------------------------------
+
+def test_kvm_access_follows_the_mode_bits_of_owner_group_and_others():
+    kvm_gid, qemu_uid = 107, 64055
+    assert not netns.permits_read_write(0o600, 0, 0, qemu_uid, [kvm_gid])     # this host's /dev/kvm
+    assert netns.permits_read_write(0o660, 0, kvm_gid, qemu_uid, [kvm_gid])   # Debian's udev rule
+    assert not netns.permits_read_write(0o640, 0, kvm_gid, qemu_uid, [kvm_gid])
+    assert netns.permits_read_write(0o600, qemu_uid, 0, qemu_uid, [])
+    assert netns.permits_read_write(0o666, 0, 0, qemu_uid, [])
+    assert not netns.permits_read_write(0o066, qemu_uid, kvm_gid, qemu_uid, [kvm_gid])   # owner bits win
+    assert netns.permits_read_write(0o000, 5, 5, 0, [])
+
+
+def test_libvirt_is_shown_no_kvm_only_where_qemus_user_cannot_use_it(monkeypatch, tmp_path):
+    device = tmp_path / "kvm"
+    device.touch(mode=0o600)
+    assert netns.kvm_unusable_by_qemu(device, "nobody")
+    assert not netns.kvm_unusable_by_qemu(device, "root")
+    assert netns.kvm_unusable_by_qemu(device, "no-such-user-here")
+    device.chmod(0o666)
+    assert not netns.kvm_unusable_by_qemu(device, "nobody")
+    assert not netns.kvm_unusable_by_qemu(tmp_path / "absent", "nobody")
+
+    monkeypatch.setattr(netns, "KVM_STAND_IN", tmp_path / "no-kvm")
+    monkeypatch.setattr(netns, "QEMU_CONF", tmp_path / "host-qemu.conf")
+    monkeypatch.setattr(netns, "LAB_QEMU_CONF", tmp_path / "lab-qemu.conf")
+    (tmp_path / "host-qemu.conf").write_text('user = "libvirt-qemu"\n  namespaces = [ "mount" ]\n#namespaces = x\n')
+    monkeypatch.setattr(netns, "kvm_unusable_by_qemu", lambda: True)
+    lines = netns._kvm_hidden_mounts()
+    assert lines == (f"mount --bind {tmp_path / 'no-kvm'} /dev/kvm; "
+                     f"mount --bind {tmp_path / 'lab-qemu.conf'} {tmp_path / 'host-qemu.conf'}; ")
+    assert (tmp_path / "no-kvm").stat().st_mode & 0o777 == 0o600
+    conf = (tmp_path / "lab-qemu.conf").read_text()
+    assert 'user = "libvirt-qemu"' in conf and "#namespaces = x" in conf
+    assert [line for line in conf.splitlines() if line.strip().startswith("namespaces")] == ["namespaces = []"]
+    monkeypatch.setattr(netns, "kvm_unusable_by_qemu", lambda: False)
+    assert netns._kvm_hidden_mounts() == ""
+
+
 # --- one lab per host --------------------------------------------------------------------------
 
 def _fake_namespace(monkeypatch, tmp_path, owner):
