@@ -21,7 +21,7 @@ from report.machine import load_machine  # noqa: E402
 from report.pcp import read_metrics  # noqa: E402
 from report.runinfo import RunInfo  # noqa: E402
 from report.tests.test_metric_list import read_by_report  # noqa: E402
-from lab import collect  # noqa: E402
+from lab import collect, netns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 START = str(ROOT / "start.sh")
@@ -161,6 +161,8 @@ def test_libvirt_keeps_qemus_capabilities_between_calls(lab_up, tmp_path):
     seen = log.read_text()
     assert "Returning caps" in seen, seen[-2000:]          # the filter caught libvirt's lookups
     assert "Saved caps" not in seen and "Got version" not in seen, seen[-2000:]
+    # A cache probed while /dev/kvm was hidden stays valid even after the hiding is gone: check the cause too.
+    assert netns.kvm_hidden_from_libvirt() == netns.kvm_unusable_by_qemu()
 
 
 def test_status_reports_both_machines(lab_up):
