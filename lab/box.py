@@ -21,6 +21,9 @@ RECIPE_DIR = paths.ROOT / "lab" / "box"
 # Bump when the image layout below changes (partitioning, bootloader, file system options).
 IMAGE_LAYOUT_VERSION = 1
 DISK_GB = 8
+# The disk as compressed qcow2: zstd, whose clusters qemu-img's coroutines compress on every core when they may
+# write out of order (-W): 6.6 s for the box's 1.6 GB here, where zlib in order took 61 s (10.4 s zstd in order).
+QCOW2_CONVERT = ["qemu-img", "convert", "-c", "-W", "-o", "compression_type=zstd", "-O", "qcow2"]
 VAGRANT_PUBLIC_KEYS = (
     Path("/usr/share/rubygems-integration/all/gems"),
     Path("/usr/share/vagrant/keys"),
@@ -141,8 +144,8 @@ def build(settings, target: Path) -> None:
         _run(["losetup", "-d", loop], "detaching the loop device")
         loop = None
 
-        steps.note("compressing the disk (qcow2)")
-        _run(["qemu-img", "convert", "-c", "-O", "qcow2", str(raw), str(work / "box.img")], "converting to qcow2")
+        steps.note("compressing the disk (qcow2, zstd)")
+        _run(QCOW2_CONVERT + [str(raw), str(work / "box.img")], "converting to qcow2")
         raw.unlink()
         _package(work, target, settings.debian_suite)
     finally:
