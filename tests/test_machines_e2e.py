@@ -137,7 +137,7 @@ def test_egress_guard_is_loaded_in_the_lab_namespace(lab_up):
 
 
 def _virt_admin(*args):
-    return subprocess.run(["ip", "netns", "exec", "camel-lab", "virt-admin", "-c", "libvirtd:///system", *args],
+    return subprocess.run(netns.wrap(["virt-admin", "-c", "libvirtd:///system", *args]),
                           capture_output=True, text=True, check=True).stdout
 
 
@@ -152,8 +152,7 @@ def test_libvirt_keeps_qemus_capabilities_between_calls(lab_up, tmp_path):
     _virt_admin("daemon-log-outputs", f"1:file:{log}")
     try:
         for _ in range(2):
-            caps = subprocess.run(["ip", "netns", "exec", "camel-lab", "virsh", "-c", "qemu:///system",
-                                   "domcapabilities", "--virttype", "qemu"], capture_output=True, text=True)
+            caps = netns.virsh("domcapabilities", "--virttype", "qemu")
             assert caps.returncode == 0, caps.stderr
     finally:
         _virt_admin("daemon-log-outputs", outputs)
