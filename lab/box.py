@@ -1,8 +1,8 @@
 """The base box: Debian built with debootstrap from the mirror, packaged for vagrant-libvirt.
 
 The box is cached under .lab/box/ and named after its recipe hash (everything in lab/box/ plus the
-suite and this module's image layout version), so a changed recipe makes a new box and a new libvirt
-volume, never a stale one. Building needs root (loop devices, mounts, chroot).
+suite, this module's image layout version and the lab's login key), so a changed recipe makes a new box and
+a new libvirt volume, never a stale one. Building needs root (loop devices, mounts, chroot).
 """
 from __future__ import annotations
 
@@ -24,20 +24,21 @@ DISK_GB = 8
 # The disk as compressed qcow2: zstd, whose clusters qemu-img's coroutines compress on every core when they may
 # write out of order (-W): 6.6 s for the box's 1.6 GB here, where zlib in order took 61 s (10.4 s zstd in order).
 QCOW2_CONVERT = ["qemu-img", "convert", "-c", "-W", "-o", "compression_type=zstd", "-O", "qcow2"]
-VAGRANT_PUBLIC_KEYS = (
-    Path("/usr/share/rubygems-integration/all/gems"),
-    Path("/usr/share/vagrant/keys"),
-    Path("/opt/vagrant/embedded/gems"),
-)
+# The vagrant user's only key: made on this host, not Vagrant's public insecure one. Vagrant then has nothing
+# to replace on a machine's first boot, which took ~40 s under TCG (a new key pair, inserted, reconnected).
+LOGIN_KEY = paths.STATE_DIR / "secrets" / "box_login"
 
 
 class BoxError(RuntimeError):
     """The box could not be built; the message says which step failed."""
 
 
-def recipe_hash(suite: str, recipe_dir: Path = RECIPE_DIR) -> str:
-    """Hash of every file of the recipe (name and content), the suite and the layout version."""
-    digest = hashlib.sha256(f"suite={suite}\nlayout={IMAGE_LAYOUT_VERSION}\n".encode())
+def recipe_hash(suite: str, recipe_dir: Path = RECIPE_DIR, login_public_key: str | None = None) -> str:
+    """Hash of every file of the recipe (name and content), the suite, the layout version and the public
+    login key (this lab's own unless given)."""
+    if login_public_key is None:
+        login_public_key = login_key().with_suffix(".pub").read_text()
+    digest = hashlib.sha256(f"suite={suite}\nlayout={IMAGE_LAYOUT_VERSION}\nkey={login_public_key.strip()}\n".encode())
     for file in sorted(p for p in recipe_dir.rglob("*") if p.is_file()):
         digest.update(str(file.relative_to(recipe_dir)).encode() + b"\0")
         digest.update(file.read_bytes() + b"\0")
@@ -58,13 +59,16 @@ def packages(recipe_dir: Path = RECIPE_DIR, listing: str = "packages.txt") -> li
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def vagrant_public_key() -> Path:
-    for base in VAGRANT_PUBLIC_KEYS:
-        if base.is_dir():
-            found = sorted(base.glob("**/keys/vagrant.pub"))
-            if found:
-                return found[-1]
-    raise BoxError("the public key that ships with Vagrant (keys/vagrant.pub) was not found: is vagrant installed?")
+def login_key() -> Path:
+    """The private key Vagrant logs in with (ed25519, LOGIN_KEY), made the first time it is asked for."""
+    public = LOGIN_KEY.with_suffix(".pub")
+    if not (LOGIN_KEY.exists() and public.exists()):
+        LOGIN_KEY.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        LOGIN_KEY.unlink(missing_ok=True)
+        public.unlink(missing_ok=True)
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "camel-tuning-lab box login",
+              "-f", str(LOGIN_KEY)], "making the lab's login key")
+    return LOGIN_KEY
 
 
 def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
@@ -117,10 +121,11 @@ def build(settings, target: Path) -> None:
               settings.debian_suite, str(mnt), settings.debian_mirror], "running debootstrap")
 
         shutil.copytree(RECIPE_DIR / "files", mnt, dirs_exist_ok=True)
-        shutil.copy(vagrant_public_key(), mnt / "tmp" / "vagrant.pub")
+        shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
         (mnt / "etc" / "fstab").write_text(f"UUID={uuid} / ext4 errors=remount-ro 0 1\n")
         shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
         shutil.copy(RECIPE_DIR / "preload.txt", mnt / "tmp" / "preload.txt")
+        shutil.copy(RECIPE_DIR / "units.txt", mnt / "tmp" / "units.txt")
         # apt in the chroot resolves the mirror with the host's resolver (systemd-resolved's symlink points
         # into an empty /run there); customize.sh links the guest's own resolv.conf at the end.
         resolv = mnt / "etc" / "resolv.conf"

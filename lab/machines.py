@@ -59,7 +59,7 @@ def resolve(settings, detect=accel.detect) -> dict:
     resolved = asdict(settings)
     resolved.update(requested=asdict(settings), accelerator=accelerator, accelerator_reason=why,
                     cpusets=placement.resolve(settings.cpu_placement, NAMES),
-                    box=box.box_name(settings.debian_suite))
+                    box=box.box_name(settings.debian_suite), login_key=str(box.login_key()))
     return resolved
 
 

@@ -11,13 +11,14 @@ deb ${mirror%/debian}/debian-security $suite-security main
 LIST
 
 # The roles' packages (preload.txt), installed without recommends as the roles do. No service may start
-# inside the chroot (policy-rc.d 101); they start, enabled by their packages, on the guest's first boot.
+# inside the chroot (policy-rc.d 101), and none is enabled but those in units.txt (the roles enable the rest).
 if [ -s /tmp/preload.txt ]; then
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
   chmod 755 /usr/sbin/policy-rc.d
   apt-get update -q --error-on=any
   # pcp's postinst runs `systemctl start pmcd` whenever systemctl exists, and fails without a running
-  # systemd: a systemctl that does nothing comes first in PATH for this install only.
+  # systemd: a systemctl that does nothing comes first in PATH for this install only. (It also swallows
+  # deb-systemd-helper's `systemctl preset`: the packages' units stay disabled.)
   mkdir -p /tmp/chroot-bin
   printf '#!/bin/sh\nexit 0\n' > /tmp/chroot-bin/systemctl
   chmod 755 /tmp/chroot-bin/systemctl
@@ -25,16 +26,18 @@ if [ -s /tmp/preload.txt ]; then
   apt-get install -y -q --no-install-recommends -o DPkg::Path=/tmp/chroot-bin:/usr/sbin:/usr/bin:/sbin:/bin \
     $(grep -v '^#' /tmp/preload.txt)
   rm -rf /usr/sbin/policy-rc.d /tmp/preload.txt /tmp/chroot-bin
+  systemctl enable $(grep -v '^#' /tmp/units.txt)
 fi
+rm -f /tmp/units.txt
 
 echo lab-box > /etc/hostname
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tlab-box\n' > /etc/hosts
 
 useradd --create-home --shell /bin/bash vagrant
 install -d -m 700 -o vagrant -g vagrant /home/vagrant/.ssh
-install -m 600 -o vagrant -g vagrant /tmp/vagrant.pub /home/vagrant/.ssh/authorized_keys
+install -m 600 -o vagrant -g vagrant /tmp/login.pub /home/vagrant/.ssh/authorized_keys
 chmod 440 /etc/sudoers.d/vagrant
-# Vagrant logs in as vagrant; no passwords anywhere.
+# Vagrant logs in as vagrant with the lab's own key (lab/box.py login_key); no passwords anywhere.
 passwd --lock root
 
 systemctl enable systemd-networkd.service lab-ssh-hostkeys.service ssh.service
@@ -58,4 +61,4 @@ rm -f /etc/ssh/ssh_host_*
 rm -f /var/lib/dbus/machine-id
 
 apt-get clean
-rm -rf /var/lib/apt/lists/* /tmp/vagrant.pub
+rm -rf /var/lib/apt/lists/* /tmp/login.pub

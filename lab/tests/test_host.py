@@ -157,12 +157,22 @@ def test_debian_family_detection():
 def test_recipe_hash_changes_with_any_recipe_file(tmp_path):
     recipe = tmp_path / "box"
     shutil.copytree(box.RECIPE_DIR, recipe)
-    first = box.recipe_hash("bookworm", recipe)
-    assert first == box.recipe_hash("bookworm", recipe)
-    assert first != box.recipe_hash("trixie", recipe)
+    key = "ssh-ed25519 AAAAC3Nza one"
+    first = box.recipe_hash("bookworm", recipe, key)
+    assert first == box.recipe_hash("bookworm", recipe, key)
+    assert first != box.recipe_hash("trixie", recipe, key)
+    assert first != box.recipe_hash("bookworm", recipe, "ssh-ed25519 AAAAC3Nza two")   # another lab's key
     (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "htop\n")
-    assert box.recipe_hash("bookworm", recipe) != first
+    assert box.recipe_hash("bookworm", recipe, key) != first
     assert "htop" in box.packages(recipe)
+
+
+def test_login_key_is_made_once_and_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(box, "LOGIN_KEY", tmp_path / "secrets" / "box_login")
+    made = box.login_key()
+    public = made.with_suffix(".pub").read_text()
+    assert public.startswith("ssh-ed25519 ") and made.stat().st_mode & 0o077 == 0
+    assert box.login_key() == made and made.with_suffix(".pub").read_text() == public
 
 
 def _role_apt_packages() -> set[str]:
@@ -186,6 +196,24 @@ def test_box_preloads_every_package_the_roles_install():
     assert {"apache2", "openjdk-17-jre-headless", "pcp", "python3-apt"} <= wanted, wanted
     missing = wanted - set(box.packages()) - set(box.packages(listing="preload.txt"))
     assert not missing, f"add to lab/box/preload.txt (provisioning under TCG would install them): {sorted(missing)}"
+
+
+def _role_enabled_units() -> set[str]:
+    """Every unit a systemd task of the roles enables whatever the knobs (enabled: true, no condition)."""
+    found = set()
+    for f in (paths.ROOT / "ansible" / "roles").glob("*/tasks/*.yml"):
+        for task in yaml.safe_load(f.read_text()) or []:
+            unit = (task.get("ansible.builtin.systemd_service") or {}) if isinstance(task, dict) else {}
+            if unit.get("enabled") is True and "when" not in task:
+                found.add(unit["name"] if "." in unit["name"] else unit["name"] + ".service")
+    return found
+
+
+def test_box_enables_only_units_every_machine_runs():
+    enabled = set(box.packages(listing="units.txt"))
+    assert "apache2.service" in enabled
+    assert enabled <= _role_enabled_units(), \
+        f"lab/box/units.txt enables what no role enables on every machine: {sorted(enabled - _role_enabled_units())}"
 
 
 def test_box_name_carries_the_recipe():
