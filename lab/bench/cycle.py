@@ -15,8 +15,10 @@ Scenarios, in this order within each repetition:
   down      ./start.sh down after a run (timed here: down has no run folder)
   fresh     new machines from the cached box: ./start.sh down, then a run (what CI's e2e stage does; a
             warm or knob scenario that follows down is recorded as fresh, which it is)
-The table: per scenario, n and min / median / max seconds to the load's start, and the phase with the
-longest median (what limits it). Results land in results/<stamp>-bench-cycle/cycle.json, trial by trial;
+The table: per scenario, n and min / median / max seconds to the load's start, the phase with the
+longest median (what limits it), and the host's own speed before its trials (a fixed pure-Python loop on
+one core, best of three: this host is a VM among others, and the same box booted ~40 % slower in the evening
+than in the afternoon; compare figures only where that column agrees). Results land in results/<stamp>-bench-cycle/cycle.json, trial by trial;
 a trial that provisioned keeps its five slowest Ansible tasks (from .lab/log/ansible.log, which is timed).
 """
 from __future__ import annotations
@@ -45,6 +47,20 @@ KNOB_CHANGES = {
 SCENARIOS = ("cold", "fresh", "warm", *KNOB_CHANGES, "down")
 # what run.json's phases hold before the load starts (to_load_s is their sum, plus the gaps between them)
 PHASES_TO_LOAD = ("up", "provision", "restart", "check")
+CALIBRATION_LOOPS = 3_000_000
+
+
+def host_calibration_s(loops: int = CALIBRATION_LOOPS) -> float:
+    """Seconds this host takes for a fixed pure-Python loop on one core, the best of three (the least
+    disturbed by whatever else runs: the machines of a warm lab idle, but not at zero)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(loops):
+            total += i * i % 7
+        best = min(best, time.perf_counter() - started)
+    return round(best, 3)
 
 
 def forget_caches(log=print) -> list[str]:
@@ -72,13 +88,14 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print) -> dict:
     argv = [START, *TINY_LOAD, "--label", f"cycle-{scenario}"]
     for knob, value in overrides.items():
         argv += ["--set", f"tuned:{knob}={json.dumps(value) if isinstance(value, bool) else value}"]
+    calibration_s = host_calibration_s()
     before = set(paths.RESULTS.iterdir()) if paths.RESULTS.exists() else set()
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600)
     wall_s = round(time.monotonic() - started)
     made = sorted(set(paths.RESULTS.iterdir()) - before) if paths.RESULTS.exists() else []
     trial = {"scenario": scenario, "argv": argv[1:], "exit": done.returncode, "wall_s": wall_s,
-             "folder": made[-1].name if made else None, "phases": {}}
+             "folder": made[-1].name if made else None, "phases": {}, "host_calibration_s": calibration_s}
     if made and (made[-1] / "run.json").is_file():
         record = json.loads((made[-1] / "run.json").read_text())
         trial["phases"] = record.get("phases", {})
@@ -115,9 +132,11 @@ def slowest_tasks(ansible_log: str, n: int = 5) -> list[tuple[str, float]]:
 
 
 def timed_down(log=print) -> dict:
+    calibration_s = host_calibration_s()
     started = time.monotonic()
     done = subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800)
-    trial = {"scenario": "down", "exit": done.returncode, "wall_s": round(time.monotonic() - started), "phases": {}}
+    trial = {"scenario": "down", "exit": done.returncode, "wall_s": round(time.monotonic() - started), "phases": {},
+             "host_calibration_s": calibration_s}
     log(f"down: exit {done.returncode} in {trial['wall_s']} s")
     return trial
 
@@ -130,9 +149,10 @@ def seconds_of(trial: dict) -> int | None:
 
 
 def table(trials: list[dict]) -> str:
-    """min / median / max per scenario (failed trials counted apart) and the phase with the longest median."""
-    lines = ["| scenario | n | min s | median s | max s | longest phase (median s) | failed |",
-             "|---|---|---|---|---|---|---|"]
+    """min / median / max per scenario (failed trials counted apart), the phase with the longest median and
+    the host's calibration (median s)."""
+    lines = ["| scenario | n | min s | median s | max s | longest phase (median s) | failed | host calibration s |",
+             "|---|---|---|---|---|---|---|---|"]
     for scenario in SCENARIOS:
         mine = [t for t in trials if t["scenario"] == scenario]
         if not mine:
@@ -143,9 +163,10 @@ def table(trials: list[dict]) -> str:
         longest = max(phase_medians, key=phase_medians.get) if phase_medians else None
         cells = ([len(figures), min(figures), round(statistics.median(figures)), max(figures)] if figures
                  else [0, "–", "–", "–"])
+        speeds = [t["host_calibration_s"] for t in mine if t.get("host_calibration_s")]
         lines.append("| " + " | ".join(str(c) for c in [scenario, *cells,
                      f"{longest} ({phase_medians[longest]:g})" if longest else "–",
-                     len(mine) - len(figures)]) + " |")
+                     len(mine) - len(figures), f"{statistics.median(speeds):.2f}" if speeds else "–"]) + " |")
     return "\n".join(lines)
 
 

@@ -13,15 +13,15 @@ def trial(scenario, to_load=None, exit=0, wall=0, **phases):
 
 
 def test_the_table_gives_min_median_max_and_the_phase_that_limits():
-    trials = [trial("cold", 900, up_s=300, provision_s=500, restart_s=60, check_s=20),
-              trial("cold", 1000, up_s=320, provision_s=560, restart_s=70, check_s=20),
-              trial("cold", 1, exit=1, up_s=5),                           # failed: counted apart
-              trial("warm", 150, up_s=2, provision_s=30, restart_s=90, check_s=20),
+    trials = [{**trial("cold", 900, up_s=300, provision_s=500, restart_s=60, check_s=20), "host_calibration_s": 1.1},
+              {**trial("cold", 1000, up_s=320, provision_s=560, restart_s=70, check_s=20), "host_calibration_s": 1.5},
+              {**trial("cold", 1, exit=1, up_s=5), "host_calibration_s": 1.2},      # failed: counted apart
+              trial("warm", 150, up_s=2, provision_s=30, restart_s=90, check_s=20),  # (a bench before calibration)
               trial("down", wall=40)]
     rows = {line.split(" | ")[0].strip("| "): line for line in cycle.table(trials).splitlines()[2:]}
-    assert rows["cold"] == "| cold | 2 | 900 | 950 | 1000 | provision (530) | 1 |"
-    assert rows["warm"] == "| warm | 1 | 150 | 150 | 150 | restart (90) | 0 |"
-    assert rows["down"] == "| down | 1 | 40 | 40 | 40 | – | 0 |"
+    assert rows["cold"] == "| cold | 2 | 900 | 950 | 1000 | provision (530) | 1 | 1.20 |"
+    assert rows["warm"] == "| warm | 1 | 150 | 150 | 150 | restart (90) | 0 | – |"
+    assert rows["down"] == "| down | 1 | 40 | 40 | 40 | – | 0 | – |"
     assert list(rows) == ["cold", "warm", "down"], "scenarios in their order, none invented"
 
 
@@ -70,6 +70,12 @@ def test_every_knob_change_is_a_knob_of_its_tier_and_comes_back_to_the_tuned_val
         assert knob in catalog and knob.startswith(tier), knob
         assert values[0] != values[1]
         assert tuned.get(knob, catalog[knob]) in values, f"{knob}: the second value restores the tuned one"
+
+
+def test_the_host_calibration_takes_longer_for_more_work():
+    """A fixed amount of work, timed: twice the loop takes longer (it measures the host, not a constant)."""
+    small, large = cycle.host_calibration_s(200_000), cycle.host_calibration_s(2_000_000)
+    assert 0 < small < large
 
 
 def test_unknown_scenarios_are_refused(capsys):
