@@ -54,7 +54,8 @@ def box_file(suite: str) -> Path:
 
 
 def packages(recipe_dir: Path = RECIPE_DIR, listing: str = "packages.txt") -> list[str]:
-    """The box's package list: packages.txt (debootstrap's), or preload.txt (the roles' packages)."""
+    """A list of the recipe, one name per line: packages.txt (debootstrap's packages), preload.txt (the roles'
+    packages) or units.txt (the units the box enables)."""
     lines = (recipe_dir / listing).read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 

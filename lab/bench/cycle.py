@@ -18,8 +18,9 @@ Scenarios, in this order within each repetition:
 The table: per scenario, n and min / median / max seconds to the load's start, the phase with the
 longest median (what limits it), and the host's own speed before its trials (a fixed pure-Python loop on
 one core, best of three: this host is a VM among others, and the same box booted ~40 % slower in the evening
-than in the afternoon; compare figures only where that column agrees). Results land in results/<stamp>-bench-cycle/cycle.json, trial by trial;
-a trial that provisioned keeps its five slowest Ansible tasks (from .lab/log/ansible.log, which is timed).
+than in the afternoon; compare figures only where that column agrees). Results land in
+results/<stamp>-bench-cycle/cycle.json, trial by trial; a trial that provisioned keeps its five slowest
+Ansible tasks (from .lab/log/ansible.log, which is timed).
 """
 from __future__ import annotations
 
