@@ -21,7 +21,7 @@ from report.machine import load_machine  # noqa: E402
 from report.pcp import read_metrics  # noqa: E402
 from report.runinfo import RunInfo  # noqa: E402
 from report.tests.test_metric_list import read_by_report  # noqa: E402
-from lab import collect, netns  # noqa: E402
+from lab import collect, netns, settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 START = str(ROOT / "start.sh")
@@ -119,6 +119,17 @@ def test_both_machines_answer_with_the_scenario_shape(lab_up):
         assert int(cpus) == 2
         # 512 MiB of guest RAM shows as MemTotal a little below it (kernel reservations).
         assert 400 * 1024 < int(mem_kib) <= 512 * 1024
+
+
+def test_each_machine_took_its_name_and_address_from_the_box_not_from_vagrant(lab_up):
+    """The box's lab-identity.service sets both at boot from the Vagrantfile's fw_cfg entries; Vagrant, finding
+    them set, writes no network of its own (its way cost 45-70 s of every new machine's boot under TCG)."""
+    addresses = settings.load().machines
+    for name in ("default", "tuned"):
+        probe = in_lab(name, "hostname -f; systemctl is-active lab-identity; ls /etc/systemd/network;"
+                             " ip -4 -o addr show eth1 | awk '{print $4}'")
+        assert probe.returncode == 0, probe.stdout + probe.stderr
+        assert probe.stdout.split() == [f"lab-{name}", "active", "80-dhcp.network", f"{addresses[name]}/24"]
 
 
 def test_apt_works_inside_both(lab_up):

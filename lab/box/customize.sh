@@ -40,11 +40,15 @@ chmod 440 /etc/sudoers.d/vagrant
 # Vagrant logs in as vagrant with the lab's own key (lab/box.py login_key); no passwords anywhere.
 passwd --lock root
 
-systemctl enable systemd-networkd.service lab-ssh-hostkeys.service ssh.service
+systemctl enable systemd-networkd.service lab-identity.service lab-ssh-hostkeys.service ssh.service
 # Nothing may run behind the lab's back: no unattended apt runs holding the dpkg lock during
 # provisioning, no periodic scrubs or trims competing with the load; and no boot waiting for every NIC.
 systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service \
   fstrim.timer man-db.timer systemd-networkd-wait-online.service
+# Nor modules for what a lab machine has not got (graphics, FUSE, device mapper, loop devices, EFI): systemd
+# loads them at every boot, 4-8 s each under TCG (see also /etc/modprobe.d/lab-box.conf).
+systemctl mask modprobe@drm.service modprobe@fuse.service modprobe@dm_mod.service modprobe@loop.service \
+  modprobe@efi_pstore.service
 # UseDNS and GSSAPI lookups would stall logins inside the lab namespace. One ed25519 host key only:
 # RSA key generation takes minutes on a first boot under TCG.
 printf 'UseDNS no\nGSSAPIAuthentication no\nHostKey /etc/ssh/ssh_host_ed25519_key\n' > /etc/ssh/sshd_config.d/lab.conf

@@ -1,4 +1,5 @@
 """Host-side decisions that need no VM: accelerator, CPU placement, prerequisites, box recipe, guard."""
+import re
 import shutil
 
 import pytest
@@ -220,6 +221,23 @@ def test_box_enables_only_units_every_machine_runs():
     assert "apache2.service" in enabled
     stray = enabled - _role_enabled_units()
     assert not stray, f"lab/box/units.txt enables what no role enables on every machine: {sorted(stray)}"
+
+
+def test_a_unit_the_box_holds_starts_once_its_role_wrote_what_it_waits_for():
+    """A box unit held by lab-box-hold.conf starts only when its condition's file exists: one its role writes
+    (dest) or makes (creates) on every machine, or the unit would never start again after a reboot."""
+    made = set()
+    for task in _role_tasks():
+        for module in task.values():
+            if isinstance(module, dict):
+                made.update(str(module[key]) for key in ("dest", "creates", "path") if key in module)
+    holds = sorted((box.RECIPE_DIR / "files" / "etc" / "systemd" / "system").glob("*.d/lab-box-hold.conf"))
+    assert {h.parent.name for h in holds} == {"apache2.service.d", "pmcd.service.d"}
+    for hold in holds:
+        unit = hold.parent.name.removesuffix(".d")
+        assert unit in box.packages(listing="units.txt"), f"{unit} is held but not enabled in the box"
+        waits_for = re.findall(r"^ConditionPathExists=(\S+)$", hold.read_text(), re.M)
+        assert waits_for and set(waits_for) <= made, f"{hold.name} of {unit}: no role makes {waits_for}"
 
 
 def test_box_name_carries_the_recipe():

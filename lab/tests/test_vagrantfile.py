@@ -1,6 +1,7 @@
 """The Vagrantfile validates for both providers and turns the resolved settings into the right domain."""
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,3 +53,15 @@ def test_the_serial_console_is_where_the_lab_collects_it():
     """lab/collect.py copies each guest's console from machines.SERIAL_LOG; the Vagrantfile writes it there."""
     text = (ROOT / "Vagrantfile").read_text()
     assert f':path => "{machines.SERIAL_LOG.replace("{name}", "#{name}")}"' in text
+
+
+def test_the_fw_cfg_entries_are_those_the_box_reads():
+    """The Vagrantfile hands each machine its name and private address as QEMU fw_cfg entries; the box's
+    lab-identity script reads the same entries, and Vagrant leaves the private network to it."""
+    text = (ROOT / "Vagrantfile").read_text()
+    script = (ROOT / "lab" / "box" / "files" / "usr" / "local" / "sbin" / "lab-identity").read_text()
+    handed = set(re.findall(r"name=opt/camel-lab/(\w+),string=", text))
+    assert re.search(r"^fw=/sys/firmware/qemu_fw_cfg/by_name/opt/camel-lab$", script, re.M)
+    read = set(re.findall(r'"\$fw/(\w+)/raw"', script))
+    assert handed == read == {"hostname", "address"}
+    assert "auto_config: false" in text
