@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +95,16 @@ def ensure_jar(stack: str, log=print) -> Path:
     if not jar.exists():
         raise ProvisionError(f"building the {stack} jar: Maven succeeded but left no {jar}")
     return jar
+
+
+def jars_beside(overrides: dict[str, dict], log=print) -> Future:
+    """The jars of this run's stacks, built on a thread of their own while the caller brings the machines up
+    (run(jars=...) waits for them): a cold run's base box build leaves a host core to Maven's 1-2 min."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="jars")
+    try:
+        return pool.submit(lambda: [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))])
+    finally:
+        pool.shutdown(wait=False)
 
 
 def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
@@ -303,18 +314,18 @@ def _read_stamp() -> dict | None:
 
 
 def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, force: bool = True,
-        start_services: bool = True) -> Scope | None:
+        start_services: bool = True, jars: Future | None = None) -> Scope | None:
     """Builds the jars the machines need, then runs site.yml against both machines at once. With
     force=False it runs only what changed since the last successful provisioning of these machines (scope():
     nothing at all, or only the roles of the changed knobs on the machines whose knobs changed).
     start_services=False leaves the app stopped for a caller that starts every service itself right after (the
-    full run's equal start). The Scope that ran, None when nothing did."""
+    full run's equal start); jars, the jars_beside() the caller started. The Scope that ran, None when nothing did."""
     try:
         for path in knobs.write_stale():   # an edited default in the catalog must reach group_vars before Ansible
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
     except (ValueError, yaml.YAMLError) as bad:
         raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
-    jars = [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))]
+    jars = list(jars.result()) if jars is not None else [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))]
     try:   # the agent library the app role copies to the machines
         jars.append(profiler.ensure(log=log) / profiler.LIBRARY)
     except profiler.ProfilerError as failure:

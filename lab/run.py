@@ -248,6 +248,8 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
 
     try:
         t0 = time.monotonic()
+        overrides = t.overrides(opts.sets)
+        jars = provision.jars_beside(overrides, log)      # Maven beside the box build and the boot
         if opts.reached:        # real hosts, checked before the knobs were validated
             resolved = opts.reached
             record.update(provider="hosts", inventory=resolved["inventory_source"],
@@ -266,10 +268,9 @@ def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
         ssh_ports.update(resolved.get("ssh_ports") or {})
         targets = t.targets(resolved["machines"], scheme=opts.scheme)
         with phase("provision", "build and provision both machines (Ansible)"):
-            overrides = t.overrides(opts.sets)
             record.update(machine_overrides={m: o for m, o in overrides.items() if o})
             # the app is left stopped: the equal start below starts it (one JVM start, not two)
-            ran = provision.run(resolved, overrides, log=log, force=opts.provision, start_services=False)
+            ran = provision.run(resolved, overrides, log=log, force=opts.provision, start_services=False, jars=jars)
         record.update(provisioned=f"ran: {ran.describe()}" if ran else
                       "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
