@@ -14,7 +14,13 @@ from lab import provision
 GATED = [("roles/app/tasks/service.yml", "Make sure the app runs"),
          ("roles/app/tasks/service.yml", "Wait until the app is ready"),
          ("roles/app/handlers/main.yml", "Restart camel-app"),
-         ("roles/httpd/tasks/service.yml", "Check the app answers through HTTPD")]
+         ("roles/httpd/tasks/service.yml", "Check the app answers through HTTPD"),
+         # the services the equal start restarts anyway (lab/services.py): not started twice either
+         ("roles/mock_service/tasks/service.yml", "Start the mock"),
+         ("roles/mock_service/tasks/service.yml", "Wait for the mock to answer"),
+         ("roles/mock_service/handlers/main.yml", "Restart mock-service"),
+         ("roles/httpd/handlers/main.yml", "Restart apache2"),
+         ("roles/httpd/handlers/main.yml", "Reload apache2")]
 
 
 @pytest.mark.parametrize("path, name", GATED)
