@@ -97,6 +97,9 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print) -> dict:
     made = sorted(set(paths.RESULTS.iterdir()) - before) if paths.RESULTS.exists() else []
     trial = {"scenario": scenario, "argv": argv[1:], "exit": done.returncode, "wall_s": wall_s,
              "folder": made[-1].name if made else None, "phases": {}, "host_calibration_s": calibration_s}
+    trial["steps"] = steps_taken(done.stdout)
+    if made:    # what ./start.sh printed, beside the run it made: where a surprising figure came from
+        (made[-1] / CONSOLE).write_text(f"{done.stdout}\n--- stderr\n{done.stderr}")
     if made and (made[-1] / "run.json").is_file():
         record = json.loads((made[-1] / "run.json").read_text())
         trial["phases"] = record.get("phases", {})
@@ -110,6 +113,15 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print) -> dict:
     log(f"{scenario}: exit {done.returncode}, to load {trial['phases'].get('to_load_s')} s, "
         f"whole run {wall_s} s ({trial['folder']})")
     return trial
+
+
+CONSOLE = "cycle-console.log"
+STEP_DONE = re.compile(r"^\[[\d:]+\] ok (?P<step>.+) \((?P<s>\d+) s\)$", re.M)     # lab/steps.py's "ok <step> (N s)"
+
+
+def steps_taken(console: str) -> dict[str, int]:
+    """Seconds of each step ./start.sh finished (the base box, the boot, ...), from its console."""
+    return {m.group("step"): int(m.group("s")) for m in STEP_DONE.finditer(console)}
 
 
 STAMP = r"^\[\s*(?P<at>[\d.]+) s\]"       # lab/provision.py's timed log: "[  12.3 s] <Ansible's line>"

@@ -96,3 +96,10 @@ def test_the_slowest_provisioning_tasks_come_from_the_timed_log():
 """
     assert cycle.slowest_tasks(log, n=2) == [("app : Wait for the app", 120.5), ("base : Install the base packages", 60.0)]
     assert cycle.slowest_tasks("") == []
+
+
+def test_the_steps_come_from_the_console_of_start_sh():
+    console = ("[00:00] >> base box\n[00:00]    building bookworm\n[02:51] ok base box (171 s)\n"
+               "[02:51] ok lab network namespace and libvirt (0 s)\n[04:33] !! boot both machines: failed after 102 s\n"
+               "    default: ok not a step (3 s)\n")
+    assert cycle.steps_taken(console) == {"base box": 171, "lab network namespace and libvirt": 0}
