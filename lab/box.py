@@ -1,4 +1,4 @@
-"""The base box: Debian built with debootstrap from the mirror, packaged for vagrant-libvirt.
+"""The base box: Debian built with mmdebstrap from the mirror, packaged for vagrant-libvirt.
 
 The box is cached under .lab/box/ and named after its recipe hash (everything in lab/box/ plus the
 suite, this module's image layout version and the lab's login key), so a changed recipe makes a new box and
@@ -19,7 +19,7 @@ from lab import paths, shell, steps
 
 RECIPE_DIR = paths.ROOT / "lab" / "box"
 # Bump when the image layout below changes (partitioning, bootloader, file system options).
-IMAGE_LAYOUT_VERSION = 1
+IMAGE_LAYOUT_VERSION = 2        # 2: the root file system made by mmdebstrap instead of debootstrap
 DISK_GB = 8
 # The disk as compressed qcow2: zstd, whose clusters qemu-img's coroutines compress on every core when they may
 # write out of order (-W): 6.6 s for the box's 1.6 GB here, where zlib in order took 61 s (10.4 s zstd in order).
@@ -54,7 +54,7 @@ def box_file(suite: str) -> Path:
 
 
 def packages(recipe_dir: Path = RECIPE_DIR, listing: str = "packages.txt") -> list[str]:
-    """A list of the recipe, one name per line: packages.txt (debootstrap's packages), preload.txt (the roles'
+    """A list of the recipe, one name per line: packages.txt (the base system's packages), preload.txt (the roles'
     packages) or units.txt (the units the box enables)."""
     lines = (recipe_dir / listing).read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
@@ -117,9 +117,11 @@ def build(settings, target: Path) -> None:
         _run(["mount", part, str(mnt)], "mounting")
         mounted.append(mnt)
 
-        steps.note(f"debootstrap {settings.debian_suite} from {settings.debian_mirror} (a few minutes)")
-        _run(["debootstrap", "--variant=minbase", f"--include={','.join(packages())}",
-              settings.debian_suite, str(mnt), settings.debian_mirror], "running debootstrap")
+        # mmdebstrap: one apt run and one dpkg pass over the base (debootstrap unpacked and configured package by
+        # package: 135 of a 178 s box build here, mmdebstrap XX s)
+        steps.note(f"mmdebstrap {settings.debian_suite} from {settings.debian_mirror}")
+        _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(packages())}",
+              settings.debian_suite, str(mnt), settings.debian_mirror], "running mmdebstrap")
 
         shutil.copytree(RECIPE_DIR / "files", mnt, dirs_exist_ok=True)
         shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
@@ -167,7 +169,7 @@ def _install_bootloader(mnt: Path, loop: str, uuid: str) -> None:
     kernels = sorted((mnt / "boot").glob("vmlinuz-*"))
     initrds = sorted((mnt / "boot").glob("initrd.img-*"))
     if not kernels or not initrds:
-        raise BoxError("box build failed: no kernel or initrd in /boot after debootstrap")
+        raise BoxError("box build failed: no kernel or initrd in /boot after mmdebstrap")
     conf_dir = mnt / "boot" / "extlinux"
     conf_dir.mkdir(exist_ok=True)
     (conf_dir / "extlinux.conf").write_text(

@@ -20,7 +20,7 @@ REQUIREMENTS = (
     ("virsh", "libvirt-clients"),
     ("dnsmasq", "dnsmasq-base"),
     ("iptables", "iptables"),
-    ("debootstrap", "debootstrap"),
+    ("mmdebstrap", "mmdebstrap"),
     ("slirp4netns", "slirp4netns"),
     ("nft", "nftables"),
     ("sfdisk", "fdisk"),

@@ -63,5 +63,5 @@ def test_the_fw_cfg_entries_are_those_the_box_reads():
     handed = set(re.findall(r"name=opt/camel-lab/(\w+),string=", text))
     assert re.search(r"^fw=/sys/firmware/qemu_fw_cfg/by_name/opt/camel-lab$", script, re.M)
     read = set(re.findall(r'"\$fw/(\w+)/raw"', script))
-    assert handed == read == {"hostname", "address"}
+    assert handed == read == {"hostname", "address", "nameserver"}
     assert "auto_config: false" in text
