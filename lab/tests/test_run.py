@@ -224,6 +224,22 @@ def fake_provisioning(monkeypatch, tmp_path):
     return provision, calls, jar
 
 
+def test_provisioning_takes_the_jars_built_beside_it(fake_provisioning, monkeypatch):
+    """The full run starts Maven before the machines are up (jars_beside) and provisioning waits for those jars:
+    it builds none itself, and their content is what it fingerprints."""
+    provision, calls, jar = fake_provisioning
+    built = []
+    monkeypatch.setattr(provision, "ensure_jar", lambda stack, log=print: built.append(stack) or jar)
+    resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
+    beside = provision.jars_beside({})
+    assert beside.result(timeout=30) == [jar] and len(built) == 1
+    quiet = dict(log=lambda *a: None, out=io.StringIO())
+    assert provision.run(resolved, {}, force=False, jars=beside, **quiet).roles is None
+    assert len(built) == 1 and len(calls) == 1                                  # no second build
+    jar.write_bytes(b"jar v2")
+    assert provision.run(resolved, {}, force=False, jars=provision.jars_beside({}), **quiet).roles is None
+
+
 def test_provisioning_runs_only_what_changed(fake_provisioning):
     provision, calls, jar = fake_provisioning
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
