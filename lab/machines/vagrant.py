@@ -17,40 +17,14 @@ from pathlib import Path
 
 from lab import accel, box, netns, paths, placement, shell
 
-NAMES = ("default", "tuned")                 # declared once: configurations, run folders, the plan's thread groups
 DOMAIN_PREFIX = "camel-lab-"                 # set in the Vagrantfile (libvirt default_prefix)
 SERIAL_LOG = "/var/log/libvirt/qemu/lab-{name}-serial.log"   # each guest's console (the Vagrantfile's lv.serial)
 DOMAIN_DEFINITIONS = Path("/etc/libvirt/qemu")   # libvirt's domain XML files, also of a crashed lab
 NETWORKS = ("lab-mgmt", "lab-private")       # libvirt networks the Vagrantfile asks for
-SSH_CONFIG = paths.STATE_DIR / "ssh_config"  # what Ansible, checks and `./start.sh exec` use
 
 
 class MachineError(RuntimeError):
     """A machine could not be brought up or reached; the message names it."""
-
-
-# How the lab reaches its machines, chosen once per process: the VMs from inside the lab namespace through
-# Vagrant's ssh_config, or (./start.sh --hosts, lab/hosts.py) real hosts from this machine's own network
-# through the ssh_config made from the inventory.
-_reach = {"ssh_config": SSH_CONFIG, "wrap": netns.wrap, "vms": True}
-
-
-def reach_hosts(ssh_config: Path) -> None:
-    """From now on the machines are real hosts: SSH through ssh_config, every command run here as it is."""
-    _reach.update(ssh_config=ssh_config, wrap=lambda argv: list(argv), vms=False)
-
-
-def reaches_vms() -> bool:
-    return _reach["vms"]
-
-
-def wrap(cmd: list[str]) -> list[str]:
-    """The command as run where the machines are reachable (the lab namespace for the VMs)."""
-    return _reach["wrap"](cmd)
-
-
-def ssh_config() -> Path:
-    return _reach["ssh_config"]
 
 
 def resolve(settings, detect=accel.detect) -> dict:
@@ -171,16 +145,6 @@ def write_ssh_config() -> Path:
     # Vagrant names hosts after the machines; keep its options (user, key, port) as they are.
     SSH_CONFIG.write_text(result.stdout)
     return SSH_CONFIG
-
-
-def ssh_command(name: str, command: str) -> list[str]:
-    """The argv that runs a command on a machine over SSH from where it is reachable."""
-    return wrap(["ssh", "-F", str(ssh_config()), "-o", "ConnectTimeout=20", "-o", "BatchMode=yes", name, command])
-
-
-def ssh(name: str, command: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Runs a command on a machine over SSH from where it is reachable."""
-    return subprocess.run(ssh_command(name, command), capture_output=True, text=True, timeout=timeout)
 
 
 def destroy() -> bool:

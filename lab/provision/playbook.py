@@ -32,8 +32,6 @@ OVERRIDES = paths.STATE_DIR / "overrides.json"
 # the overrides}; written only after a successful run. scope() compares the next run's with it.
 STAMP = paths.STATE_DIR / "provisioned.json"
 FULL_PLAY = "Provision the lab machines"       # site.yml's play of the machines' roles
-APP_DIR = paths.ROOT / "app"
-STACKS = ("camel3", "camel4")
 
 
 FAILED_LINE = re.compile(r"^(?:failed|fatal): \[(?P<host>[^\]]+)\].*? => (?P<json>\{.*\})\s*$")
@@ -43,79 +41,6 @@ class ProvisionError(RuntimeError):
     """Provisioning could not run or failed; the message says where."""
 
 
-def catalog() -> dict:
-    """The knobs --set may change and their out-of-the-box values (the inventory's are not set here)."""
-    return knobs.defaults()
-
-
-def parse_overrides(items: list[str], targets: tuple[str, ...] | list[str] = machines.NAMES,
-                    prefixes: tuple[str, ...] | list[str] | None = None, what: str = "machine") -> dict[str, dict]:
-    """`knob=value` (every target) or `target:knob=value` → {target: {knob: value}}. targets: the machines
-    (`./start.sh provision`) or the knob sets a run uses; prefixes: what a prefix may name (default: targets;
-    a run allows every knob set, and refuses one no machine runs later, with the reason); what: "machine" or
-    "knob set", for the messages.
-
-    Values are YAML (200 → int, true → bool, null → None, [a, b] → list), as in the catalog.
-    """
-    known = catalog()
-    prefixes = list(targets) if prefixes is None else list(prefixes)
-    out: dict[str, dict] = {name: {} for name in targets}
-    for item in items:
-        target, sep, assignment = item.partition(":") if ":" in item.split("=", 1)[0] else ("", "", item)
-        knob, eq, raw = assignment.partition("=")
-        knob = knob.strip()
-        if not eq or not knob:
-            raise ValueError(f"--set {item!r}: expected [{'|'.join(prefixes)}:]knob=value, e.g. tuned:tomcat_threads_max=250")
-        if target and target not in prefixes:
-            raise ValueError(f"--set {item!r}: unknown {what} {target!r} ({what}s: {', '.join(prefixes)})")
-        if knob not in known:
-            close = [k for k in known if k.split("_")[0] == knob.split("_")[0]][:8]
-            raise ValueError(f"--set {item!r}: unknown knob {knob!r}"
-                             + (f" (knobs of that tier: {', '.join(close)})" if close else " (see ansible/knobs.yml)"))
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError as bad:
-            raise ValueError(f"--set {item!r}: the value is not valid YAML: {bad}") from None
-        for name in ([target] if target else targets):
-            out.setdefault(name, {})[knob] = value
-    return out
-
-
-def ensure_jar(stack: str, log=print) -> Path:
-    """The app jar of a stack, built with the Maven wrapper when missing or older than its sources."""
-    jar = APP_DIR / stack / "target" / f"camel-tuning-app-{stack}.jar"
-    sources = [p for d in ("common", stack) for p in (APP_DIR / d).rglob("*")
-               if p.is_file() and "target" not in p.parts] + [APP_DIR / "pom.xml"]
-    newest = max(p.stat().st_mtime for p in sources)
-    if jar.exists() and jar.stat().st_mtime >= newest:
-        return jar
-    log(f"building the {stack} jar (Maven, ~1–2 min)")
-    shell.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", stack, "-am"],
-              f"building the {stack} jar failed", error=ProvisionError, lines=40, cwd=APP_DIR)
-    if not jar.exists():
-        raise ProvisionError(f"building the {stack} jar: Maven succeeded but left no {jar}")
-    return jar
-
-
-def jars_beside(overrides: dict[str, dict], log=print) -> Future:
-    """The jars of this run's stacks, built on a thread of their own while the caller brings the machines up
-    (run(jars=...) waits for them): a cold run's base box build leaves a host core to Maven's 1-2 min."""
-    pool = ThreadPoolExecutor(1, thread_name_prefix="jars")
-    try:
-        return pool.submit(lambda: [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))])
-    finally:
-        pool.shutdown(wait=False)
-
-
-def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
-    """app_stack of each machine: catalog, then host_vars, then this run's overrides."""
-    default = catalog()["app_stack"]
-    used = set()
-    for name in machines.NAMES:
-        host_vars = ANSIBLE_DIR / "host_vars" / f"{name}.yml"
-        stack = (yaml.safe_load(host_vars.read_text()) or {}).get("app_stack", default) if host_vars.exists() else default
-        used.add(overrides.get(name, {}).get("app_stack", stack))
-    return {s for s in used if s in STACKS}
 
 
 def inventory(resolved: dict) -> dict:
@@ -385,51 +310,3 @@ def _worth_showing(line: str) -> bool:
                         or " : ok=" in s or "changed:" in s[:10] or "WARNING" in s)
 
 
-def memory_summary(samples: str) -> dict | None:
-    """What a machine's memory watch (site.yml: "epoch MemAvailable SwapTotal SwapFree", kB, every 2 s) saw:
-    available memory at its start (before the app was stopped) and at its lowest, when, and the most swap in
-    use. None without a whole sample."""
-    rows = []
-    for line in samples.splitlines():
-        fields = line.split()
-        if len(fields) == 4 and all(f.isdigit() for f in fields):
-            rows.append([int(f) for f in fields])
-    if not rows:
-        return None
-    start = rows[0][0]
-    lowest = min(rows, key=lambda r: r[1])
-    return {"samples": len(rows), "seconds": rows[-1][0] - start,
-            "available_at_start_mb": rows[0][1] // 1024, "available_min_mb": lowest[1] // 1024,
-            "available_min_at_s": lowest[0] - start,
-            "swap_used_max_mb": max(r[2] - r[3] for r in rows) // 1024}
-
-
-def memory_during(names=machines.NAMES) -> dict[str, dict | str]:
-    """Each machine's memory summary of its last provisioning, or why there is none."""
-    found = {}
-    for name in names:
-        try:
-            read = machines.ssh(name, f"cat {paths.GUEST_PROVISION_MEMORY}", timeout=60)
-        except subprocess.TimeoutExpired:
-            found[name] = "not read: SSH timed out"
-            continue
-        summary = memory_summary(read.stdout) if read.returncode == 0 else None
-        found[name] = summary or f"not read: {(read.stderr.strip() or 'no samples')[-200:]}"
-    return found
-
-
-def report_memory(names, log=print) -> dict[str, dict | str]:
-    """memory_during, each machine's line logged: after a provisioning that ran (a skipped one left the last
-    provisioning's samples)."""
-    found = memory_during(names)
-    for name, summary in found.items():
-        log(describe_memory(name, summary))
-    return found
-
-
-def describe_memory(name: str, summary: dict | str) -> str:
-    if isinstance(summary, str):
-        return f"{name}: memory while provisioning {summary}"
-    return (f"{name}: memory while provisioning: {summary['available_at_start_mb']} MB available at the start, "
-            f"lowest {summary['available_min_mb']} MB at +{summary['available_min_at_s']} s, "
-            f"swap used at most {summary['swap_used_max_mb']} MB ({summary['samples']} samples)")

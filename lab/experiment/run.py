@@ -1,0 +1,129 @@
+"""The full run (`./start.sh` with no command): up if needed → build and provision → restart both machines'
+services together (equal start) → check that each machine answers → the same load on both at once →
+collect → JMeter dashboards → report. `--repeat N` runs N such trials, the machines' roles swapped on every
+second one (lab/trial.py), and writes a combined report over them; `--aa` gives both machines one
+configuration (an A/A calibration).
+
+Everything lands in results/<UTC timestamp>[-label]/ and run.json is rewritten after every phase, so an
+interrupted or failed run still leaves what it gathered and says where it stopped. Ctrl-C during the load
+stops JMeter, then collection and the report still run (exit 130 afterwards). The machines stay up for
+the next try unless --down.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, placement,
+                 provision, reporting, services, settings, shell, steps, trial)
+from lab.load import engines, generator_pcp
+
+LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+
+
+@dataclass
+class Options:
+    profile: load.Profile = field(default_factory=load.Profile)
+    warmup_s: int | None = None          # excluded from the summary; default: the ramp-up
+    label: str = ""
+    overrides: list[str] = field(default_factory=list)   # --set items as typed
+    down: bool = False
+    provision: bool = False      # provision even when nothing changed since the last time
+    repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
+    aa: str | None = None        # A/A: both machines run this configuration
+    tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
+    knob_sets: dict = field(default_factory=dict)   # side -> knob set, where a side runs another set than its name
+    hosts: Path | None = None    # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/hosts.py)
+    reached: dict | None = field(default=None, repr=False)   # those hosts once checked (hosts.prepare)
+    sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
+
+    def __post_init__(self) -> None:
+        # a bad --repeat, --aa or --knob-set, or a --set for a configuration no machine runs: refused here
+        first = self.trials()[0]
+        self.sets = provision.parse_overrides(self.overrides, sorted(set(first.configurations.values())),
+                                              prefixes=knob_sets.names(), what="knob set")
+        first.overrides(self.sets)
+
+        if self.label and not LABEL_RE.fullmatch(self.label):
+            raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
+                             "(it becomes part of the folder name)")
+        if self.warmup_s is not None and not 0 <= self.warmup_s <= self.profile.planned_s:
+            raise ValueError(f"--warmup {self.warmup_s}: must be from 0 to the planned length of the load "
+                             f"({self.profile.planned_s} s)")
+
+    def trials(self, series: str | None = None, repeat: int | None = None) -> list[trial.Trial]:
+        return trial.plan(self.repeat if repeat is None else repeat, self.aa, series, chosen=self.knob_sets)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
+
+    @property
+    def effective_warmup_s(self) -> int:
+        return self.profile.ramp_up_s if self.warmup_s is None else self.warmup_s
+
+
+def new_run_id(label: str = "", now: datetime.datetime | None = None) -> str:
+    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{label}" if label else stamp
+
+
+def validate(opts: Options, s: settings.Settings) -> None:
+    """Every knob of every trial's machines checked (ansible/validate.yml, on this host) before anything is
+    built, booted or changed; ValueError naming each bad value. Real hosts are checked first (opts.reached):
+    their memory is what the knobs must fit."""
+    known = opts.reached or {"machines": s.machines, "management_network": s.management_network,
+                             "memory_mb": s.memory_mb}
+    checked = []
+    for t in opts.trials():
+        overrides = t.overrides(opts.sets)
+        if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
+            checked.append(overrides)
+            provision.validate(known, overrides, load_id_max=opts.profile.id_max)
+
+
+def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
+    """The whole run, one trial or a series, on the lab made with settings s (brought up when it is not);
+    returns the exit code (0, 1 failed, 130 interrupted). The knobs are validated before (validate())."""
+    if opts.repeat == 1:
+        exit_code, _ = run_trial(opts, opts.trials(repeat=1)[0], s, opts.label, log)
+    else:
+        exit_code = run_series(opts, s, log)
+    if opts.down:
+        lifecycle.down()
+    return exit_code
+
+
+def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
+    """--repeat N: N trials (each its own run folder), then the combined report in the series folder. An
+    interrupted or failed trial ends the series; the trials done so far are still combined."""
+    series_id = new_run_id(f"{opts.label}-series" if opts.label else "series")
+    series_dir = paths.RESULTS / series_id
+    series_dir.mkdir(parents=True, exist_ok=False)
+    trials = opts.trials(series_id)
+    print(f"series {series_id}: {opts.repeat} trials, the machines' roles swapped on every second one; "
+          f"combined report in {series_dir}", flush=True)
+    done, exit_code = [], 0
+    for t in trials:
+        print(f"\n==== trial {t.number} of {t.of}" + (" (roles swapped)" if t.swapped else ""), flush=True)
+        label = f"{opts.label}-t{t.number}" if opts.label else f"t{t.number}"
+        exit_code, run_dir = run_trial(opts, t, s, label, log)
+        done.append(run_dir)
+        if exit_code != 0:
+            print(f"start.sh: trial {t.number} did not complete; the series stops here", file=sys.stderr)
+            break
+    with steps.step(f"combined report over {len(done)} trial(s)"):
+        reporting.python_m("report.combine", series_dir, *done, log=log, what="combined report")
+    reporting.print_outcome(series_dir)
+    return exit_code
+
+

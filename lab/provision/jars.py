@@ -1,0 +1,60 @@
+"""TODO docstring"""
+from __future__ import annotations
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+import yaml
+from lab import knobs, machines, paths, profiler, role_names, shell
+
+
+
+
+APP_DIR = paths.ROOT / "app"
+
+
+STACKS = ("camel3", "camel4")
+
+
+def ensure_jar(stack: str, log=print) -> Path:
+    """The app jar of a stack, built with the Maven wrapper when missing or older than its sources."""
+    jar = APP_DIR / stack / "target" / f"camel-tuning-app-{stack}.jar"
+    sources = [p for d in ("common", stack) for p in (APP_DIR / d).rglob("*")
+               if p.is_file() and "target" not in p.parts] + [APP_DIR / "pom.xml"]
+    newest = max(p.stat().st_mtime for p in sources)
+    if jar.exists() and jar.stat().st_mtime >= newest:
+        return jar
+    log(f"building the {stack} jar (Maven, ~1–2 min)")
+    shell.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", stack, "-am"],
+              f"building the {stack} jar failed", error=ProvisionError, lines=40, cwd=APP_DIR)
+    if not jar.exists():
+        raise ProvisionError(f"building the {stack} jar: Maven succeeded but left no {jar}")
+    return jar
+
+
+def jars_beside(overrides: dict[str, dict], log=print) -> Future:
+    """The jars of this run's stacks, built on a thread of their own while the caller brings the machines up
+    (run(jars=...) waits for them): a cold run's base box build leaves a host core to Maven's 1-2 min."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="jars")
+    try:
+        return pool.submit(lambda: [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))])
+    finally:
+        pool.shutdown(wait=False)
+
+
+def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
+    """app_stack of each machine: catalog, then host_vars, then this run's overrides."""
+    default = catalog()["app_stack"]
+    used = set()
+    for name in machines.NAMES:
+        host_vars = ANSIBLE_DIR / "host_vars" / f"{name}.yml"
+        stack = (yaml.safe_load(host_vars.read_text()) or {}).get("app_stack", default) if host_vars.exists() else default
+        used.add(overrides.get(name, {}).get("app_stack", stack))
+    return {s for s in used if s in STACKS}
