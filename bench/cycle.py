@@ -1,9 +1,9 @@
 """Cycle-time benchmark (issue 14; real machines, not a CI stage): how long from `./start.sh` to the first
 request of the load, cold and warm, and how long teardown takes. Every measured run carries a tiny load (the
-load is not what is measured); its run.json phases (lab/run.py) say where the time went.
+load is not what is measured); its run.json phases (lab/experiment/run.py) say where the time went.
 
-  .venv/bin/python -m lab.bench.cycle [--repeat 3] [--scenarios cold,warm,httpd,tomcat,jvm,logback,down]
-  .venv/bin/python -m lab.bench.cycle --table results/<stamp>-bench-cycle/cycle.json   # the table again
+  .venv/bin/python -m bench.cycle [--repeat 3] [--scenarios cold,warm,httpd,tomcat,jvm,logback,down]
+  .venv/bin/python -m bench.cycle --table results/<stamp>-bench-cycle/cycle.json   # the table again
 
 Scenarios, in this order within each repetition:
   cold      nothing of the lab cached: lab down, the base box and the app jar removed (the host's Maven,
@@ -34,7 +34,8 @@ import sys
 import time
 from pathlib import Path
 
-from lab import paths, run
+from lab import paths
+from lab.experiment import record
 
 START = str(paths.ROOT / "start.sh")
 TINY_LOAD = ["--users", "2", "--ramp-up", "1s", "--duration", "10s", "--warmup", "0"]
@@ -124,12 +125,12 @@ def steps_taken(console: str) -> dict[str, int]:
     return {m.group("step"): int(m.group("s")) for m in STEP_DONE.finditer(console)}
 
 
-STAMP = r"^\[\s*(?P<at>[\d.]+) s\]"       # lab/provision.py's timed log: "[  12.3 s] <Ansible's line>"
+STAMP = r"^\[\s*(?P<at>[\d.]+) s\]"       # lab/provision/playbook.py's timed log: "[  12.3 s] <Ansible's line>"
 TASK_LINE = re.compile(STAMP + r" TASK \[(?P<task>.*?)\]")
 
 
 def slowest_tasks(ansible_log: str, n: int = 5) -> list[tuple[str, float]]:
-    """The provisioning tasks that took longest, from lab/provision.py's timed log (each task lasts until the
+    """The provisioning tasks that took longest, from lab/provision/playbook.py's timed log (each task lasts until the
     next one starts; the last one until the log's last line)."""
     starts, last = [], 0.0
     for line in ansible_log.splitlines():
@@ -184,7 +185,7 @@ def table(trials: list[dict]) -> str:
 
 
 def execute(repeat: int, scenarios: list[str], log=print) -> Path:
-    out = paths.RESULTS / run.new_run_id("bench-cycle")
+    out = paths.RESULTS / record.new_run_id("bench-cycle")
     out.mkdir(parents=True)
     trials: list[dict] = []
     overrides: dict[str, object] = {}
@@ -218,7 +219,7 @@ def execute(repeat: int, scenarios: list[str], log=print) -> Path:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lab.bench.cycle", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.cycle", description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="repetitions of the whole sequence (default 3)")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of: {', '.join(SCENARIOS)}")
     ap.add_argument("--table", type=Path, metavar="CYCLE_JSON", help="print the table of an earlier benchmark")

@@ -2,7 +2,7 @@
 `./start.sh`, each with one fault injected at its moment, then what the run folder and the report said, and
 whether the next run recovered without manual cleanup (each run is the recovery check of the one before).
 
-  .venv/bin/python -m lab.bench.faults [--faults kill-jvm,power-off,…] [--duration 2m] [--users 10]
+  .venv/bin/python -m bench.faults [--faults kill-jvm,power-off,…] [--duration 2m] [--users 10]
 
 Faults (all on the machine `tuned`, or the whole run):
   kill-jvm             SIGKILL to the app's JVM once the load runs (systemd restarts it)
@@ -25,7 +25,8 @@ import threading
 import time
 from pathlib import Path
 
-from lab import machines, netns, paths
+from lab import paths
+from lab.machines import netns, reach, vagrant
 
 START = str(paths.ROOT / "start.sh")
 LOAD_RUNS = re.compile(r"^\[\d+:\d\d\]    load: ")    # a progress line of the load
@@ -37,14 +38,14 @@ SETTLE_S = 40                               # into the load before the fault (pa
 
 
 def _kill_jvm(_proc) -> str:
-    done = subprocess.run(machines.ssh_command(MACHINE, "sudo systemctl kill -s KILL camel-app"),
+    done = subprocess.run(reach.ssh_command(MACHINE, "sudo systemctl kill -s KILL camel-app"),
                           capture_output=True, text=True, timeout=120)
     return f"systemctl kill -s KILL camel-app on {MACHINE}: exit {done.returncode}"
 
 
 def _power_off(_proc) -> str:
-    done = netns.virsh("destroy", machines.DOMAIN_PREFIX + MACHINE)
-    return f"virsh destroy {machines.DOMAIN_PREFIX}{MACHINE}: exit {done.returncode}"
+    done = netns.virsh("destroy", vagrant.DOMAIN_PREFIX + MACHINE)
+    return f"virsh destroy {vagrant.DOMAIN_PREFIX}{MACHINE}: exit {done.returncode}"
 
 
 def _ctrl_c(proc) -> str:
@@ -101,7 +102,7 @@ def run_with_fault(name: str, duration: str, users: int, log) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.bench.faults", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__.splitlines()[0])
     parser.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, of: {', '.join(FAULTS)}")
     parser.add_argument("--duration", default="2m")
     parser.add_argument("--users", type=int, default=10)

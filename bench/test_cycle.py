@@ -1,10 +1,10 @@
-"""The cycle-time benchmark's plan and table (lab/bench/cycle.py), with stand-ins for ./start.sh."""
+"""The cycle-time benchmark's plan and table (bench/cycle.py), with stand-ins for ./start.sh."""
 import json
 
 import pytest
 
+from bench import cycle
 from lab import paths
-from lab.bench import cycle
 
 
 def trial(scenario, to_load=None, exit=0, wall=0, **phases):
@@ -63,8 +63,8 @@ def test_cold_forgets_the_caches_first_and_fresh_downs_the_lab_first(stand_ins):
 
 def test_every_knob_change_is_a_knob_of_its_tier_and_comes_back_to_the_tuned_value():
     """(That Ansible's validation accepts the changed values on tuned: ansible/tests/test_validation.py.)"""
-    from lab import knob_sets, provision
-    catalog = provision.catalog()
+    from lab.provision import knob_sets, knobs
+    catalog = knobs.defaults()
     tuned = knob_sets.values("tuned")
     for tier, (knob, values) in cycle.KNOB_CHANGES.items():
         assert knob in catalog and knob.startswith(tier), knob

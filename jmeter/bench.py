@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much load can one JMeter process make here? (So we know it is not the bottleneck for 2 × 150 users.)
 
-Runs the lab's own plan through lab/load/, 150 users per "machine" (300 threads in one JMeter), both
+Runs the lab's own plan through lab/experiment/load/, 150 users per "machine" (300 threads in one JMeter), both
 machines pointed at one mock service on 127.0.0.1, with customers_path=/customers so the requests reach the mock's
 /customers/{id}. Only GETs (mix get=100): the mock has no /summary. Every sample fails its JSON assertion
 (the mock's customer has "id", the app's "customerId") — JMeter does the assertion work all the same,
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab import load  # noqa: E402
+from lab.experiment import load  # noqa: E402
 
 
 def free_port() -> int:

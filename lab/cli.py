@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab import (box, hosts, knob_sets, lifecycle, load, machines, netns, paths, prereqs, provision, reporting,
-                 run, settings, steps, sweep)
+from lab import machines, paths, steps
+from lab.experiment import check, load, record, reporting, run, sweep
+from lab.machines import box, lifecycle, memory, netns, prereqs, settings, vagrant
+from lab.provision import hosts, jars, knob_sets, knobs, playbook
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
@@ -34,7 +36,7 @@ commands:
             ansible/knob_sets/tuned.yml; --set [machine:]knob=value for this run only)
   exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
 
-Machine settings live in lab/machines.yml; override one for a run with LAB_<NAME>, e.g.
+Machine settings live in lab/machines/machines.yml; override one for a run with LAB_<NAME>, e.g.
 LAB_ACCELERATOR=tcg ./start.sh up."""
 
 
@@ -155,15 +157,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def cmd_provision(overrides: dict, s: settings.Settings) -> int:
-    provision.validate({"machines": s.machines, "management_network": s.management_network,
+    playbook.validate({"machines": s.machines, "management_network": s.management_network,
                         "memory_mb": s.memory_mb}, overrides)
     if not lifecycle.running():
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
-    resolved = machines.read_resolved() or {}
+    resolved = vagrant.read_resolved() or {}
     with steps.step("provision both machines (Ansible)"):
-        ran = provision.run(resolved, overrides, log=steps.note)
+        ran = playbook.run(resolved, overrides, log=steps.note)
     if ran:
-        provision.report_memory(list(ran.machines), steps.note)
+        memory.report_memory(list(ran.machines), steps.note)
     return 0
 
 
@@ -174,7 +176,7 @@ def cmd_exec(argv: list[str]) -> int:
         raise lifecycle.LabError("exec needs a command, e.g. ./start.sh exec -- ssh -F .lab/ssh_config default")
     if not netns.healthy():
         raise lifecycle.LabError("the lab is not up (./start.sh up)")
-    return subprocess.run(netns.wrap(argv), env=machines.vagrant_env(), cwd=paths.ROOT).returncode
+    return subprocess.run(netns.wrap(argv), env=vagrant.vagrant_env(), cwd=paths.ROOT).returncode
 
 
 # a command's own options that share a name (dest) with a run option
@@ -268,9 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             return reporting.report(args.run_dir, args.warmup)
         if args.command == "compare":
-            return reporting.compare(args.run_dirs, paths.RESULTS / run.new_run_id("compare"))
+            return reporting.compare(args.run_dirs, paths.RESULTS / record.new_run_id("compare"))
         opts = run_options(args) if args.command in (None, "sweep", "ablate") else None
-        overrides = provision.parse_overrides(args.overrides) if args.command == "provision" else None
+        overrides = knobs.parse_overrides(args.overrides) if args.command == "provision" else None
         s = settings.load()
         if opts is not None and opts.hosts is not None:     # before the knobs: their memory is what must fit
             with steps.step(f"the hosts of {opts.hosts}: SSH, sudo, facts (nothing is changed)"):
@@ -308,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     except settings.SettingsError as bad:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)
         return 2
-    except (lifecycle.LabError, box.BoxError, netns.NetnsError, machines.MachineError, prereqs.PrereqError,
-            provision.ProvisionError, run.RunError, hosts.HostsError) as failure:
+    except (lifecycle.LabError, box.BoxError, netns.NetnsError, vagrant.MachineError, prereqs.PrereqError,
+            playbook.ProvisionError, jars.JarError, check.RunError, hosts.HostsError) as failure:
         print(f"start.sh: {failure}", file=sys.stderr)
         return 1
     except ValueError as failure:         # bad input on the command line

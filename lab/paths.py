@@ -11,7 +11,7 @@ VAGRANT_HOME = STATE_DIR / "vagrant.d"      # the lab's own Vagrant home: a user
 RUN_DIR = STATE_DIR / "run"                 # PID files and sockets of what the lab started
 LOG_DIR = STATE_DIR / "log"                 # daemon logs (libvirtd, virtlogd, slirp4netns)
 SETTINGS_JSON = STATE_DIR / "settings.json"  # resolved settings the Vagrantfile reads
-# On each machine: what a run restarts and collects there, written by Ansible (site.yml). lab/guest/run.sh
+# On each machine: what a run restarts and collects there, written by Ansible (site.yml). lab/experiment/guest/run.sh
 # has the same default (it cannot import this).
 GUEST_MANIFEST = "/etc/lab/manifest.json"
 GUEST_PROVISION_MEMORY = "/var/log/lab-provision-memory.txt"   # group_vars/all/lab.yml lab_provision_memory_file

@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the report package, to read what it wrote
+from lab.experiment import collect  # noqa: E402
+from lab.machines import netns, settings  # noqa: E402
 from report.charts import CHARTS  # noqa: E402
 from report.machine import load_machine  # noqa: E402
 from report.pcp import read_metrics  # noqa: E402
 from report.runinfo import RunInfo  # noqa: E402
 from report.tests.test_metric_list import read_by_report  # noqa: E402
-from lab import collect, netns, settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 START = str(ROOT / "start.sh")
@@ -133,7 +134,7 @@ def test_each_machine_took_its_name_and_address_from_the_box_not_from_vagrant(la
 
 
 MAX_INITRAMFS_MODULES = 40     # MODULES=list: the disk's and ext4's drivers and their dependencies (MODULES=most: ~700)
-BOX_BLACKLIST = ROOT / "lab" / "box" / "files" / "etc" / "modprobe.d" / "lab-box.conf"
+BOX_BLACKLIST = ROOT / "lab" / "machines" / "box" / "files" / "etc" / "modprobe.d" / "lab-box.conf"
 
 
 def test_each_machine_boots_only_what_it_uses(lab_up):
@@ -176,7 +177,7 @@ def _virt_admin(*args):
 
 def test_libvirt_keeps_qemus_capabilities_between_calls(lab_up, tmp_path):
     # Where QEMU's user cannot use /dev/kvm, libvirt found its cache of QEMU's capabilities stale on every
-    # call and probed QEMU again (~4 s a call, ~4 min of `vagrant up`): lab/netns.py hides /dev/kvm then.
+    # call and probed QEMU again (~4 s a call, ~4 min of `vagrant up`): lab/machines/netns.py hides /dev/kvm then.
     # libvirtd's own debug log shows each probe ("Saved caps" after it): none while it answers twice.
     outputs = _virt_admin("daemon-log-outputs").split(":", 1)[1].strip()
     filters = _virt_admin("daemon-log-filters").split(":", 1)[1].strip()
@@ -445,7 +446,7 @@ def test_the_ajp_secret_stays_in_the_lab(short_run):
     assert tracked.returncode == 1 and not tracked.stdout, f"the AJP secret is in git: {tracked.stdout}"
 
 
-# --- the same run on "real hosts": the two lab machines driven through an inventory (lab/hosts.py) -------------
+# --- the same run on "real hosts": the two lab machines driven through an inventory (lab/provision/hosts.py) -------------
 # Reached over SSH on their private addresses like any host (not through Vagrant), provisioned, loaded and
 # collected from inside the lab namespace, with one JMeter remote engine on this machine (a `loadgen` host with
 # ansible_connection local). Last: its provisioning admits only this host and the generator to the machines.

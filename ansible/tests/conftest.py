@@ -22,7 +22,7 @@ ROOT = ANSIBLE_DIR.parent
 TESTS_DIR = ANSIBLE_DIR / "tests"
 INVENTORY = TESTS_DIR / "unreachable.yml"
 VENV_BIN = Path(sys.executable).parent
-if str(ROOT) not in sys.path:      # lab.provision (parse_overrides) and lab.knobs
+if str(ROOT) not in sys.path:      # lab.provision (parse_overrides) and lab.provision.knobs
     sys.path.insert(0, str(ROOT))
 # The machine has two cores (and often VMs beside the tests): two ansible-playbook runs at a time.
 WORKERS = 2
@@ -83,7 +83,7 @@ class Run:
 def ansible_playbook(*args: str, overrides: dict | None = None, tmp: Path | None = None,
                      timeout: float = 300) -> Run:
     """ansible-playbook ARGS, run in ansible/ with the lab's ansible.cfg; `overrides` is passed as
-    `-e @file.json` with {"lab_overrides": overrides}, exactly as lab/provision.py does."""
+    `-e @file.json` with {"lab_overrides": overrides}, exactly as lab/provision/playbook.py does."""
     command = [str(VENV_BIN / "ansible-playbook"), *args]
     if overrides is not None:
         assert tmp is not None, "overrides need a folder for their JSON file"

@@ -15,7 +15,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ANSIBLE_DIR
 
 FILES = ANSIBLE_DIR / "roles" / "app" / "files"

@@ -1,7 +1,7 @@
 """What each machine's configuration files would contain, rendered without a VM (tests/render.yml).
 
 Three renders, two at a time: the catalog and tuned.yml as they are; with --set overrides (parsed by
-lab/provision.py, passed as -e @overrides.json as ./start.sh does); and tuned alone with an inventory
+lab/provision/playbook.py, passed as -e @overrides.json as ./start.sh does); and tuned alone with an inventory
 that sets its own lab_networks.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ANSIBLE_DIR, INVENTORY, ROOT, TESTS_DIR, ansible_playbook, run_all
-from lab import provision
+
+from lab.provision import knobs
 
 SECRET = "render-test-secret"   # render.yml's stand-in for lab_ajp_secret
 # What a machine remembered of its kernel before the lab changed it (tasks/sysctl.yml).
@@ -57,7 +57,7 @@ def rendered(tmp_path_factory):
     base = tmp_path_factory.mktemp("render")
     return run_all({
         "plain": lambda: render(base / "plain", None),
-        "override": lambda: render(base / "override", provision.parse_overrides(OVERRIDES), "-e",
+        "override": lambda: render(base / "override", knobs.parse_overrides(OVERRIDES), "-e",
                                    json.dumps({"base_sysctl_baseline_text": BASELINE})),
         "inventory": lambda: render(base / "inventory", None, "--limit", "tuned",
                                     inventory=inventory_with_other_networks(base / "inventory")),
@@ -306,7 +306,7 @@ def test_pmlogger_intervals(tuned):
 
 
 def test_manifest_names_what_a_run_collects(tuned, default):
-    """The host/guest contract lab/guest/run.sh reads: every log, config and service, the metric list."""
+    """The host/guest contract lab/experiment/guest/run.sh reads: every log, config and service, the metric list."""
     manifest = json.loads(tuned["site/manifest.json"])
     assert manifest["services"] == ["mock-service", "camel-app", "apache2"]
     assert manifest["logs"] == {"app.log": "/var/log/camel-app/app.log", "audit.log": "/var/log/camel-app/audit.log",

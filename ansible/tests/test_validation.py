@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import pytest
 import yaml
-
 from conftest import ANSIBLE_DIR, INVENTORY, PROVISION_PLAY, ansible_playbook, run_all
-from lab.bench.cycle import KNOB_CHANGES as CYCLE_CHANGES
+
+from bench.cycle import KNOB_CHANGES as CYCLE_CHANGES
 
 KNOB_SETS = ANSIBLE_DIR / "knob_sets"
 
@@ -233,7 +233,7 @@ def runs(tmp_path_factory):
         jobs[f"set:{path.stem}"] = lambda values=values, name=path.stem: ansible_playbook(
             "-i", str(INVENTORY), *LOAD, "site.yml", overrides={"default": values, "tuned": values},
             tmp=tmp_path_factory.mktemp(name))
-    # the cycle benchmark's knob changes (lab/bench/cycle.py), on top of the tuned set
+    # the cycle benchmark's knob changes (bench/cycle.py), on top of the tuned set
     jobs["cycle"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml",
                                              overrides={"tuned": {k: v[0] for k, v in CYCLE_CHANGES.values()}},
                                              tmp=tmp_path_factory.mktemp("cycle"))

@@ -1,26 +1,15 @@
-"""TODO docstring"""
+"""Before the load: each machine answers a real request through HTTPD, both probed at once from where the
+machines are reached; one that does not is diagnosed (its services' states, the journal of those not running)."""
 from __future__ import annotations
-import contextlib
-import datetime
-import json
-import os
-import re
-import subprocess
+
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, placement,
-                 provision, reporting, services, settings, shell, steps, trial)
-from lab.load import engines, generator_pcp
 
-
-
+from lab import shell
+from lab.experiment import services
+from lab.machines import reach
 
 CHECK_PATH = "/api/customers/1"
-
-
 CHECK_TIMEOUT_S = 600       # both JVMs start at once (equal start): ~2–3.5 min under TCG, then slow first requests
 
 
@@ -48,7 +37,7 @@ def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_T
         name, base = item
         url = base + CHECK_PATH
         try:
-            done = shell.run(machines.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
+            done = shell.run(reach.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
                              f"{name} does not answer {url} through HTTPD", error=RunError)
         except RunError as silent:
             raise RunError(f"{silent}\n  its services now:\n  " + diagnose(name).replace("\n", "\n  ")) from None

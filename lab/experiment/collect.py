@@ -17,7 +17,7 @@ profile of the app's JVM on both machines; after it, `pull()` stops them and bri
               when, the window converted), profile.log, and <event>.collapsed (the measured window only:
               the warm-up cut off) for the report's flame graphs
 
-The guest side is lab/guest/run.sh, sent over SSH each time (nothing to install on the machines). What it
+The guest side is lab/experiment/guest/run.sh, sent over SSH each time (nothing to install on the machines). What it
 collects and where it finds it (logs, configs, services' journals, the PCP archive, the metrics to export)
 is the machine's /etc/lab/manifest.json, written by Ansible; it comes back as config/manifest.json, which
 `pull` holds the collected metrics against. A machine that cannot be reached leaves
@@ -33,9 +33,11 @@ import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lab import machines, paths, profiler, shell
+from lab import machines, shell
+from lab.machines import reach, vagrant
+from lab.provision import profiler
 
-GUEST_SCRIPT = paths.ROOT / "lab" / "guest" / "run.sh"
+GUEST_SCRIPT = Path(__file__).parent / "guest" / "run.sh"
 PULL_TIMEOUT_S = 900        # pmrep over a long archive is slow under TCG
 
 
@@ -47,8 +49,8 @@ GUEST_STEPS = {"mark": "could not start the run's PCP archive", "pack": "packing
 
 
 def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
-    """lab/guest/run.sh ARGS as root on a machine, the script on stdin (inside the lab namespace)."""
-    command = machines.ssh_command(name, "sudo bash -s -- " + " ".join(args))
+    """lab/experiment/guest/run.sh ARGS as root on a machine, the script on stdin (inside the lab namespace)."""
+    command = reach.ssh_command(name, "sudo bash -s -- " + " ".join(args))
     return shell.run(command, f"{name}: {GUEST_STEPS.get(args[0], args[0])}", error=CollectError,
                      input=GUEST_SCRIPT.read_bytes(), timeout=timeout)
 
@@ -72,9 +74,9 @@ def copy_serial_console(name: str, target: Path) -> bool:
     """The guest's serial console, as the host's libvirt wrote it (no SSH needed: a dead machine's last words
     too), into target/logs/serial-console.log, its last SERIAL_TAIL_BYTES. False when there is none (real hosts
     have none the lab can read)."""
-    if not machines.reaches_vms():
+    if not reach.reaches_vms():
         return False
-    source = Path(machines.SERIAL_LOG.format(name=name))
+    source = Path(vagrant.SERIAL_LOG.format(name=name))
     try:
         with open(source, "rb") as console:
             console.seek(max(0, source.stat().st_size - SERIAL_TAIL_BYTES))
@@ -93,7 +95,7 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
     """Each machine's files into run_dir/<folder>/ (folders: machine → the configuration it ran; its own
     name by default); {machine: None, or what went wrong}. profile_window: (from, to) epoch ms of the
     measured window, to which the profiles are cut (the whole recording when None). skip: {machine: why}
-    for machines not to ask (dead: lab/liveness.py); their serial console is still copied."""
+    for machines not to ask (dead: lab/experiment/liveness.py); their serial console is still copied."""
     def one(name):
         target = Path(run_dir) / (folders or {}).get(name, name)
         target.mkdir(parents=True, exist_ok=True)
@@ -183,7 +185,7 @@ def tidy_processes(wide_csv: Path, out_csv: Path) -> int:
 
 
 def _convert_profile(name: str, profile_dir: Path, window, log) -> None:
-    """The machine's profile.jfr → collapsed stacks per event (lab/profiler.py); a failure is logged only."""
+    """The machine's profile.jfr → collapsed stacks per event (lab/provision/profiler.py); a failure is logged only."""
     if not (profile_dir / "profile.jfr").is_file():
         return
     try:

@@ -1,6 +1,6 @@
 """Which machine runs which configuration in a trial: A/B, A/A calibration, crossover repeats.
 
-A configuration is a knob set (lab/knob_sets.py): `default` is the catalog (ansible/knobs.yml), `tuned` the
+A configuration is a knob set (lab/provision/knob_sets.py): `default` is the catalog (ansible/knobs.yml), `tuned` the
 catalog plus ansible/knob_sets/tuned.yml, and so on; `--set [config:]knob=value` changes a configuration for
 this run. A trial assigns a configuration to each side of the comparison (default/ and tuned/, the run folder's
 halves: tuned/ may hold article-2018) and each side to a machine; run.json's design says which. A machine is
@@ -12,17 +12,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from lab import knob_sets, machines, provision
+from lab import machines
+from lab.provision import knob_sets, knobs
 
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
 
 def config_knobs(config: str, sets: dict[str, dict] | None = None) -> dict:
     """A configuration's resolved knobs: catalog, its knob set, then this run's --set values."""
-    knobs = dict(provision.catalog())
-    knobs.update(knob_sets.values(config, knobs))
-    knobs.update((sets or {}).get(config, {}))
-    return knobs
+    resolved = knobs.defaults()
+    resolved.update(knob_sets.values(config, resolved))
+    resolved.update((sets or {}).get(config, {}))
+    return resolved
 
 
 def _same(a, b) -> bool:

@@ -13,7 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-
 TICK_S = 0.05                   # the sleeper's period: the timer lag's resolution
 # The generator counts as saturated when JMeter used ≥ 90 % of the host's cores, or threads woke ≥ 100 ms
 # late (p99 of the seconds' worst). A busy host alone is not it: under emulation the machines keep the

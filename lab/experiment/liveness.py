@@ -6,7 +6,7 @@ A small Python loop inside the lab namespace opens a TCP connection to each mach
 itself is gone) and prints one line per probe. A machine whose probes fail DEAD_AFTER times in a row is dead from
 its first failed probe; one that answers again is back. host/liveness.csv holds every probe; run.json
 `liveness` sums it up per machine; the load of the other machine goes on, and collection does not wait on a
-machine that is still dead (lab/collect.py)."""
+machine that is still dead (lab/experiment/collect.py)."""
 from __future__ import annotations
 
 import csv
@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 PERIOD_S = 10.0

@@ -1,24 +1,36 @@
-"""TODO docstring"""
+"""What a run folder says about itself: its id, run.json (rewritten whole, atomically, at every change), the
+host and commit it ran on, what the load was and did, and the knob catalog's defaults as they were
+(knobs-catalog.json: the report reads defaults there, never from a copy of its own)."""
 from __future__ import annotations
-import contextlib
+
 import datetime
 import json
 import os
-import re
 import subprocess
-import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, placement,
-                 provision, reporting, services, settings, shell, steps, trial)
-from lab.load import engines, generator_pcp
+
+from lab import paths
+from lab.experiment import load
+from lab.provision import knobs
+
+CATALOG_SNAPSHOT = "knobs-catalog.json"
 
 
+def new_run_id(label: str = "", now: datetime.datetime | None = None) -> str:
+    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{label}" if label else stamp
 
 
-def _utc_now() -> str:
+def write_catalog(run_dir: Path) -> Path:
+    """knobs-catalog.json: every knob's out-of-the-box value as ansible/knobs.yml had it for this run."""
+    path = run_dir / CATALOG_SNAPSHOT
+    path.write_text(json.dumps({"source": "ansible/knobs.yml", "defaults": knobs.defaults()}, indent=2,
+                               sort_keys=True, default=str) + "\n")
+    return path
+
+
+def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -40,7 +52,7 @@ class Record:
         os.replace(tmp, self.path)
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.ROOT, capture_output=True, text=True)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=paths.ROOT,
@@ -52,7 +64,7 @@ def _git_commit() -> str | None:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def _host() -> dict:
+def host_facts() -> dict:
     memory_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                       if line.startswith("MemTotal:")), 0)
     return {"cpus": os.cpu_count(), "memory_mb": memory_kb // 1024}
@@ -68,13 +80,13 @@ def knob_diff(knobs: dict[str, dict | None]) -> dict:
             if len({json.dumps((k or {}).get(n), sort_keys=True) for k in knobs.values()}) > 1}
 
 
-def _load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
+def load_record(opts, result: load.LoadResult | None = None) -> dict:
     """run.json's load: the profile, the warm-up, and (once it ran) what the load did (samples, errors, …)."""
     done = {} if result is None else {k: v for k, v in result.to_dict().items() if k != "profile"}
     return {**asdict(opts.profile), "scheme": opts.scheme, "warmup_s": opts.effective_warmup_s, **done}
 
 
-def _measured_window(data: dict) -> tuple[int, int | None] | None:
+def measured_window(data: dict) -> tuple[int, int | None] | None:
     """(from, to) epoch ms of the load's measured window: JMeter's test start + the warm-up, to the load's
     end; None when JMeter never started (the profiles are then kept whole)."""
     load_data = data.get("load", {})

@@ -1,5 +1,5 @@
-"""The reports of run folders: the report package (python -m report, report.compare, report.combine) started
-from the project root, and a report's outcome on the terminal (the verdict, the results table, where it is)."""
+"""The reports of run folders: the report package (python -m report run|compare|combine|sweep) started from
+the project root, and a report's outcome on the terminal (the verdict, the results table, where it is)."""
 from __future__ import annotations
 
 import json
@@ -10,10 +10,11 @@ from pathlib import Path
 from lab import machines, paths
 
 
-def python_m(module: str, *args, log=None, what: str = "report") -> int:
-    """`python -m MODULE ARGS` from the project root; its exit code. Without log its output goes to the
-    terminal; with log it is kept, and a failure is logged as 'the WHAT failed: ' and the output's end."""
-    cmd = [sys.executable, "-m", module, *map(str, args)]
+def report_command(command: str, *args, log=None, what: str = "report") -> int:
+    """`python -m report COMMAND ARGS` (run, compare, combine, sweep) from the project root; its exit code.
+    Without log its output goes to the terminal; with log it is kept, and a failure is logged as 'the WHAT
+    failed: ' and the output's end."""
+    cmd = [sys.executable, "-m", "report", command, *map(str, args)]
     if log is None:
         return subprocess.run(cmd, cwd=paths.ROOT).returncode
     done = subprocess.run(cmd, cwd=paths.ROOT, capture_output=True, text=True)
@@ -27,7 +28,7 @@ def report(run_dir: Path, warmup_s: int | str | None = None) -> int:
     if not (run_dir / "run.json").is_file() and not any((run_dir / m).is_dir() for m in machines.NAMES):
         sides = " or ".join(f"{m}/" for m in machines.NAMES)
         raise ValueError(f"{run_dir} is not a run folder (no run.json, no {sides})")
-    return python_m("report", run_dir, *([] if warmup_s is None else ["--warmup", warmup_s]))
+    return report_command("run", run_dir, *([] if warmup_s is None else ["--warmup", warmup_s]))
 
 
 def compare(run_dirs: list[Path], out: Path) -> int:
@@ -37,7 +38,7 @@ def compare(run_dirs: list[Path], out: Path) -> int:
     for folder in run_dirs:
         if not (folder / "run.json").is_file():
             raise ValueError(f"{folder} is not a run folder (no run.json)")
-    return python_m("report.compare", out, *run_dirs)
+    return report_command("compare", out, *run_dirs)
 
 
 def print_outcome(folder: Path) -> None:

@@ -1,7 +1,7 @@
 """The full run (`./start.sh` with no command): up if needed → build and provision → restart both machines'
 services together (equal start) → check that each machine answers → the same load on both at once →
 collect → JMeter dashboards → report. `--repeat N` runs N such trials, the machines' roles swapped on every
-second one (lab/trial.py), and writes a combined report over them; `--aa` gives both machines one
+second one (lab/experiment/design.py), and writes a combined report over them; `--aa` gives both machines one
 configuration (an A/A calibration).
 
 Everything lands in results/<UTC timestamp>[-label]/ and run.json is rewritten after every phase, so an
@@ -11,21 +11,16 @@ the next try unless --down.
 """
 from __future__ import annotations
 
-import contextlib
-import datetime
-import json
-import os
 import re
-import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, placement,
-                 provision, reporting, services, settings, shell, steps, trial)
-from lab.load import engines, generator_pcp
+from lab import paths, steps
+from lab.experiment import design, load, record, reporting
+from lab.experiment.trial import run_trial
+from lab.machines import lifecycle, settings
+from lab.provision import knob_sets, knobs, playbook
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 
@@ -42,14 +37,14 @@ class Options:
     aa: str | None = None        # A/A: both machines run this configuration
     tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
     knob_sets: dict = field(default_factory=dict)   # side -> knob set, where a side runs another set than its name
-    hosts: Path | None = None    # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/hosts.py)
+    hosts: Path | None = None    # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/provision/hosts.py)
     reached: dict | None = field(default=None, repr=False)   # those hosts once checked (hosts.prepare)
     sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 
     def __post_init__(self) -> None:
         # a bad --repeat, --aa or --knob-set, or a --set for a configuration no machine runs: refused here
         first = self.trials()[0]
-        self.sets = provision.parse_overrides(self.overrides, sorted(set(first.configurations.values())),
+        self.sets = knobs.parse_overrides(self.overrides, sorted(set(first.configurations.values())),
                                               prefixes=knob_sets.names(), what="knob set")
         first.overrides(self.sets)
 
@@ -60,8 +55,8 @@ class Options:
             raise ValueError(f"--warmup {self.warmup_s}: must be from 0 to the planned length of the load "
                              f"({self.profile.planned_s} s)")
 
-    def trials(self, series: str | None = None, repeat: int | None = None) -> list[trial.Trial]:
-        return trial.plan(self.repeat if repeat is None else repeat, self.aa, series, chosen=self.knob_sets)
+    def trials(self, series: str | None = None, repeat: int | None = None) -> list[design.Trial]:
+        return design.plan(self.repeat if repeat is None else repeat, self.aa, series, chosen=self.knob_sets)
 
     @property
     def scheme(self) -> str:
@@ -70,11 +65,6 @@ class Options:
     @property
     def effective_warmup_s(self) -> int:
         return self.profile.ramp_up_s if self.warmup_s is None else self.warmup_s
-
-
-def new_run_id(label: str = "", now: datetime.datetime | None = None) -> str:
-    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    return f"{stamp}-{label}" if label else stamp
 
 
 def validate(opts: Options, s: settings.Settings) -> None:
@@ -88,7 +78,7 @@ def validate(opts: Options, s: settings.Settings) -> None:
         overrides = t.overrides(opts.sets)
         if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
             checked.append(overrides)
-            provision.validate(known, overrides, load_id_max=opts.profile.id_max)
+            playbook.validate(known, overrides, load_id_max=opts.profile.id_max)
 
 
 def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
@@ -106,7 +96,7 @@ def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
 def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
     """--repeat N: N trials (each its own run folder), then the combined report in the series folder. An
     interrupted or failed trial ends the series; the trials done so far are still combined."""
-    series_id = new_run_id(f"{opts.label}-series" if opts.label else "series")
+    series_id = record.new_run_id(f"{opts.label}-series" if opts.label else "series")
     series_dir = paths.RESULTS / series_id
     series_dir.mkdir(parents=True, exist_ok=False)
     trials = opts.trials(series_id)
@@ -122,7 +112,7 @@ def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
             print(f"start.sh: trial {t.number} did not complete; the series stops here", file=sys.stderr)
             break
     with steps.step(f"combined report over {len(done)} trial(s)"):
-        reporting.python_m("report.combine", series_dir, *done, log=log, what="combined report")
+        reporting.report_command("combine", series_dir, *done, log=log, what="combined report")
     reporting.print_outcome(series_dir)
     return exit_code
 

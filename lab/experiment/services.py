@@ -9,6 +9,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 from lab import machines, paths, shell
+from lab.machines import reach
 
 # The units come from the machine's manifest (Ansible lists each role's service there); one `systemctl
 # restart` takes them all (the app is After= the mock). A machine without a manifest fails here, by name.
@@ -21,7 +22,7 @@ class ServiceError(RuntimeError):
 
 
 def _restart(name: str) -> dict:
-    command = machines.ssh_command(name, f"{UNITS} && sudo systemctl restart $units && systemctl show "
+    command = reach.ssh_command(name, f"{UNITS} && sudo systemctl restart $units && systemctl show "
                                          "-p Id -p ActiveEnterTimestamp -p ActiveState $units")
     done = shell.run(command, f"{name}: restarting the services of its manifest failed", error=ServiceError,
                      timeout=RESTART_TIMEOUT_S)
@@ -56,7 +57,7 @@ def diagnose(name: str, lines: int = 12) -> str:
                f"for u in $units; do systemctl is-active --quiet $u || sudo journalctl -u $u -n {lines} "
                "--no-pager -o cat; done")
     try:
-        found = machines.ssh(name, command, timeout=60)
+        found = reach.ssh(name, command, timeout=60)
     except subprocess.TimeoutExpired:
         return f"{name}: no answer over SSH either"
     return (found.stdout.strip() or found.stderr.strip() or "nothing to say")[-3000:]

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from lab import knob_sets, paths, provision, reporting, steps
+from lab import paths, steps
+from lab.experiment import reporting
+from lab.provision import knob_sets, knobs
 
 MAX_TRIALS = 12                  # default cap on a sweep's trials (a product of axes grows fast)
 # A trial's cost beside its load, measured on these hosts under emulation (DESIGN.md, run.json phases):
@@ -95,7 +97,7 @@ def parse_axis(text: str) -> Axis:
     if side != "tuned":
         raise ValueError(f"sweep {text!r}: only the tuned side is swept; the default side stays unchanged as the "
                          "control in every trial")
-    if knob not in provision.catalog():
+    if knob not in knobs.defaults():
         raise ValueError(f"sweep {text!r}: unknown knob {knob!r} (see ansible/knobs.yml)")
     values = []
     for item in split_values(raw):
@@ -139,7 +141,7 @@ def sweep_plan(axes: list[Axis], configuration: str = "tuned", max_trials: int =
 
 def ablation_plan(configuration: str = "tuned") -> Plan:
     """The set as it is, then once per tier it changes with that tier's knobs back at the catalog's values."""
-    catalog = provision.catalog()
+    catalog = knobs.defaults()
     changes = {k: v for k, v in knob_sets.values(configuration, catalog).items()
                if json.dumps(v, sort_keys=True) != json.dumps(catalog.get(k), sort_keys=True)}
     if not changes:
@@ -210,7 +212,7 @@ def validate(plan: Plan, opts, s, run_module) -> None:
 
 def execute(plan: Plan, opts, s, log=steps.note, run_module=None) -> int:
     """Runs the plan's trials one after another (validate() first), then the sweep's report; the exit code
-    (0, 1 a trial failed, 130 interrupted). run_module: lab.run (a parameter for the tests)."""
+    (0, 1 a trial failed, 130 interrupted). run_module: lab.experiment.run (a parameter for the tests)."""
     if run_module is None:
         from lab import run as run_module
     per_trial = [trial_options(opts, plan, p) for p in plan.points]
@@ -248,7 +250,7 @@ def execute(plan: Plan, opts, s, log=steps.note, run_module=None) -> int:
                        ended=run_module._utc_now())
     record.save()
     with steps.step(f"the {plan.kind}'s report"):
-        reporting.python_m("report.sweep", folder, log=log, what=f"{plan.kind} report")
+        reporting.report_command("sweep", folder, log=log, what=f"{plan.kind} report")
     summary = folder / "sweep.md"
     if summary.exists():
         print("\n" + summary.read_text().split("\n## ")[0].strip() + f"\n\nReport: {folder / 'sweep.html'}", flush=True)

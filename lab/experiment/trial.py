@@ -1,156 +1,226 @@
-"""TODO docstring"""
+"""One trial in its own run folder, as its phases: machines (up, or the real hosts as checked) → provision →
+equal start (both machines' services restarted together) → check (both answer through HTTPD) → load (both at
+once) → finish (collect, dashboards, report: lab/experiment/finish.py). The knobs were validated before any
+trial began (run.validate).
+
+run.json is rewritten at every phase (lab/experiment/record.py): an interrupted or failed trial still leaves
+what it gathered and says where it stopped. Ctrl-C during the load stops JMeter; collection and the report
+still run (exit 130 afterwards).
+"""
 from __future__ import annotations
+
 import contextlib
 import datetime
-import json
-import os
-import re
-import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
-from lab import (collect, hosts, instruments, knob_sets, lifecycle, liveness, load, machines, paths, placement,
-                 provision, reporting, services, settings, shell, steps, trial)
-from lab.load import engines, generator_pcp
+
+from lab import machines, paths, steps
+from lab.experiment import (
+    check,
+    collect,
+    design,
+    finish,
+    instruments,
+    liveness,
+    load,
+    record,
+    services,
+)
+from lab.experiment.load import engines, generator_pcp
+from lab.machines import lifecycle, memory, placement, reach, settings, vagrant
+from lab.provision import hosts, jars, playbook
 
 
+class TrialRun:
+    """What the phases of one trial share: its options and design, its run.json, and what each phase learnt
+    for the next (the machines' addresses, the load's watches, when the load began)."""
 
-
-def run_trial(opts: Options, t: trial.Trial, s: settings.Settings, label: str,
-              log=steps.note) -> tuple[int, Path]:
-    """One trial in its own run folder; returns (exit code, run folder)."""
-    run_id = new_run_id(label)
-    run_dir = paths.RESULTS / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
-    record = Record(run_dir, {
-        "run_id": run_id, "label": label or None, "started": _utc_now(), "ended": None,
-        "status": "running", "phase": "start", "stopped_at": None, "error": None,
-        "git_commit": _git_commit(), "command": sys.argv[1:], "design": t.record(),
-        "load": _load_record(opts),
-        "overrides": {c: o for c, o in opts.sets.items() if o}, "host": _host(), "phases": {}})
-    print(f"run {run_id}: results in {run_dir}", flush=True)
-    marked_at = None
-    watch = None            # the load generator's watch, once the load starts
-    alive = None            # the machines' liveness watch, while the load runs
-    addresses: dict[str, str] = {}      # machine → address, once known
-    ssh_ports: dict[str, int] = {}      # machine → its SSH port where it is not 22 (real hosts)
-    exit_code = 0
+    def __init__(self, opts, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> None:
+        self.opts, self.t, self.s, self.log = opts, t, s, log
+        self.run_id = record.new_run_id(label)
+        self.run_dir = paths.RESULTS / self.run_id
+        self.run_dir.mkdir(parents=True, exist_ok=False)
+        record.write_catalog(self.run_dir)
+        self.record = record.Record(self.run_dir, {
+            "run_id": self.run_id, "label": label or None, "started": record.utc_now(), "ended": None,
+            "status": "running", "phase": "start", "stopped_at": None, "error": None,
+            "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
+            "load": record.load_record(opts),
+            "overrides": {c: o for c, o in opts.sets.items() if o}, "host": record.host_facts(), "phases": {}})
+        self.overrides = t.overrides(opts.sets)
+        self.resolved: dict = {}
+        self.addresses: dict[str, str] = {}      # machine → address, once known
+        self.ssh_ports: dict[str, int] = {}      # machine → its SSH port where it is not 22 (real hosts)
+        self.marked_at: float | None = None      # when the run's recording began on the machines
+        self.watch = None                        # the load generator's watch, once the load starts
+        self.alive = None                        # the machines' liveness watch, while the load runs
+        self.exit_code = 0
 
     @contextlib.contextmanager
-    def phase(name: str, title: str):
+    def phase(self, name: str, title: str) -> Iterator[None]:
         """A phase of the run: run.json says which is running, and phases.<name>_s how long each took."""
-        record.update(phase=name)
+        self.record.update(phase=name)
         started = time.monotonic()
         try:
             with steps.step(title):
                 yield
         finally:
-            record.data["phases"][f"{name}_s"] = round(time.monotonic() - started)
-            record.save()
+            self.record.data["phases"][f"{name}_s"] = round(time.monotonic() - started)
+            self.record.save()
 
-    try:
-        t0 = time.monotonic()
-        overrides = t.overrides(opts.sets)
-        jars = provision.jars_beside(overrides, log)      # Maven beside the box build and the boot
-        if opts.reached:        # real hosts, checked before the knobs were validated
-            resolved = opts.reached
-            record.update(provider="hosts", inventory=resolved["inventory_source"],
-                          hosts={side: {"host": resolved["hosts"][side], "address": resolved["machines"][side],
-                                        **resolved["facts"][side]} for side in machines.NAMES},
-                          loadgens={name: {**g, **resolved["facts"].get(name, {})}
-                                    for name, g in resolved["loadgens"].items()} or None,
-                          machine_memory_mb=resolved["memory_mb"])
+    # -- the phases, in order --------------------------------------------------------------------------------
+
+    def machines(self) -> None:
+        """The VMs brought up (or found up), or the real hosts as hosts.prepare checked them."""
+        if self.opts.reached:
+            resolved = self.opts.reached
+            self.record.update(
+                provider="hosts", inventory=resolved["inventory_source"],
+                hosts={side: {"host": resolved["hosts"][side], "address": resolved["machines"][side],
+                              **resolved["facts"][side]} for side in machines.NAMES},
+                loadgens={name: {**g, **resolved["facts"].get(name, {})}
+                          for name, g in resolved["loadgens"].items()} or None,
+                machine_memory_mb=resolved["memory_mb"])
         else:
-            with phase("up", "machines up"):
-                resolved = lifecycle.ensure_up(s)
-            record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
-                          accelerator_reason=resolved.get("accelerator_reason"),
-                          placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
-        addresses.update(resolved.get("machines", {}))
-        ssh_ports.update(resolved.get("ssh_ports") or {})
-        targets = t.targets(resolved["machines"], scheme=opts.scheme)
-        with phase("provision", "build and provision both machines (Ansible)"):
-            record.update(machine_overrides={m: o for m, o in overrides.items() if o})
-            # the app is left stopped: the equal start below starts it (one JVM start, not two)
-            ran = provision.run(resolved, overrides, log=log, force=opts.provision, start_services=False, jars=jars)
-        record.update(provisioned=f"ran: {ran.describe()}" if ran else
-                      "skipped (nothing changed since the last provisioning)")
+            with self.phase("up", "machines up"):
+                resolved = lifecycle.ensure_up(self.s)
+            self.record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
+                               accelerator_reason=resolved.get("accelerator_reason"),
+                               placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
+        self.resolved = resolved
+        self.addresses.update(resolved.get("machines", {}))
+        self.ssh_ports.update(resolved.get("ssh_ports") or {})
+
+    def provision(self, built: Future) -> None:
+        """Ansible, for what changed since the last provisioning; the app left stopped for the equal start."""
+        with self.phase("provision", "build and provision both machines (Ansible)"):
+            self.record.update(machine_overrides={m: o for m, o in self.overrides.items() if o})
+            ran = playbook.run(self.resolved, self.overrides, log=self.log, force=self.opts.provision,
+                               start_services=False, jars=built)
+        self.record.update(provisioned=f"ran: {ran.describe()}" if ran else
+                           "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
-            record.update(provision_memory=provision.report_memory(list(ran.machines), log))
-        # the twins' vCPUs share all their host cores while they start (machines.cores_shared), theirs again after
-        cpusets = {} if opts.reached else resolved.get("cpusets") or {}
-        record.update(start_cores=placement.shared(cpusets) if cpusets else None)
-        with machines.cores_shared(cpusets, log=log):
-            with phase("restart", "equal start: both machines' services restarted together"):
-                starts = services.restart_together()
-                record.update(service_starts={"services": list(next(iter(starts.values()), {})), "spread_s": None, **{
-                    side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None} for side, vm in t.machines.items()}})
-            with phase("check", "both machines answer through HTTPD"):
-                ready = check_answers(targets, log, diagnose=lambda side: f"(machine {t.machines[side]})\n"
-                                      + services.diagnose(t.machines[side]))
-                for side in t.machines:
-                    record.data["service_starts"][side]["ready_after_s"] = ready[side]
-                record.data["service_starts"]["spread_s"] = max(ready.values()) - min(ready.values())
-                record.save()
-        record.data["phases"]["to_load_s"] = round(time.monotonic() - t0)
-        with phase("load", "the load, on both machines at once"):
-            collect.mark(run_id, log=log)
-            marked_at = time.time()
-            watch = instruments.LoadGeneratorWatch(run_dir)
-            alive = liveness.MachineWatch(run_dir, resolved["machines"], wrap=machines.wrap,
-                                          on_change=lambda vm, state, since: _said_liveness(vm, state, since, log),
-                                          ports=ssh_ports)
-            alive.start()
+            self.record.update(provision_memory=memory.report_memory(list(ran.machines), self.log))
+
+    def equal_start_and_check(self) -> None:
+        """Both machines' services restarted together, then both must answer. The twins' vCPUs share all
+        their host cores while they start (vagrant.cores_shared), each machine's own again after."""
+        cpusets = {} if self.opts.reached else self.resolved.get("cpusets") or {}
+        self.record.update(start_cores=placement.shared(cpusets) if cpusets else None)
+        with vagrant.cores_shared(cpusets, log=self.log):
+            self.equal_start()
+            self.check()
+
+    def equal_start(self) -> None:
+        with self.phase("restart", "equal start: both machines' services restarted together"):
+            starts = services.restart_together()
+            units = list(next(iter(starts.values()), {}))
+            self.record.update(service_starts={"services": units, "spread_s": None, **{
+                side: {"machine": vm, "units": starts.get(vm), "ready_after_s": None}
+                for side, vm in self.t.machines.items()}})
+
+    def check(self) -> None:
+        t = self.t
+        with self.phase("check", "both machines answer through HTTPD"):
+            ready = check.check_answers(self.targets(), self.log, diagnose=lambda side: (
+                f"(machine {t.machines[side]})\n" + services.diagnose(t.machines[side])))
+            starts = self.record.data["service_starts"]
+            for side in t.machines:
+                starts[side]["ready_after_s"] = ready[side]
+            starts["spread_s"] = max(ready.values()) - min(ready.values())
+            self.record.save()
+
+    def load(self) -> None:
+        """The same load on both machines at once, watched: the load generator (instruments) and each machine's
+        liveness; on real hosts with a loadgen group, JMeter's remote engines there, recorded by PCP."""
+        opts = self.opts
+        with self.phase("load", "the load, on both machines at once"):
+            collect.mark(self.run_id, log=self.log)
+            self.marked_at = time.time()
+            self.watch = instruments.LoadGeneratorWatch(self.run_dir)
+            self.alive = liveness.MachineWatch(self.run_dir, self.resolved["machines"], wrap=reach.wrap,
+                                               on_change=lambda vm, state, since: said_liveness(vm, state, since,
+                                                                                                self.log),
+                                               ports=self.ssh_ports)
+            self.alive.start()
             remote = recording = None
             try:
                 with contextlib.ExitStack() as on_generators:
-                    remote, recording = _on_generators(run_id, run_dir, resolved, on_generators, log)
-                    result = load.run(run_dir, targets, opts.profile, wrap=machines.wrap, progress=log,
-                                      beside=watch, engines=remote)
+                    remote, recording = on_generators_of(self.run_id, self.run_dir, self.resolved, on_generators,
+                                                         self.log)
+                    result = load.run(self.run_dir, self.targets(), opts.profile, wrap=reach.wrap,
+                                      progress=self.log, beside=self.watch, engines=remote)
             finally:    # what the generators could not do is kept whatever the load did
                 if remote is not None:
-                    record.update(loadgen_problems={**remote.problems, **recording.problems} or None)
-            record.update(load=_load_record(opts, result))
+                    self.record.update(loadgen_problems={**remote.problems, **recording.problems} or None)
+            self.record.update(load=record.load_record(opts, result))
             if result.interrupted:
-                record.update(status="interrupted", stopped_at="load")
-                exit_code = 130
-        record.data["phases"]["to_end_of_load_s"] = round(time.monotonic() - t0)
+                self.record.update(status="interrupted", stopped_at="load")
+                self.exit_code = 130
+
+    def finish(self) -> None:
+        """The watches stopped, then collection, dashboards and the report, whatever the trial got to."""
+        if self.watch is not None:
+            self.record.update(load_generator=self.watch.stop())
+        dead = {}
+        if self.alive is not None:
+            dead = self.alive.dead()
+            self.record.update(liveness=self.alive.stop())
+        finish.finish(self.t, self.record, self.run_dir, self.run_id, self.marked_at, self.log,
+                      addresses=self.addresses, dead=dead, ports=self.ssh_ports)
+
+    # -- what the phases derive --------------------------------------------------------------------------------
+
+    def targets(self) -> dict[str, str]:
+        return self.t.targets(self.resolved["machines"], scheme=self.opts.scheme)
+
+
+def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> tuple[int, Path]:
+    """One trial in its own run folder, phase by phase; returns (exit code, run folder)."""
+    trial = TrialRun(opts, t, s, label, log)
+    rec = trial.record
+    print(f"run {trial.run_id}: results in {trial.run_dir}", flush=True)
+    try:
+        started = time.monotonic()
+        built = jars.jars_beside(trial.overrides, log)      # Maven beside the box build and the boot
+        trial.machines()
+        trial.provision(built)
+        trial.equal_start_and_check()
+        rec.data["phases"]["to_load_s"] = round(time.monotonic() - started)
+        trial.load()
+        rec.data["phases"]["to_end_of_load_s"] = round(time.monotonic() - started)
     except KeyboardInterrupt:
-        record.update(status="interrupted", stopped_at=record.data["phase"])
-        print(f"\nstart.sh: interrupted during {record.data['phase']}; collecting what there is", file=sys.stderr)
-        exit_code = 130
+        rec.update(status="interrupted", stopped_at=rec.data["phase"])
+        print(f"\nstart.sh: interrupted during {rec.data['phase']}; collecting what there is", file=sys.stderr)
+        trial.exit_code = 130
     except load.LoadError as failure:
         if failure.result is not None:
-            record.update(load=_load_record(opts, failure.result))
-        record.update(status="failed", stopped_at="load", error=str(failure))
+            rec.update(load=record.load_record(opts, failure.result))
+        rec.update(status="failed", stopped_at="load", error=str(failure))
         print(f"start.sh: the load failed: {failure}", file=sys.stderr)
-        exit_code = 1
+        trial.exit_code = 1
     except Exception as failure:      # noqa: BLE001 - any failure is recorded, then the run folder is finished
-        record.update(status="failed", stopped_at=record.data["phase"], error=f"{type(failure).__name__}: {failure}")
-        print(f"start.sh: {record.data['phase']} failed: {failure}", file=sys.stderr)
-        exit_code = 1
+        rec.update(status="failed", stopped_at=rec.data["phase"], error=f"{type(failure).__name__}: {failure}")
+        print(f"start.sh: {rec.data['phase']} failed: {failure}", file=sys.stderr)
+        trial.exit_code = 1
     finally:
-        if watch is not None:
-            record.update(load_generator=watch.stop())
-        dead = {}
-        if alive is not None:
-            dead = alive.dead()
-            record.update(liveness=alive.stop())
-        _finish(t, record, run_dir, run_id, marked_at, log, addresses=addresses, dead=dead, ports=ssh_ports)
-    if exit_code == 0 and record.data["status"] == "interrupted":     # Ctrl-C after the load
-        exit_code = 130
-    return exit_code, run_dir
+        trial.finish()
+    if trial.exit_code == 0 and rec.data["status"] == "interrupted":     # Ctrl-C after the load
+        trial.exit_code = 130
+    return trial.exit_code, trial.run_dir
 
 
-def _on_generators(run_id: str, run_dir: Path, resolved: dict, stack: contextlib.ExitStack, log):
+def on_generators_of(run_id: str, run_dir: Path, resolved: dict, stack: contextlib.ExitStack, log):
     """Real hosts with a `loadgen` group: JMeter's remote engines there, each recorded by PCP while the load runs
     (both stopped when the stack closes): (engines, recording); (None, None) otherwise (this machine loads the
     targets itself)."""
     generators = resolved.get("loadgens") or {}
     if not generators:
         return None, None
+
     def remote_for(engine):
         local = generators[engine.name]["connection"] == "local"
         return engines.Remote.local() if local else engines.Remote.ssh(engine.name)
@@ -161,21 +231,10 @@ def _on_generators(run_id: str, run_dir: Path, resolved: dict, stack: contextlib
     return running, recording
 
 
-def _said_liveness(vm: str, state: str, since: float, log) -> None:
+def said_liveness(vm: str, state: str, since: float, log) -> None:
     clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
     if state == "dead":
         log(f"WARNING: {vm} has not answered since {clock} UTC (liveness probe, SSH port): the machine looks dead; "
             "the other machine's load goes on")
     else:
         log(f"{vm} answers again ({clock} UTC)")
-
-
-def _unreachable(dead: dict[str, float], addresses: dict[str, str], ports: dict[str, int] | None = None) -> dict[str, str]:
-    """{machine: why collection skips it} for the machines dead at the end of the load that still do not
-    answer one more probe now, on their SSH port (collection would otherwise wait on SSH for many minutes)."""
-    out = {}
-    for vm, since in dead.items():
-        if not liveness.probe_once(addresses.get(vm, ""), wrap=machines.wrap, port=(ports or {}).get(vm, liveness.PORT)):
-            clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
-            out[vm] = f"{vm} has not answered since {clock} UTC (liveness probe): not collected"
-    return out

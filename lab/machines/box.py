@@ -1,6 +1,6 @@
 """The base box: Debian built with mmdebstrap from the mirror, packaged for vagrant-libvirt.
 
-The box is cached under .lab/box/ and named after its recipe hash (everything in lab/box/ plus the
+The box is cached under .lab/machines/box/ and named after its recipe hash (everything in lab/machines/box/ plus the
 suite, this module's image layout version and the lab's login key), so a changed recipe makes a new box and
 a new libvirt volume, never a stale one. Building needs root (loop devices, mounts, chroot).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lab import paths, shell, steps
 
-RECIPE_DIR = paths.ROOT / "lab" / "box"
+RECIPE_DIR = Path(__file__).parent / "box"
 # Bump when the image layout below changes (partitioning, bootloader, file system options).
 IMAGE_LAYOUT_VERSION = 2        # 2: the root file system made by mmdebstrap instead of debootstrap
 DISK_GB = 8

@@ -7,7 +7,8 @@ import sys
 import time
 from dataclasses import asdict
 
-from lab import box, machines, netns, paths, prereqs, settings, shell, steps
+from lab import machines, paths, shell, steps
+from lab.machines import box, netns, prereqs, reach, settings, vagrant
 
 
 class LabError(RuntimeError):
@@ -26,14 +27,14 @@ def install_prereqs() -> None:
 
 def running() -> bool:
     """Both machines run in a healthy lab namespace."""
-    return netns.healthy() and set(machines.states().values()) == {"running"}
+    return netns.healthy() and set(vagrant.states().values()) == {"running"}
 
 
 def is_up(s: settings.Settings) -> bool:
     """Both machines running in a healthy lab; an error when they were made with other settings."""
     if not running():
         return False
-    previous = machines.read_resolved() or {}
+    previous = vagrant.read_resolved() or {}
     if previous.get("requested") != json.loads(json.dumps(asdict(s))):
         raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
     return True
@@ -45,7 +46,7 @@ def ensure_up(s: settings.Settings) -> dict:
         steps.note("both machines are already up")
     else:
         up(s)
-    return machines.read_resolved() or {}
+    return vagrant.read_resolved() or {}
 
 
 def up(s: settings.Settings) -> None:
@@ -71,18 +72,18 @@ def up(s: settings.Settings) -> None:
                 steps.note(f"libvirt sees no {netns.KVM_DEVICE}: QEMU's user ({netns.QEMU_USER}) cannot use it, "
                            "and libvirt would probe QEMU again on every call")
         with steps.step("accelerator and CPU placement"):
-            resolved = machines.resolve(s)
-            machines.write_resolved(resolved)
+            resolved = vagrant.resolve(s)
+            vagrant.write_resolved(resolved)
             steps.note(f"accelerator {resolved['accelerator']} ({resolved['accelerator_reason']}); "
                        f"placement {resolved['cpusets'] or 'unpinned'}")
         with steps.step("register the box with Vagrant"):
-            machines.ensure_box(box_path, resolved["box"])
+            vagrant.ensure_box(box_path, resolved["box"])
         with steps.step("boot both machines (TCG: a few minutes)"):
             boot(s.boot_timeout)
         with steps.step("SSH to both machines"):
-            machines.write_ssh_config()
+            vagrant.write_ssh_config()
             for name in machines.NAMES:
-                shell.run(machines.ssh_command(name, "true"), f"{name} booted but does not answer over SSH",
+                shell.run(reach.ssh_command(name, "true"), f"{name} booted but does not answer over SSH",
                           error=LabError, timeout=120)
     except BaseException as failure:
         print(f"\nstart.sh up failed: {failure}\nTearing down what was started…", file=sys.stderr)
@@ -101,37 +102,37 @@ def boot(boot_timeout: int) -> None:
     """Both machines booted; after a failed boot their consoles are kept, both destroyed, booted again."""
     for attempt in range(1, BOOT_ATTEMPTS + 1):
         try:
-            machines.up(boot_timeout)
+            vagrant.up(boot_timeout)
             return
-        except machines.MachineError as failure:
+        except vagrant.MachineError as failure:
             if attempt == BOOT_ATTEMPTS:
                 raise
-            kept = machines.keep_consoles(f"boot-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-attempt-{attempt}")
+            kept = vagrant.keep_consoles(f"boot-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-attempt-{attempt}")
             steps.note(f"boot {attempt} of {BOOT_ATTEMPTS} failed: {failure}; its consoles kept in "
                        f"{', '.join(str(k) for k in kept) or '(none written)'}; destroying both, booting again")
-            machines.destroy()
+            vagrant.destroy()
 
 
 def teardown() -> list[str]:
     """Machines, libvirt networks, daemons, namespace: whatever of them exists, also after a crash."""
     done = []
-    if not netns.exists() and not machines.defined_domains():
+    if not netns.exists() and not vagrant.defined_domains():
         return done
     if not netns.healthy():
         # Remains of a killed lab: a fresh namespace and libvirtd are needed to remove its domains.
         done += netns.destroy()
         netns.create()
-    if machines.domains():
-        machines.destroy()
-        done += [f"domain {d} undefined (Vagrant had lost it)" for d in machines.undefine_leftover_domains()]
+    if vagrant.domains():
+        vagrant.destroy()
+        done += [f"domain {d} undefined (Vagrant had lost it)" for d in vagrant.undefine_leftover_domains()]
         done.append("machines destroyed")
-    for net in machines.NETWORKS:
+    for net in vagrant.NETWORKS:
         netns.virsh("net-destroy", net)
         if netns.virsh("net-undefine", net).returncode == 0:
             done.append(f"libvirt network {net} removed")
     done += netns.destroy()
     paths.SETTINGS_JSON.unlink(missing_ok=True)
-    machines.SSH_CONFIG.unlink(missing_ok=True)
+    reach.SSH_CONFIG.unlink(missing_ok=True)
     return done
 
 
@@ -143,15 +144,15 @@ def down() -> None:
             steps.note(line)
         if not done:
             steps.note("nothing was running")
-    leftovers = [n for n in machines.defined_domains() if n in machines.NAMES]
+    leftovers = [n for n in vagrant.defined_domains() if n in machines.NAMES]
     if netns.exists() or leftovers:
         raise LabError(f"down left something behind: namespace={netns.exists()} domains={leftovers}")
 
 
 def status() -> None:
     """Each machine's state, IP, provider, accelerator, memory, CPUs, uptime and vCPU placement."""
-    resolved = machines.read_resolved() or {}
-    states = machines.states()
+    resolved = vagrant.read_resolved() or {}
+    states = vagrant.states()
     print(f"lab namespace: {'up' if netns.healthy() else 'down'}; accelerator: "
           f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
     print(f"{'machine':8} {'state':12} {'ip':15} {'provider':8} {'accel':5} {'memory':>8} {'cpus':>4} "
@@ -161,10 +162,10 @@ def status() -> None:
         memory = cpus = uptime = "-"
         cores = "-"
         if state == "running":
-            probe = machines.ssh(name, "free -m | awk '/^Mem:/{print $2}'; nproc; cut -d' ' -f1 /proc/uptime")
+            probe = reach.ssh(name, "free -m | awk '/^Mem:/{print $2}'; nproc; cut -d' ' -f1 /proc/uptime")
             if probe.returncode == 0 and len(probe.stdout.split()) == 3:
                 mem, cpus, up_s = probe.stdout.split()
                 memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
-            cores = machines.vcpu_placement(name)
+            cores = vagrant.vcpu_placement(name)
         print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} {'libvirt':8} "
               f"{resolved.get('accelerator', '-'):5} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")

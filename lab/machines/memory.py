@@ -1,20 +1,11 @@
-"""TODO docstring"""
+"""The machines' memory while they were provisioned: each machine's watch (site.yml writes it every 2 s) read
+back and summarised (available at the start and at its lowest, swap), for run.json and the console."""
 from __future__ import annotations
-import hashlib
-import json
-import os
-import re
+
 import subprocess
-import sys
-import tempfile
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
-import yaml
-from lab import knobs, machines, paths, profiler, role_names, shell
 
-
+from lab import machines, paths
+from lab.machines import reach
 
 
 def memory_summary(samples: str) -> dict | None:
@@ -41,7 +32,7 @@ def memory_during(names=machines.NAMES) -> dict[str, dict | str]:
     found = {}
     for name in names:
         try:
-            read = machines.ssh(name, f"cat {paths.GUEST_PROVISION_MEMORY}", timeout=60)
+            read = reach.ssh(name, f"cat {paths.GUEST_PROVISION_MEMORY}", timeout=60)
         except subprocess.TimeoutExpired:
             found[name] = "not read: SSH timed out"
             continue

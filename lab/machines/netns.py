@@ -190,7 +190,7 @@ def kvm_unusable_by_qemu(device: Path = KVM_DEVICE, user: str = QEMU_USER) -> bo
 def qemu_conf_without_namespaces(host_conf: str) -> str:
     """The host's qemu.conf with guests' private /dev switched off (any namespaces setting of its own out)."""
     kept = [line for line in host_conf.splitlines() if not re.match(r"\s*namespaces\s*=", line)]
-    return "\n".join([*kept, "# The lab's libvirtd shows no /dev/kvm (lab/netns.py): guests keep its /dev.",
+    return "\n".join([*kept, "# The lab's libvirtd shows no /dev/kvm (lab/machines/netns.py): guests keep its /dev.",
                       "namespaces = []", ""])
 
 

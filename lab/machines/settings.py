@@ -1,4 +1,4 @@
-"""The twin machines' settings: lab/machines.yml, overridden by LAB_* environment variables, validated.
+"""The twin machines' settings: lab/machines/machines.yml, overridden by LAB_* environment variables, validated.
 
 The resolved settings are written to a JSON file that the Vagrantfile reads (LAB_SETTINGS), so Ruby
 and Python never disagree about a value.
@@ -9,14 +9,15 @@ import ipaddress
 import json
 import os
 import re
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
 
-from lab import machines, netns, paths
+from lab import machines
+from lab.machines import netns
 
-MACHINES_FILE = paths.ROOT / "lab" / "machines.yml"
+MACHINES_FILE = Path(__file__).parent / "machines.yml"
 ACCELERATORS = ("auto", "kvm", "tcg")
 
 

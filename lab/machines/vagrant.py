@@ -1,6 +1,6 @@
 """The twin machines through Vagrant: box registration, up, status, destroy, SSH access.
 
-Vagrant runs inside the lab namespace (lab.netns) with the lab's own VAGRANT_HOME and dot-file
+Vagrant runs inside the lab namespace (lab.machines.netns) with the lab's own VAGRANT_HOME and dot-file
 folder, so a user's own boxes and Vagrant projects are never touched.
 """
 from __future__ import annotations
@@ -15,7 +15,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from lab import accel, box, netns, paths, placement, shell
+from lab import paths, shell
+from lab.machines import NAMES, accel, box, netns, placement
+from lab.machines.reach import SSH_CONFIG
 
 DOMAIN_PREFIX = "camel-lab-"                 # set in the Vagrantfile (libvirt default_prefix)
 SERIAL_LOG = "/var/log/libvirt/qemu/lab-{name}-serial.log"   # each guest's console (the Vagrantfile's lv.serial)

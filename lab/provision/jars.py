@@ -1,20 +1,18 @@
-"""TODO docstring"""
+"""The app jars of the stacks a run uses, built on the host with the Maven wrapper when missing or older than
+their sources; built on a thread of their own while the machines come up."""
 from __future__ import annotations
-import hashlib
-import json
-import os
-import re
-import subprocess
-import sys
-import tempfile
-import time
+
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
+
 import yaml
-from lab import knobs, machines, paths, profiler, role_names, shell
+
+from lab import machines, paths, shell
+from lab.provision import knobs
 
 
+class JarError(RuntimeError):
+    """An app jar could not be built; the message says which and why."""
 
 
 APP_DIR = paths.ROOT / "app"
@@ -33,9 +31,9 @@ def ensure_jar(stack: str, log=print) -> Path:
         return jar
     log(f"building the {stack} jar (Maven, ~1–2 min)")
     shell.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", stack, "-am"],
-              f"building the {stack} jar failed", error=ProvisionError, lines=40, cwd=APP_DIR)
+              f"building the {stack} jar failed", error=JarError, lines=40, cwd=APP_DIR)
     if not jar.exists():
-        raise ProvisionError(f"building the {stack} jar: Maven succeeded but left no {jar}")
+        raise JarError(f"building the {stack} jar: Maven succeeded but left no {jar}")
     return jar
 
 
@@ -51,10 +49,10 @@ def jars_beside(overrides: dict[str, dict], log=print) -> Future:
 
 def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
     """app_stack of each machine: catalog, then host_vars, then this run's overrides."""
-    default = catalog()["app_stack"]
+    default = knobs.defaults()["app_stack"]
     used = set()
     for name in machines.NAMES:
-        host_vars = ANSIBLE_DIR / "host_vars" / f"{name}.yml"
+        host_vars = paths.ANSIBLE_DIR / "host_vars" / f"{name}.yml"
         stack = (yaml.safe_load(host_vars.read_text()) or {}).get("app_stack", default) if host_vars.exists() else default
         used.add(overrides.get(name, {}).get("app_stack", stack))
     return {s for s in used if s in STACKS}

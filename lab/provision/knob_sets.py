@@ -3,7 +3,7 @@
 `default` is the catalog itself (ansible/knobs.yml, no file); `tuned` is the lab's tuning (host_vars/tuned.yml
 links to it, so Ansible gives it to the machine named tuned); `article-2018` the 2018 article's values. A run
 chooses the set of each side (`--knob-set tuned=article-2018`); a machine runs another set than its own through
-per-machine overrides (lab/trial.py), validated like any knob.
+per-machine overrides (lab/experiment/design.py), validated like any knob.
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from lab import paths, role_names
+from lab import machines, paths
+from lab.provision import role_names
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 CATALOG = ANSIBLE_DIR / "knobs.yml"
@@ -157,7 +158,7 @@ def readme_table(sets: dict[str, dict], text: str | None = None) -> str:
 
 def readme_with(readme: str, generated: str) -> str:
     if readme.count(BEGIN) != 1 or readme.count(END) != 1:
-        raise ValueError(f"README.md must hold {BEGIN} and {END} once each")
+        raise ValueError(f"{README.relative_to(paths.ROOT)} must hold {BEGIN} and {END} once each")
     head, rest = readme.split(BEGIN)
     _, tail = rest.split(END)
     return f"{head}{BEGIN}\n{generated}{END}{tail}"
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         behind = write_stale() if args.write else stale()
     except (ValueError, yaml.YAMLError) as bad:
-        print(f"lab.knobs: {bad}", file=sys.stderr)
+        print(f"lab.provision.knobs: {bad}", file=sys.stderr)
         return 2
     for path in behind:
         print(f"{'wrote' if args.write else 'stale'}: {path.relative_to(paths.ROOT)}")

@@ -1,7 +1,7 @@
 """Provisioning: the app jars built on the host, the lab's inventory, Ansible run inside the lab namespace.
 
 Knob overrides for one run (`--set [machine:]knob=value`) are parsed and checked against the catalog
-(ansible/knobs.yml, read by lab.knobs) here, so a typo fails before anything starts; then validate() runs
+(ansible/knobs.yml, read by lab.provision.knobs) here, so a typo fails before anything starts; then validate() runs
 Ansible's validation play (ansible/validate.yml: types, ranges, the rules between knobs, what the kernel and
 the JVM accept) on this host alone, before anything is built, booted or changed. site.yml runs the same play
 first, so real hosts get the same checks.
@@ -16,13 +16,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from lab import knobs, machines, paths, profiler, role_names, shell
+from lab import machines, paths
+from lab.machines import reach
+from lab.provision import jars as app_jars
+from lab.provision import knobs, profiler, role_names
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 STOP_GRACE_S = 30               # for Ansible to end its connections after SIGTERM, before SIGKILL
@@ -52,7 +55,7 @@ def inventory(resolved: dict) -> dict:
     each = memory if isinstance(memory, dict) else {name: memory for name in machines.NAMES}
     return {"all": {
         "vars": {"ansible_user": "vagrant",
-                 "ansible_ssh_common_args": f"-F {machines.SSH_CONFIG}",
+                 "ansible_ssh_common_args": f"-F {reach.SSH_CONFIG}",
                  "lab_networks": networks,
                  "lab_memory_mb": int(min(each.values()))},
         "hosts": {name: {"lab_private_ip": resolved.get("machines", {}).get(name),
@@ -155,7 +158,7 @@ def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], ma
 def _machine_ids() -> dict[str, str]:
     ids = {}
     for name in machines.NAMES:
-        probe = machines.ssh(name, "cat /etc/machine-id")
+        probe = reach.ssh(name, "cat /etc/machine-id")
         ids[name] = probe.stdout.strip() if probe.returncode == 0 else f"unknown-{os.urandom(4).hex()}"
     return ids
 
@@ -189,7 +192,7 @@ def site_roles() -> list[str]:
 
 
 def knob_readers() -> dict[str, set[str]]:
-    """{role: every knob and lab variable it depends on}: the names its files read (lab.role_names), and through
+    """{role: every knob and lab variable it depends on}: the names its files read (lab.provision.role_names), and through
     the variables they name (group_vars, any role's defaults and vars), the names those are made of."""
     made_of = {}
     for path in [ANSIBLE_DIR / "group_vars" / "all" / "lab.yml",
@@ -250,12 +253,13 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
     except (ValueError, yaml.YAMLError) as bad:
         raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
-    jars = list(jars.result()) if jars is not None else [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))]
+    built = (list(jars.result()) if jars is not None
+             else [app_jars.ensure_jar(stack, log) for stack in sorted(app_jars.stacks_in_use(overrides))])
     try:   # the agent library the app role copies to the machines
-        jars.append(profiler.ensure(log=log) / profiler.LIBRARY)
+        built.append(profiler.ensure(log=log) / profiler.LIBRARY)
     except profiler.ProfilerError as failure:
         raise ProvisionError(str(failure)) from None
-    base = fingerprint(resolved, {}, jars, _machine_ids())
+    base = fingerprint(resolved, {}, built, _machine_ids())
     names = tuple(resolved.get("machines") or machines.NAMES)
     chosen = Scope(names, None, "asked for (./start.sh provision or --provision)") if force else \
         scope(_read_stamp(), base, overrides, names)
@@ -265,9 +269,9 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
         return None
     log(f"provisioning {chosen.describe()}")
     STAMP.unlink(missing_ok=True)
-    # real hosts (lab/hosts.py) come with their own inventory, written when they were checked
+    # real hosts (lab/provision/hosts.py) come with their own inventory, written when they were checked
     hosts_inventory = resolved.get("inventory")
-    command = machines.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
+    command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
                                              overrides, [*start_services_vars(start_services), *chosen.arguments()]))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)

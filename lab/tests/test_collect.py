@@ -1,11 +1,11 @@
-"""The host/guest contract: lab/guest/run.sh reads what to collect from the machine's manifest (written by
+"""The host/guest contract: lab/experiment/guest/run.sh reads what to collect from the machine's manifest (written by
 Ansible), and collect.py holds what came back against it."""
 import json
 import os
 import subprocess
 import time
 
-from lab import collect
+from lab.experiment import collect
 
 MANIFEST = {
     "configs": ["/etc/lab/knobs.json", "/etc/apache2/mods-enabled/mpm_*.conf"],
@@ -119,7 +119,7 @@ def test_mark_starts_the_archive_and_the_profile_and_pack_stops_and_brings_it(tm
     (data / "hs_err_pid77.log").write_text("# A fatal error has been detected by the Java Runtime Environment")
     since = int(time.time()) - 60
     pack = subprocess.run(["bash", str(collect.GUEST_SCRIPT), "pack", run_id, str(since)], capture_output=True, env=env)
-    assert "true stop" in calls.read_text().splitlines()[-1] and f"lab-pmlogger stop" in calls.read_text()
+    assert "true stop" in calls.read_text().splitlines()[-1] and "lab-pmlogger stop" in calls.read_text()
     with tarfile.open(fileobj=io.BytesIO(pack.stdout), mode="r:gz") as tar:
         names = tar.getnames()
         assert tar.extractfile("./logs/app.log").read() == b"during the run\n"
@@ -132,7 +132,7 @@ def test_mark_starts_the_archive_and_the_profile_and_pack_stops_and_brings_it(tm
 def test_the_serial_console_is_copied_on_the_host_its_end_only(tmp_path, monkeypatch):
     console = tmp_path / "lab-default-serial.log"
     console.write_bytes(b"x" * 100 + b"[  812.1] Out of memory: Killed process 4242 (java)\n")
-    monkeypatch.setattr(collect.machines, "SERIAL_LOG", str(tmp_path / "lab-{name}-serial.log"))
+    monkeypatch.setattr(collect.vagrant, "SERIAL_LOG", str(tmp_path / "lab-{name}-serial.log"))
     monkeypatch.setattr(collect, "SERIAL_TAIL_BYTES", 60)
     assert collect.copy_serial_console("default", tmp_path / "run" / "default")
     kept = (tmp_path / "run" / "default" / "logs" / "serial-console.log").read_bytes()

@@ -1,4 +1,4 @@
-"""PCP on a load generator (lab/load/generator_pcp.py), this host standing in for one: the lab's own pmlogger
+"""PCP on a load generator (lab/experiment/load/generator_pcp.py), this host standing in for one: the lab's own pmlogger
 against the real pmcd (started here for the test when none answers, and stopped again by its PID), stopped by
 its PID, the archive and the tidy metrics brought back into the run folder."""
 import csv
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.load import engines, generator_pcp
+from lab.experiment.load import engines, generator_pcp
 
 PMCD_PID = Path("/run/pcp/pmcd.pid")
 

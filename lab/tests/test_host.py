@@ -3,10 +3,10 @@ import re
 import shutil
 
 import pytest
-
 import yaml
 
-from lab import accel, box, machines, netns, paths, placement, prereqs
+from lab import machines, paths
+from lab.machines import accel, box, netns, placement, prereqs, vagrant
 
 CPUINFO_VMX = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr vmx sse\n"
 CPUINFO_PLAIN = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr sse hypervisor\n"
@@ -65,7 +65,7 @@ class FakeLibvirt:
     say and do (the real ones are used on the machines: every run's equal start)."""
 
     def __init__(self, cpusets, refuse_pin_to=None):
-        self.affinity = {machines.DOMAIN_PREFIX + n: [c, c] for n, c in cpusets.items()}
+        self.affinity = {vagrant.DOMAIN_PREFIX + n: [c, c] for n, c in cpusets.items()}
         self.refuse_pin_to = refuse_pin_to
 
     def virsh(self, *args, check=False):
@@ -88,31 +88,31 @@ def test_both_machines_share_the_cores_while_they_start_then_each_has_its_own(mo
     fake = FakeLibvirt(cpusets)
     monkeypatch.setattr(netns, "virsh", fake.virsh)
     assert placement.shared(cpusets) == "0,1"
-    with machines.cores_shared(cpusets, log=lambda *a: None):
-        assert machines.vcpu_placement("default") == machines.vcpu_placement("tuned") == "0-1"
-    assert (machines.vcpu_placement("default"), machines.vcpu_placement("tuned")) == ("0", "1")
+    with vagrant.cores_shared(cpusets, log=lambda *a: None):
+        assert vagrant.vcpu_placement("default") == vagrant.vcpu_placement("tuned") == "0-1"
+    assert (vagrant.vcpu_placement("default"), vagrant.vcpu_placement("tuned")) == ("0", "1")
 
 
 def test_a_failed_start_still_gives_each_machine_its_own_cores(monkeypatch):
     fake = FakeLibvirt({"default": "0,1", "tuned": "2,3"})
     monkeypatch.setattr(netns, "virsh", fake.virsh)
     with pytest.raises(RuntimeError, match="the check failed"):
-        with machines.cores_shared({"default": "0,1", "tuned": "2,3"}, log=lambda *a: None):
+        with vagrant.cores_shared({"default": "0,1", "tuned": "2,3"}, log=lambda *a: None):
             raise RuntimeError("the check failed")
-    assert (machines.vcpu_placement("default"), machines.vcpu_placement("tuned")) == ("0-1", "2-3")
+    assert (vagrant.vcpu_placement("default"), vagrant.vcpu_placement("tuned")) == ("0-1", "2-3")
 
 
 def test_the_load_does_not_run_on_shared_cores(monkeypatch):
     """libvirt keeps the shared cores (a pin refused without a word): the run stops before its load."""
     monkeypatch.setattr(netns, "virsh", FakeLibvirt({"default": "0", "tuned": "1"}, refuse_pin_to="1").virsh)
-    with pytest.raises(machines.MachineError, match="tuned: its vCPUs are on host cores 0-1 after the start, not 1"):
-        with machines.cores_shared({"default": "0", "tuned": "1"}, log=lambda *a: None):
+    with pytest.raises(vagrant.MachineError, match="tuned: its vCPUs are on host cores 0-1 after the start, not 1"):
+        with vagrant.cores_shared({"default": "0", "tuned": "1"}, log=lambda *a: None):
             pass
 
 
 def test_unpinned_machines_stay_unpinned(monkeypatch):
     monkeypatch.setattr(netns, "virsh", lambda *a, **k: pytest.fail("no virsh without a placement"))
-    with machines.cores_shared({}):
+    with vagrant.cores_shared({}):
         pass
 
 
@@ -203,7 +203,7 @@ def test_box_preloads_every_package_the_roles_install():
     wanted = _role_apt_packages()
     assert {"apache2", "openjdk-17-jre-headless", "pcp", "python3-apt"} <= wanted, wanted
     missing = wanted - set(box.packages()) - set(box.packages(listing="preload.txt"))
-    assert not missing, f"add to lab/box/preload.txt (provisioning under TCG would install them): {sorted(missing)}"
+    assert not missing, f"add to lab/machines/box/preload.txt (provisioning under TCG would install them): {sorted(missing)}"
 
 
 def _role_enabled_units() -> set[str]:
@@ -220,7 +220,7 @@ def test_box_enables_only_units_every_machine_runs():
     enabled = set(box.packages(listing="units.txt"))
     assert "apache2.service" in enabled
     stray = enabled - _role_enabled_units()
-    assert not stray, f"lab/box/units.txt enables what no role enables on every machine: {sorted(stray)}"
+    assert not stray, f"lab/machines/box/units.txt enables what no role enables on every machine: {sorted(stray)}"
 
 
 def test_a_unit_the_box_holds_starts_once_its_role_wrote_what_it_waits_for():

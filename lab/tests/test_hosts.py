@@ -1,4 +1,4 @@
-"""Real hosts (lab/hosts.py): the inventory read by Ansible itself and checked, each host checked over its real
+"""Real hosts (lab/provision/hosts.py): the inventory read by Ansible itself and checked, each host checked over its real
 connection before anything changes (SSH refused on a loopback port, sudo that wants a password, facts read)."""
 import os
 import subprocess
@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import yaml
 
-from lab import hosts
+from lab.provision import hosts
 
 
 def inventory(tmp_path, text: str, name: str = "hosts.yml"):

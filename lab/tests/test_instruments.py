@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from lab import collect, instruments, profiler
+from lab.experiment import collect, instruments
+from lab.provision import profiler
 
 
 def test_summary_flags_a_saturated_generator_and_names_why():
@@ -80,7 +81,7 @@ def test_async_profiler_records_a_real_jvm_and_the_recording_converts(tmp_path):
     out = tmp_path / "profile"
     out.mkdir()
     (tmp_path / "Hot.java").write_text(HOT)
-    # the options lab/guest/run.sh gives the agent (there through jattach into the running JVM)
+    # the options lab/experiment/guest/run.sh gives the agent (there through jattach into the running JVM)
     agent = (f"{home / profiler.LIBRARY}=start,jfr,file={out / 'profile.jfr'},log={out / 'profile.log'},"
              "interval=10ms,event=cpu,alloc=262144,lock=1000000")
     subprocess.run(["java", f"-agentpath:{agent}", str(tmp_path / "Hot.java")], check=True, timeout=120,

@@ -3,12 +3,12 @@ a role, and every knob-like name a role reads is declared somewhere."""
 import pytest
 import yaml
 
-from lab import knobs, role_names
+from lab.provision import knobs, role_names
 
 
 def test_generated_files_are_current():
     assert not knobs.stale(), ("generated from ansible/knobs.yml but stale: "
-                               f"{[str(p) for p in knobs.stale()]}; run .venv/bin/python -m lab.knobs --write")
+                               f"{[str(p) for p in knobs.stale()]}; run .venv/bin/python -m lab.provision.knobs --write")
 
 
 def test_every_knob_is_read_by_a_role():

@@ -1,30 +1,46 @@
-"""The package's layout: no import cycle among lab's modules (lazy imports inside functions count too), and
-only `python -m lab` (lab/__main__.py) reaches the command line; everything else is called by it."""
+"""The house's layout, as rules a change cannot break unseen:
+
+- lab/ is in wings whose imports point one way: the command line (lab.cli, lab.__main__) → lab.experiment →
+  lab.provision → lab.machines → the floor (lab.paths, shell, steps, procs, maven); lazy imports inside
+  functions count too, and no module imports a wing above its own;
+- no import cycle among lab's modules;
+- only `python -m lab` (lab/__main__.py) reaches the command line;
+- report/ reads run folders only: it never imports lab/ (nor the hand-run benchmarks in bench/), and lab/
+  never imports bench/;
+- no module of lab/ or report/ over MAX_LINES lines (a longer one has two jobs: split it).
+"""
 import ast
 from pathlib import Path
+
+import pytest
 
 from lab import paths
 
 LAB = paths.ROOT / "lab"
+REPORT = paths.ROOT / "report"
+MAX_LINES = 350
+# The wings from the top down: a module may import its own wing and those below it, never one above.
+WINGS = ("lab.cli", "lab.experiment", "lab.provision", "lab.machines", "floor")
+FLOOR = {"lab", "lab.paths", "lab.shell", "lab.steps", "lab.procs", "lab.maven"}
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(paths.ROOT).with_suffix("").parts
+def _module_name(path: Path, root: Path = paths.ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_module(name: str) -> bool:
-    where = paths.ROOT.joinpath(*name.split("."))
+def _is_module(name: str, root: Path = paths.ROOT) -> bool:
+    where = root.joinpath(*name.split("."))
     return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
 
 
-def _imports(path: Path, name: str) -> set[str]:
-    """The lab modules a module imports, anywhere in it. `from lab import x` is lab.x when x is a module.
-    The parent packages Python initialises on the way are no edges: a package's __init__ that re-exports
-    its submodules' names is no cycle."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+def imports_of(source: str, name: str, is_package: bool = False, root: Path = paths.ROOT) -> set[str]:
+    """Every module a module's source imports, anywhere in it (lazy imports too). `from lab import x` is lab.x
+    when x is a module. The parent packages Python initialises on the way are no edges: a package's __init__
+    that re-exports its submodules' names is no cycle."""
+    package = name if is_package else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -33,14 +49,42 @@ def _imports(path: Path, name: str) -> set[str]:
                 anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
             for alias in node.names:
-                found.add(f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base)
-    return {m for m in found if m == "lab" or m.startswith("lab.")}
+                found.add(f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}", root) else base)
+    return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Each module of lab/ (its tests left out) → the lab modules it imports."""
-    files = [f for f in LAB.rglob("*.py") if "tests" not in f.relative_to(LAB).parts]
-    return {_module_name(f): _imports(f, _module_name(f)) for f in files}
+def _ours(modules: set[str], top: str) -> set[str]:
+    return {m for m in modules if m == top or m.startswith(top + ".")}
+
+
+def _sources(folder: Path) -> list[Path]:
+    return [f for f in folder.rglob("*.py") if "tests" not in f.relative_to(folder).parts]
+
+
+def import_graph(folder: Path = LAB, top: str = "lab") -> dict[str, set[str]]:
+    """Each module of a package (its tests left out) → the modules of the same package it imports."""
+    return {_module_name(f): _ours(imports_of(f.read_text(), _module_name(f), f.name == "__init__.py"), top)
+            for f in _sources(folder)}
+
+
+def wing(module: str) -> str:
+    """The wing a lab module stands in: lab.cli, lab.experiment, lab.provision, lab.machines or the floor."""
+    if module == "lab.__main__":
+        return "lab.cli"
+    for name in WINGS[:-1]:
+        if module == name or module.startswith(name + "."):
+            return name
+    if module in FLOOR:
+        return "floor"
+    raise AssertionError(f"{module} stands in no wing: put it in one of {', '.join(WINGS[:-1])} or the floor "
+                         f"({', '.join(sorted(FLOOR - {'lab'}))})")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a lower wing into a higher one, as 'a (wing) → b (wing)'."""
+    rank = {name: i for i, name in enumerate(WINGS)}
+    return sorted(f"{a} ({wing(a)}) → {b} ({wing(b)})" for a, imported in graph.items() for b in imported
+                  if rank[wing(b)] < rank[wing(a)])
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -70,15 +114,81 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def forbidden_imports(folder: Path, top: str, banned: tuple[str, ...]) -> list[str]:
+    """'module → banned module' for every import of a banned package in a package's modules (tests too)."""
+    out = []
+    for f in folder.rglob("*.py"):
+        name = _module_name(f)
+        for imported in imports_of(f.read_text(), name, f.name == "__init__.py"):
+            if any(imported == b or imported.startswith(b + ".") for b in banned):
+                out.append(f"{name} → {imported}")
+    return sorted(out)
+
+
+def too_long(folders: tuple[Path, ...] = (LAB, REPORT), limit: int = MAX_LINES) -> list[str]:
+    return sorted(f"{f.relative_to(paths.ROOT)}: {n} lines" for folder in folders for f in _sources(folder)
+                  if (n := len(f.read_text().splitlines())) > limit)
+
+
+# --- the checkers catch what they are for ---------------------------------------------------------------------
+
 def test_the_cycle_finder_finds_a_lazy_import_back():
-    assert find_cycle({"lab.cli": {"lab.run"}, "lab.run": {"lab.cli"}}) == ["lab.cli", "lab.run", "lab.cli"]
-    assert find_cycle({"lab.cli": {"lab.run", "lab.paths"}, "lab.run": {"lab.paths"}, "lab.paths": set()}) is None
+    assert find_cycle({"lab.cli": {"lab.experiment.run"}, "lab.experiment.run": {"lab.cli"}}) == [
+        "lab.cli", "lab.experiment.run", "lab.cli"]
+    assert find_cycle({"lab.cli": {"lab.experiment.run", "lab.paths"}, "lab.experiment.run": {"lab.paths"},
+                       "lab.paths": set()}) is None
 
 
-def test_the_graph_sees_the_lab_modules():
+def test_a_planted_circle_is_found_in_the_real_graph():
     graph = import_graph()
-    assert {"lab.cli", "lab.run", "lab.lifecycle", "lab.load", "lab.load.runner"} <= set(graph)
-    assert "lab.lifecycle" in graph["lab.run"] and "lab.load.jmeter" in graph["lab.load.runner"]
+    graph["lab.machines.netns"] = graph["lab.machines.netns"] | {"lab.machines.vagrant"}   # vagrant → netns already
+    cycle = find_cycle(graph)
+    assert cycle is not None and "lab.machines.netns" in cycle and "lab.machines.vagrant" in cycle
+
+
+def test_a_planted_upward_import_is_named():
+    graph = import_graph()
+    graph["lab.machines.box"] = graph["lab.machines.box"] | {"lab.provision.knobs"}
+    assert "lab.machines.box (lab.machines) → lab.provision.knobs (lab.provision)" in upward_imports(graph)
+
+
+def test_a_planted_report_to_lab_import_is_named(tmp_path):
+    planted = tmp_path / "report"
+    (planted / "read").mkdir(parents=True)
+    (planted / "__init__.py").write_text("")
+    (planted / "read" / "__init__.py").write_text("")
+    (planted / "read" / "jtl.py").write_text("def f():\n    from lab.experiment import load  # lazy, still counted\n")
+    found = []
+    for f in planted.rglob("*.py"):
+        for imported in imports_of(f.read_text(), _module_name(f, tmp_path), f.name == "__init__.py", tmp_path):
+            if imported.startswith("lab"):
+                found.append(f"{_module_name(f, tmp_path)} → {imported}")
+    assert found == ["report.read.jtl → lab.experiment"]
+
+
+def test_a_module_in_no_wing_is_named():
+    with pytest.raises(AssertionError, match="lab.helpers stands in no wing"):
+        wing("lab.helpers")
+
+
+# --- the house as it is -------------------------------------------------------------------------------------
+
+def test_the_graph_sees_the_wings():
+    graph = import_graph()
+    assert {"lab.cli", "lab.experiment.run", "lab.machines.lifecycle", "lab.experiment.load",
+            "lab.experiment.load.runner", "lab.provision.playbook"} <= set(graph)
+    assert "lab.machines.lifecycle" in graph["lab.experiment.trial"]
+    assert "lab.experiment.load.jmeter" in graph["lab.experiment.load.runner"]
+
+
+def test_every_lab_module_stands_in_a_wing():
+    for module in import_graph():
+        wing(module)
+
+
+def test_no_wing_imports_one_above_it():
+    upward = upward_imports(import_graph())
+    assert not upward, "imports against the wing order (" + " → ".join(WINGS) + "):\n" + "\n".join(upward)
 
 
 def test_no_import_cycle_among_lab_modules():
@@ -89,3 +199,18 @@ def test_no_import_cycle_among_lab_modules():
 def test_only_main_imports_the_command_line():
     importers = sorted(name for name, imported in import_graph().items() if "lab.cli" in imported)
     assert importers == ["lab.__main__"], f"lab.cli parses and dispatches; these call back into it: {importers}"
+
+
+def test_report_never_imports_lab_or_the_benchmarks():
+    found = forbidden_imports(REPORT, "report", ("lab", "bench"))
+    assert not found, "report/ reads run folders only:\n" + "\n".join(found)
+
+
+def test_lab_never_imports_the_benchmarks():
+    found = forbidden_imports(LAB, "lab", ("bench",))
+    assert not found, "bench/ is run by hand, not part of the lab:\n" + "\n".join(found)
+
+
+def test_no_module_is_longer_than_one_job():
+    long = too_long()
+    assert not long, f"over {MAX_LINES} lines (split by job):\n" + "\n".join(long)

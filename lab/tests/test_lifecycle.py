@@ -1,7 +1,8 @@
 """lifecycle.boot: a failed boot is tried once more from scratch, its consoles kept; a second failure is said."""
 import pytest
 
-from lab import lifecycle, machines, paths
+from lab import machines, paths
+from lab.machines import lifecycle, vagrant
 
 
 @pytest.fixture
@@ -12,7 +13,7 @@ def fake_boot(monkeypatch, tmp_path):
     consoles.mkdir()
     for name in machines.NAMES:
         (consoles / f"lab-{name}-serial.log").write_text(f"{name}: watchdog: BUG: soft lockup\n")
-    monkeypatch.setattr(machines, "SERIAL_LOG", str(consoles / "lab-{name}-serial.log"))
+    monkeypatch.setattr(vagrant, "SERIAL_LOG", str(consoles / "lab-{name}-serial.log"))
     monkeypatch.setattr(paths, "LOG_DIR", tmp_path / "log")
 
     def up(timeout):
@@ -20,14 +21,14 @@ def fake_boot(monkeypatch, tmp_path):
         outcome = results.pop(0)
         if outcome is not None:
             raise outcome
-    monkeypatch.setattr(machines, "up", up)
-    monkeypatch.setattr(machines, "destroy", lambda: calls.append(("destroy",)) or True)
+    monkeypatch.setattr(vagrant, "up", up)
+    monkeypatch.setattr(vagrant, "destroy", lambda: calls.append(("destroy",)) or True)
     return calls, results, tmp_path / "log"
 
 
 def test_a_boot_that_fails_once_is_tried_again_from_scratch(fake_boot, capsys):
     calls, results, log = fake_boot
-    results += [machines.MachineError("the machines did not come up (vagrant up exited 1)"), None]
+    results += [vagrant.MachineError("the machines did not come up (vagrant up exited 1)"), None]
     lifecycle.boot(600)
     assert calls == [("up", 600), ("destroy",), ("up", 600)]
     kept = sorted(p.name for p in log.iterdir())
@@ -39,8 +40,8 @@ def test_a_boot_that_fails_once_is_tried_again_from_scratch(fake_boot, capsys):
 
 def test_a_second_failure_is_raised(fake_boot):
     calls, results, _ = fake_boot
-    results += [machines.MachineError("first"), machines.MachineError("second")]
-    with pytest.raises(machines.MachineError, match="second"):
+    results += [vagrant.MachineError("first"), vagrant.MachineError("second")]
+    with pytest.raises(vagrant.MachineError, match="second"):
         lifecycle.boot(600)
     assert calls == [("up", 600), ("destroy",), ("up", 600)]
 

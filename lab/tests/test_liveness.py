@@ -1,13 +1,13 @@
-"""The machines' liveness watch (lab/liveness.py) against real sockets on the loopback: a machine that stops
+"""The machines' liveness watch (lab/experiment/liveness.py) against real sockets on the loopback: a machine that stops
 answering is declared dead after DEAD_AFTER probes, one that answers again is back, and collection does not
-ask a dead machine (lab/collect.py skip)."""
+ask a dead machine (lab/experiment/collect.py skip)."""
 import csv
 import socket
 import time
 
 import pytest
 
-from lab import collect, liveness
+from lab.experiment import collect, liveness
 
 
 @pytest.fixture
@@ -78,13 +78,14 @@ def test_collection_does_not_ask_a_dead_machine(tmp_path, monkeypatch):
 
 def test_a_dead_host_is_probed_again_on_its_own_ssh_port(listener, monkeypatch):
     # real hosts may answer SSH on another port than 22: the last probe before collection asks that port
-    from lab import run
+    from lab.experiment import finish
+    from lab.machines import reach
     port = listener("127.0.0.1")
-    monkeypatch.setattr(run.machines, "wrap", lambda argv: argv)
+    monkeypatch.setattr(reach, "wrap", lambda argv: argv)
     dead = {"tuned": time.time() - 60, "default": time.time() - 60}
     addresses = {"tuned": "127.0.0.1", "default": "127.0.0.1"}
     with socket.socket() as s:             # a port nothing listens on (bound, then let go)
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
-    skipped = run._unreachable(dead, addresses, {"tuned": port, "default": closed})
+    skipped = finish.unreachable(dead, addresses, {"tuned": port, "default": closed})
     assert "tuned" not in skipped and "has not answered since" in skipped["default"]

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import load, paths
-from lab.load import engines
+from lab import paths
+from lab.experiment import load
+from lab.experiment.load import engines
 
 APP_DIR = paths.ROOT / "app"
 APP_JAR = APP_DIR / "camel3" / "target" / "camel-tuning-app-camel3.jar"
@@ -499,7 +500,7 @@ import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)   # even where the parent ignores SIGINT
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from lab import load
+from lab.experiment import load
 profile = load.Profile(users=2, ramp_up_s=1, duration_s=120)
 result = load.run(Path(sys.argv[2]), {"default": sys.argv[3], "tuned": sys.argv[3]}, profile, progress_every_s=1,
                   progress=lambda line: print(line, flush=True))

@@ -8,11 +8,25 @@ import subprocess
 import sys
 import tarfile
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
-from lab import cli, collect, lifecycle, load, paths, reporting, run
+from lab import cli, paths
+from lab.experiment import (
+    check,
+    collect,
+    design,
+    finish,
+    load,
+    record,
+    reporting,
+    run,
+    trial,
+)
+from lab.machines import lifecycle
+from lab.provision import jars, playbook
 
 # --- options and ids -----------------------------------------------------------------------------------
 
@@ -31,8 +45,8 @@ def test_bad_durations(text):
 
 def test_run_id_is_utc_stamp_and_label():
     now = datetime.datetime(2026, 11, 23, 10, 15, 0, tzinfo=datetime.timezone.utc)
-    assert run.new_run_id("quick", now) == "20261123T101500Z-quick"
-    assert run.new_run_id("", now) == "20261123T101500Z"
+    assert record.new_run_id("quick", now) == "20261123T101500Z-quick"
+    assert record.new_run_id("", now) == "20261123T101500Z"
 
 
 @pytest.mark.parametrize("label", ["a b", "../x", "x/y", "-lead", "é", "x" * 41])
@@ -49,9 +63,9 @@ def test_warmup_defaults_to_the_ramp_up_and_is_bounded():
 
 
 def test_knob_diff_names_only_what_differs():
-    diff = run.knob_diff({"default": {"a": 1, "b": None, "c": [1]}, "tuned": {"a": 1, "b": 0, "c": [2]}})
+    diff = record.knob_diff({"default": {"a": 1, "b": None, "c": [1]}, "tuned": {"a": 1, "b": 0, "c": [2]}})
     assert diff == {"b": {"default": None, "tuned": 0}, "c": {"default": [1], "tuned": [2]}}
-    assert run.knob_diff({"default": None, "tuned": {"a": 1}}) == {}
+    assert record.knob_diff({"default": None, "tuned": {"a": 1}}) == {}
 
 
 def test_results_table_is_the_first_markdown_table():
@@ -173,8 +187,16 @@ def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert "not a run folder" in capsys.readouterr().err
 
 
+def _no_jar_build(monkeypatch):
+    """run_trial starts the jar build on a thread of its own: a test that never provisions must not leave one
+    running into the next test (it would call that test's stand-in for ensure_jar)."""
+    done = Future()
+    done.set_result([])
+    monkeypatch.setattr(jars, "jars_beside", lambda overrides, log=print: done)
+
+
 def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatch, tmp_path, capsys):
-    """run.execute brings the lab up and (--down) tears it down through lab.lifecycle, not the command line."""
+    """run.execute brings the lab up and (--down) tears it down through lab.machines.lifecycle, not the command line."""
     calls = []
 
     def not_up(s):
@@ -182,15 +204,16 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
 
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(lifecycle, "ensure_up", not_up)
+    _no_jar_build(monkeypatch)
     monkeypatch.setattr(lifecycle, "down", lambda: calls.append("down"))
-    monkeypatch.setattr(reporting, "python_m", lambda module, *args, **kw: calls.append((module, *args)) or 1)
+    monkeypatch.setattr(reporting, "report_command", lambda module, *args, **kw: calls.append((module, *args)) or 1)
     assert run.execute(run.Options(label="x", down=True), s=None, log=lambda line: None) == 1
     [run_dir] = (tmp_path / "results").iterdir()
     record = json.loads((run_dir / "run.json").read_text())
     assert (record["status"], record["stopped_at"]) == ("failed", "up")
     assert "made with other settings" in record["error"]
     assert "up_s" in record["phases"]          # a phase that failed still says how long it took
-    assert calls == [("report", run_dir), "down"]
+    assert calls == [("run", run_dir), "down"]
     assert "No verdict" in capsys.readouterr().out
 
 
@@ -198,8 +221,7 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
 
 @pytest.fixture
 def fake_provisioning(monkeypatch, tmp_path):
-    """provision.run without Ansible or machines: counts the playbook runs; the stamp in tmp_path."""
-    from lab import provision
+    """playbook.run without Ansible or machines: counts the playbook runs; the stamp in tmp_path."""
     jar = tmp_path / "app.jar"
     jar.write_bytes(b"jar v1")
     calls = []
@@ -211,17 +233,17 @@ def fake_provisioning(monkeypatch, tmp_path):
         def wait(self):
             return 0
 
-    monkeypatch.setattr(provision, "STAMP", tmp_path / "provisioned.json")
-    monkeypatch.setattr(provision, "ensure_jar", lambda stack, log=print: jar)
+    monkeypatch.setattr(playbook, "STAMP", tmp_path / "provisioned.json")
+    monkeypatch.setattr(jars, "ensure_jar", lambda stack, log=print: jar)
     profiler_home = tmp_path / "profiler"
     profiler_home.mkdir()
-    (profiler_home / provision.profiler.LIBRARY).write_bytes(b"agent")
-    monkeypatch.setattr(provision.profiler, "ensure", lambda log=print: profiler_home)
-    monkeypatch.setattr(provision, "_machine_ids", lambda: {"default": "id-d", "tuned": "id-t"})
-    monkeypatch.setattr(provision, "write_inventory", lambda resolved: tmp_path / "inventory.yml")
-    monkeypatch.setattr(provision.paths, "LOG_DIR", tmp_path / "log")
-    monkeypatch.setattr(provision.subprocess, "Popen", lambda *a, **k: calls.append(a) or Done())
-    return provision, calls, jar
+    (profiler_home / playbook.profiler.LIBRARY).write_bytes(b"agent")
+    monkeypatch.setattr(playbook.profiler, "ensure", lambda log=print: profiler_home)
+    monkeypatch.setattr(playbook, "_machine_ids", lambda: {"default": "id-d", "tuned": "id-t"})
+    monkeypatch.setattr(playbook, "write_inventory", lambda resolved: tmp_path / "inventory.yml")
+    monkeypatch.setattr(playbook.paths, "LOG_DIR", tmp_path / "log")
+    monkeypatch.setattr(playbook.subprocess, "Popen", lambda *a, **k: calls.append(a) or Done())
+    return playbook, calls, jar
 
 
 def test_provisioning_takes_the_jars_built_beside_it(fake_provisioning, monkeypatch):
@@ -229,56 +251,54 @@ def test_provisioning_takes_the_jars_built_beside_it(fake_provisioning, monkeypa
     it builds none itself, and their content is what it fingerprints."""
     provision, calls, jar = fake_provisioning
     built = []
-    monkeypatch.setattr(provision, "ensure_jar", lambda stack, log=print: built.append(stack) or jar)
+    monkeypatch.setattr(jars, "ensure_jar", lambda stack, log=print: built.append(stack) or jar)
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
-    beside = provision.jars_beside({})
+    beside = jars.jars_beside({})
     assert beside.result(timeout=30) == [jar] and len(built) == 1
     quiet = dict(log=lambda *a: None, out=io.StringIO())
-    assert provision.run(resolved, {}, force=False, jars=beside, **quiet).roles is None
+    assert playbook.run(resolved, {}, force=False, jars=beside, **quiet).roles is None
     assert len(built) == 1 and len(calls) == 1                                  # no second build
     jar.write_bytes(b"jar v2")
-    assert provision.run(resolved, {}, force=False, jars=provision.jars_beside({}), **quiet).roles is None
+    assert playbook.run(resolved, {}, force=False, jars=jars.jars_beside({}), **quiet).roles is None
 
 
 def test_provisioning_runs_only_what_changed(fake_provisioning):
     provision, calls, jar = fake_provisioning
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
     quiet = dict(log=lambda *a: None, out=io.StringIO())
-    first = provision.run(resolved, {}, force=False, **quiet)                   # first time: everything
+    first = playbook.run(resolved, {}, force=False, **quiet)                   # first time: everything
     assert first.machines == ("default", "tuned") and first.roles is None and first.arguments() == []
-    assert provision.run(resolved, {}, force=False, **quiet) is None            # unchanged: skipped
-    assert provision.run(resolved, {}, force=True, **quiet).roles is None      # ./start.sh provision
+    assert playbook.run(resolved, {}, force=False, **quiet) is None            # unchanged: skipped
+    assert playbook.run(resolved, {}, force=True, **quiet).roles is None      # ./start.sh provision
     threads = {"tuned": {"tomcat_threads_max": 250}}
-    one = provision.run(resolved, threads, force=False, **quiet)                # one Tomcat knob on tuned
+    one = playbook.run(resolved, threads, force=False, **quiet)                # one Tomcat knob on tuned
     assert (one.machines, one.roles) == (("tuned",), ("app",))
     assert calls[-1][0][-5:] == ["--limit", "tuned", "-e", '{"lab_only_roles": ["app"]}', calls[-1][0][-1]]
-    assert provision.run(resolved, threads, force=False, **quiet) is None
-    back = provision.run(resolved, {}, force=False, **quiet)                    # the override dropped: back
+    assert playbook.run(resolved, threads, force=False, **quiet) is None
+    back = playbook.run(resolved, {}, force=False, **quiet)                    # the override dropped: back
     assert (back.machines, back.roles) == (("tuned",), ("app",))
     jar.write_bytes(b"jar v2")                                                  # a new build of the app
-    assert provision.run(resolved, {}, force=False, **quiet).roles is None
+    assert playbook.run(resolved, {}, force=False, **quiet).roles is None
     assert len(calls) == 5
 
 
 def test_the_scope_of_a_change_is_the_roles_that_read_its_knobs():
-    from lab import provision
     stamp = {"base": "b1", "overrides": {"tuned": {"tomcat_threads_max": 50}}}
-    assert provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {}}) is None
-    assert provision.scope(stamp, "b2", {"tuned": {"tomcat_threads_max": 50}}).roles is None    # ansible/ changed
-    assert provision.scope(None, "b1", {}).roles is None
-    httpd = provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {"httpd_max_request_workers": 60}})
+    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {}}) is None
+    assert playbook.scope(stamp, "b2", {"tuned": {"tomcat_threads_max": 50}}).roles is None    # ansible/ changed
+    assert playbook.scope(None, "b1", {}).roles is None
+    httpd = playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {"httpd_max_request_workers": 60}})
     assert (httpd.machines, httpd.roles) == (("default",), ("httpd",)) and "httpd_max_request_workers" in httpd.why
-    both = provision.scope(stamp, "b1", {"default": {"tomcat_threads_max": 50}})    # moved from tuned to default
+    both = playbook.scope(stamp, "b1", {"default": {"tomcat_threads_max": 50}})    # moved from tuned to default
     assert (both.machines, both.roles) == (("default", "tuned"), ("app",))
-    assert provision.scope(stamp, "b1", {"tuned": {"base_timezone": "UTC", "tomcat_threads_max": 50}}).roles == ("base",)
-    assert provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "mock_latency": "0"}}).roles == \
+    assert playbook.scope(stamp, "b1", {"tuned": {"base_timezone": "UTC", "tomcat_threads_max": 50}}).roles == ("base",)
+    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "mock_latency": "0"}}).roles == \
         ("mock_service",)
     # a knob another role reaches through a shared variable: the AJP port is HTTPD's proxy target too
-    assert provision.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == ("app", "httpd")
+    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == ("app", "httpd")
 
 
 def test_a_role_depends_on_the_knobs_inside_the_variables_it_reads(tmp_path, monkeypatch):
-    from lab import provision
     ansible = tmp_path / "ansible"
     for role, task in (("one", "msg: '{{ lab_made_of_knobs }}'"), ("two", "msg: '{{ two_own }}'")):
         (ansible / "roles" / role / "tasks").mkdir(parents=True)
@@ -289,8 +309,8 @@ def test_a_role_depends_on_the_knobs_inside_the_variables_it_reads(tmp_path, mon
     (ansible / "group_vars" / "all" / "lab.yml").write_text("lab_made_of_knobs: \"{{ tomcat_threads_max }}\"\n")
     (ansible / "site.yml").write_text("- name: Provision the lab machines\n  hosts: all\n  roles:\n"
                                       "    - {role: one, when: x}\n    - two\n")
-    monkeypatch.setattr(provision, "ANSIBLE_DIR", ansible)
-    readers = provision.knob_readers()
+    monkeypatch.setattr(playbook, "ANSIBLE_DIR", ansible)
+    readers = playbook.knob_readers()
     assert "tomcat_threads_max" in readers["one"] and "tomcat_threads_max" not in readers["two"]
     assert "httpd_timeout_s" in readers["two"] and "httpd_timeout_s" not in readers["one"]
 
@@ -299,8 +319,8 @@ def test_only_the_full_run_leaves_the_app_for_its_equal_start(fake_provisioning)
     provision, calls, _ = fake_provisioning
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
     quiet = dict(log=lambda *a: None, out=io.StringIO())
-    provision.run(resolved, {}, **quiet)                                      # ./start.sh provision
-    provision.run(resolved, {}, start_services=False, **quiet)                # the full run
+    playbook.run(resolved, {}, **quiet)                                      # ./start.sh provision
+    playbook.run(resolved, {}, start_services=False, **quiet)                # the full run
     started, deferred = (" ".join(c[0]) for c in calls)
     assert "lab_start_services" not in started
     assert '-e {"lab_start_services": false}' in deferred
@@ -310,13 +330,14 @@ def test_the_full_run_provisions_without_starting_the_app(monkeypatch, tmp_path)
     # the run restarts every service together right after provisioning: a start in Ansible too is one more
     # JVM start (~4 min under TCG) thrown away
     asked = {}
-    monkeypatch.setattr(run.provision, "run", lambda *a, **k: asked.update(k) or (_ for _ in ()).throw(
+    monkeypatch.setattr(trial.playbook, "run", lambda *a, **k: asked.update(k) or (_ for _ in ()).throw(
         RuntimeError("stop here")))
-    monkeypatch.setattr(run.lifecycle, "ensure_up", lambda s: {"machines": {"default": "a", "tuned": "b"}})
-    monkeypatch.setattr(run, "_finish", lambda *a, **k: None)
-    monkeypatch.setattr(run.paths, "RESULTS", tmp_path)
+    monkeypatch.setattr(trial.lifecycle, "ensure_up", lambda s: {"machines": {"default": "a", "tuned": "b"}})
+    _no_jar_build(monkeypatch)
+    monkeypatch.setattr(trial.finish, "finish", lambda *a, **k: None)
+    monkeypatch.setattr(trial.paths, "RESULTS", tmp_path)
     opts = run.Options()
-    code, _ = run.run_trial(opts, opts.trials()[0], None, "", log=lambda *a: None)
+    code, _ = trial.run_trial(opts, opts.trials()[0], None, "", log=lambda *a: None)
     assert code == 1 and asked.get("start_services") is False
 
 
@@ -326,14 +347,14 @@ def test_fingerprint_follows_ansible_files_and_machine_identity(fake_provisionin
     (ansible / "roles" / "app").mkdir(parents=True)
     (ansible / "tests").mkdir()
     (ansible / "roles" / "app" / "main.yml").write_text("a: 1\n")
-    monkeypatch.setattr(provision, "ANSIBLE_DIR", ansible)
+    monkeypatch.setattr(playbook, "ANSIBLE_DIR", ansible)
     ids = {"default": "id-d", "tuned": "id-t"}
-    first = provision.fingerprint({}, {}, [jar], ids)
+    first = playbook.fingerprint({}, {}, [jar], ids)
     (ansible / "tests" / "test_x.py").write_text("changed\n")
-    assert provision.fingerprint({}, {}, [jar], ids) == first, "tests do not reach the machines"
-    assert provision.fingerprint({}, {}, [jar], {**ids, "tuned": "re-created"}) != first
+    assert playbook.fingerprint({}, {}, [jar], ids) == first, "tests do not reach the machines"
+    assert playbook.fingerprint({}, {}, [jar], {**ids, "tuned": "re-created"}) != first
     (ansible / "roles" / "app" / "main.yml").write_text("a: 2\n")
-    assert provision.fingerprint({}, {}, [jar], ids) != first
+    assert playbook.fingerprint({}, {}, [jar], ids) != first
 
 
 def test_a_failed_provisioning_is_not_remembered(fake_provisioning, monkeypatch):
@@ -346,18 +367,17 @@ def test_a_failed_provisioning_is_not_remembered(fake_provisioning, monkeypatch)
         def wait(self):
             return 2
 
-    monkeypatch.setattr(provision.subprocess, "Popen", lambda *a, **k: Failed())
-    with pytest.raises(provision.ProvisionError):
-        provision.run({}, {}, force=False, log=lambda *a: None, out=io.StringIO())
-    assert not provision.STAMP.exists()
+    monkeypatch.setattr(playbook.subprocess, "Popen", lambda *a, **k: Failed())
+    with pytest.raises(playbook.ProvisionError):
+        playbook.run({}, {}, force=False, log=lambda *a: None, out=io.StringIO())
+    assert not playbook.STAMP.exists()
 
 
 def test_the_labs_ansible_keeps_one_python_per_machine(tmp_path):
-    """provision.ansible_env() selects Mitogen's strategy (a no-change provisioning went from 18 to 3.5 min
+    """playbook.ansible_env() selects Mitogen's strategy (a no-change provisioning went from 18 to 3.5 min
     under TCG): two tasks' commands share one parent, where plain Ansible starts a Python per task."""
-    from lab import provision
-    playbook = tmp_path / "ppid.yml"
-    playbook.write_text("""
+    ppid_play = tmp_path / "ppid.yml"
+    ppid_play.write_text("""
 - hosts: all
   gather_facts: false
   tasks:
@@ -365,8 +385,8 @@ def test_the_labs_ansible_keeps_one_python_per_machine(tmp_path):
     - {ansible.builtin.command: "sh -c 'echo $PPID'", register: second, changed_when: false}
     - ansible.builtin.debug: {msg: "parents {{ first.stdout }} {{ second.stdout }}"}
 """)
-    command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)]
-    done = subprocess.run(command, env=provision.ansible_env(), capture_output=True, text=True, timeout=300)
+    command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(ppid_play)]
+    done = subprocess.run(command, env=playbook.ansible_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     first, second = re.search(r"parents (\d+) (\d+)", done.stdout).groups()
     assert first == second, f"each task ran in its own Python ({first}, {second}): Mitogen is not in use"
@@ -399,12 +419,12 @@ def test_an_interrupted_provisioning_stops_ansible(fake_provisioning, monkeypatc
         def wait(self, timeout=None):
             return -15
 
-    monkeypatch.setattr(provision.subprocess, "Popen", lambda *a, **k: Interrupted())
+    monkeypatch.setattr(playbook.subprocess, "Popen", lambda *a, **k: Interrupted())
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
     with pytest.raises(KeyboardInterrupt):
-        provision.run(resolved, {}, log=lambda *a: None, out=io.StringIO())
+        playbook.run(resolved, {}, log=lambda *a: None, out=io.StringIO())
     assert Interrupted.terminated, "Ansible left running after Ctrl-C"
-    assert not provision.STAMP.exists()
+    assert not playbook.STAMP.exists()
 
 
 def test_profile_is_the_profiler_knob_on_for_both_configurations():
@@ -422,16 +442,15 @@ def test_profile_is_the_profiler_knob_on_for_both_configurations():
 
 @pytest.fixture
 def finishing(monkeypatch, tmp_path):
-    """run._finish on an empty run folder whose load ended; the steps after it replaced by `steps`:
+    """finish.finish on an empty run folder whose load ended; the steps after it replaced by `steps`:
     {"collect" | "dashboards" | "report": what it does (None, or an exception to raise)}. Returns
     (finish(), the calls made, run.json as read afterwards)."""
-    from lab import trial
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     for side in ("default", "tuned"):
         (run_dir / side).mkdir()
         (run_dir / side / "jmeter.jtl").write_text("timeStamp,elapsed\n")
-    record = run.Record(run_dir, {"run_id": "r", "status": "running", "phase": "load", "stopped_at": None})
+    rec = record.Record(run_dir, {"run_id": "r", "status": "running", "phase": "load", "stopped_at": None})
     calls, effects = [], {}
 
     def doing(name):
@@ -439,19 +458,19 @@ def finishing(monkeypatch, tmp_path):
             calls.append(name)
             if effects.get(name):
                 raise effects[name]
-            return {} if name == "collect" else 0      # pull: {machine: problem}; python_m: exit status
+            return {} if name == "collect" else 0      # pull: {machine: problem}; report_command: exit status
         return act
 
     monkeypatch.setattr(collect, "pull", doing("collect"))
     monkeypatch.setattr(load, "dashboards", doing("dashboards"))
-    monkeypatch.setattr(reporting, "python_m", doing("report"))
+    monkeypatch.setattr(reporting, "report_command", doing("report"))
     monkeypatch.setattr(reporting, "print_outcome", lambda run_dir: None)
 
-    def finish(**steps_effects):
+    def finish_with(**steps_effects):
         effects.update(steps_effects)
-        run._finish(trial.plan()[0], record, run_dir, "r", marked_at=1.0, log=lambda line: None)
+        finish.finish(design.plan()[0], rec, run_dir, "r", marked_at=1.0, log=lambda line: None)
         return calls, json.loads((run_dir / "run.json").read_text())
-    return finish
+    return finish_with
 
 
 def test_ctrl_c_during_collection_still_writes_the_report(finishing):
@@ -483,16 +502,15 @@ def test_a_clean_finish_records_no_errors(finishing):
 
 
 def test_tls_loads_through_the_https_front_and_is_recorded():
-    from lab import trial
     opts = cli.run_options(cli.parser().parse_args(["--tls", "--users", "5"]))
     assert opts.scheme == "https"
-    assert trial.plan()[0].targets({"default": "192.168.56.11", "tuned": "192.168.56.12"}, opts.scheme) == \
+    assert design.plan()[0].targets({"default": "192.168.56.11", "tuned": "192.168.56.12"}, opts.scheme) == \
         {"default": "https://192.168.56.11", "tuned": "https://192.168.56.12"}
-    assert run._load_record(opts)["scheme"] == "https"
-    props = load.target_properties(trial.plan()[0].targets({"default": "10.0.0.1", "tuned": "10.0.0.2"}, "https"))
+    assert record.load_record(opts)["scheme"] == "https"
+    props = load.target_properties(design.plan()[0].targets({"default": "10.0.0.1", "tuned": "10.0.0.2"}, "https"))
     assert (props["tuned_scheme"], props["tuned_port"], props["default_host"]) == ("https", "443", "10.0.0.1")
     plain = cli.run_options(cli.parser().parse_args([]))
-    assert plain.scheme == "http" and run._load_record(plain)["scheme"] == "http"
+    assert plain.scheme == "http" and record.load_record(plain)["scheme"] == "http"
 
 
 def test_sigterm_and_an_inherited_ignored_sigint_stop_the_lab_like_ctrl_c():
@@ -513,16 +531,15 @@ def test_sigterm_and_an_inherited_ignored_sigint_stop_the_lab_like_ctrl_c():
 
 def test_a_run_stopped_before_the_load_keeps_the_machines_serial_consoles(monkeypatch, tmp_path):
     """Nothing to collect over SSH (no archive was started), but the host's copy of each console is there."""
-    from lab import collect, reporting, trial
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    record = run.Record(run_dir, {"run_id": "r", "status": "interrupted", "phase": "provision", "stopped_at": "provision"})
+    rec = record.Record(run_dir, {"run_id": "r", "status": "interrupted", "phase": "provision", "stopped_at": "provision"})
     copied = []
     monkeypatch.setattr(collect, "pull", lambda *a, **k: pytest.fail("nothing was marked: no collection"))
     monkeypatch.setattr(collect, "copy_serial_console", lambda vm, target: copied.append((vm, target.name)) or True)
-    monkeypatch.setattr(reporting, "python_m", lambda *a, **k: 0)
+    monkeypatch.setattr(reporting, "report_command", lambda *a, **k: 0)
     monkeypatch.setattr(reporting, "print_outcome", lambda run_dir: None)
-    run._finish(trial.plan()[0], record, run_dir, "r", marked_at=None, log=lambda line: None)
+    finish.finish(design.plan()[0], rec, run_dir, "r", marked_at=None, log=lambda line: None)
     assert sorted(copied) == [("default", "default"), ("tuned", "tuned")]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
 
@@ -541,10 +558,10 @@ def test_a_machine_that_does_not_answer_is_diagnosed(monkeypatch):
         if "192.168.56.12" in " ".join(cmd):
             raise error(f"{what}: python exited 1\n  timed out")
         return subprocess.CompletedProcess(cmd, 0, "200 3.5\n", "")
-    monkeypatch.setattr(run.shell, "run", probe)
+    monkeypatch.setattr(check.shell, "run", probe)
     said = []
-    with pytest.raises(run.RunError) as failed:
-        run.check_answers({"default": "http://192.168.56.11", "tuned": "http://192.168.56.12"}, said.append,
+    with pytest.raises(check.RunError) as failed:
+        check.check_answers({"default": "http://192.168.56.11", "tuned": "http://192.168.56.12"}, said.append,
                           diagnose=lambda name: f"{name}: camel-app: failed\nError: Could not find main class")
     assert "tuned does not answer http://192.168.56.12/api/customers/1" in str(failed.value)
     assert "tuned: camel-app: failed\n  Error: Could not find main class" in str(failed.value)

@@ -1,7 +1,7 @@
 """Machine settings: defaults, environment overrides, and a clear error naming each bad value."""
 import pytest
 
-from lab import settings
+from lab.machines import settings
 
 DEFAULTS = settings.load(environ={})
 

@@ -1,11 +1,12 @@
 """Sweeps and ablations: the plan (values, products, cap, estimate), what each trial runs, and a sweep that is
 interrupted keeps and reports its finished trials (stand-in trials: no machine)."""
 import json
-from pathlib import Path
 
 import pytest
 
-from lab import paths, provision, run, sweep
+from lab import paths
+from lab.experiment import record, run, sweep
+from lab.provision import knobs
 
 
 def test_one_axis_is_one_trial_per_value():
@@ -52,7 +53,7 @@ def test_the_estimate_counts_every_trials_load_and_overheads():
 
 def test_ablation_reverts_one_tier_at_a_time_to_the_catalog():
     plan = sweep.ablation_plan("tuned")
-    catalog = provision.catalog()
+    catalog = knobs.defaults()
     assert plan.points[0].label == "full" and plan.points[0].values == {}
     tiers = [p.tier for p in plan.points[1:]]
     assert {"httpd", "tomcat", "jvm", "logback", "base"} <= set(tiers)
@@ -73,12 +74,12 @@ def test_a_trial_runs_the_sweeps_options_plus_its_values():
 
 
 class StandInRun:
-    """lab.run's interface for sweep.execute, without machines: each trial writes a run folder with a verdict."""
+    """lab.experiment.run's interface for sweep.execute, without machines: each trial writes a run folder with a verdict."""
     def __init__(self, results, interrupt_at=None):
         self.results, self.interrupt_at, self.ran = results, interrupt_at, []
 
-    new_run_id = staticmethod(run.new_run_id)
-    _utc_now = staticmethod(run._utc_now)
+    new_run_id = staticmethod(record.new_run_id)
+    _utc_now = staticmethod(record.utc_now)
 
     def run_trial(self, opts, t, s, label, log):
         if len(self.ran) + 1 == self.interrupt_at:

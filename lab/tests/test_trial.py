@@ -2,11 +2,12 @@
 machine run another configuration, and where its files land in the run folder."""
 import pytest
 
-from lab import knob_sets, provision, services, trial
+from lab.experiment import design, services
+from lab.provision import knob_sets, knobs
 
 
 def test_one_trial_is_an_ab_run_on_the_namesake_machines():
-    [t] = trial.plan()
+    [t] = design.plan()
     assert t.kind == "ab" and not t.swapped
     assert t.overrides({}) == {"default": {}, "tuned": {}}
     assert t.targets({"default": "10.0.0.1", "tuned": "10.0.0.2"}) == {"default": "http://10.0.0.1",
@@ -15,7 +16,7 @@ def test_one_trial_is_an_ab_run_on_the_namesake_machines():
 
 
 def test_repeats_alternate_the_machines_from_the_second_trial_on():
-    trials = trial.plan(repeat=4, series="S")
+    trials = design.plan(repeat=4, series="S")
     assert [t.swapped for t in trials] == [False, True, False, True]
     assert [(t.number, t.of, t.series) for t in trials] == [(k, 4, "S") for k in range(1, 5)]
     swapped = trials[1]
@@ -25,43 +26,43 @@ def test_repeats_alternate_the_machines_from_the_second_trial_on():
 
 
 def test_a_swap_gives_each_machine_the_other_configuration_exactly():
-    tuned = trial.config_knobs("tuned")
-    default = trial.config_knobs("default")
+    tuned = design.config_knobs("tuned")
+    default = design.config_knobs("default")
     differing = {k for k in tuned if tuned[k] != default[k]}
     assert differing, "host_vars/tuned.yml changes nothing?"
-    over = trial.plan(repeat=2)[1].overrides({})
+    over = design.plan(repeat=2)[1].overrides({})
     assert set(over["default"]) == differing and set(over["tuned"]) == differing
     assert all(over["default"][k] == tuned[k] for k in differing)      # machine default runs tuned's set
     assert all(over["tuned"][k] == default[k] for k in differing)      # and machine tuned the catalog's
 
 
 def test_set_values_follow_their_configuration_across_the_swap():
-    sets = provision.parse_overrides(["tuned:tomcat_threads_max=222", "jvm_heap_max_mb=200"])
-    straight, swapped = trial.plan(repeat=2)
+    sets = knobs.parse_overrides(["tuned:tomcat_threads_max=222", "jvm_heap_max_mb=200"])
+    straight, swapped = design.plan(repeat=2)
     assert straight.overrides(sets)["tuned"]["tomcat_threads_max"] == 222
     assert swapped.overrides(sets)["default"]["tomcat_threads_max"] == 222
-    assert swapped.overrides(sets)["tuned"]["tomcat_threads_max"] == trial.config_knobs("default")["tomcat_threads_max"]
+    assert swapped.overrides(sets)["tuned"]["tomcat_threads_max"] == design.config_knobs("default")["tomcat_threads_max"]
     assert all(o["jvm_heap_max_mb"] == 200 for o in swapped.overrides(sets).values())
 
 
 @pytest.mark.parametrize("config", ["default", "tuned"])
 def test_aa_gives_both_machines_one_configuration(config):
-    [t] = trial.plan(aa=config)
+    [t] = design.plan(aa=config)
     assert t.kind == "aa" and t.configurations == {"default": config, "tuned": config}
     over = t.overrides({})
-    knobs = {vm: {**trial.config_knobs(vm), **over[vm]} for vm in ("default", "tuned")}
-    assert knobs["default"] == knobs["tuned"] == trial.config_knobs(config)
+    knobs = {vm: {**design.config_knobs(vm), **over[vm]} for vm in ("default", "tuned")}
+    assert knobs["default"] == knobs["tuned"] == design.config_knobs(config)
 
 
 def test_aa_repeats_are_not_swapped():
-    assert [t.swapped for t in trial.plan(repeat=3, aa="default")] == [False, False, False]
+    assert [t.swapped for t in design.plan(repeat=3, aa="default")] == [False, False, False]
 
 
 def test_bad_designs_are_refused():
     with pytest.raises(ValueError, match="--repeat"):
-        trial.plan(repeat=0)
+        design.plan(repeat=0)
     with pytest.raises(ValueError, match="--aa"):
-        trial.plan(aa="fast")
+        design.plan(aa="fast")
 
 
 def test_service_start_times_are_read_from_systemctl_show():
@@ -75,41 +76,41 @@ def test_service_start_times_are_read_from_systemctl_show():
 # --- named knob sets (ansible/knob_sets/) -----------------------------------------------------------------------
 
 def test_a_knob_set_on_the_tuned_side_gives_that_machine_the_set_exactly():
-    [t] = trial.plan(chosen={"tuned": "article-2018"})
+    [t] = design.plan(chosen={"tuned": "article-2018"})
     assert t.configurations == {"default": "default", "tuned": "article-2018"} and t.kind == "ab"
     over = t.overrides({})
     assert over["default"] == {}
-    resolved = {**trial.config_knobs("tuned"), **over["tuned"]}
-    assert resolved == trial.config_knobs("article-2018")
+    resolved = {**design.config_knobs("tuned"), **over["tuned"]}
+    assert resolved == design.config_knobs("article-2018")
     assert resolved["tomcat_threads_min_spare"] == 300 and resolved["jvm_heap_max_mb"] == 384
     assert t.record()["configurations"]["tuned"] == "article-2018"       # run.json names the set
 
 
 def test_a_knob_set_follows_its_side_across_the_swap():
-    straight, swapped = trial.plan(repeat=2, chosen={"tuned": "article-2018"})
+    straight, swapped = design.plan(repeat=2, chosen={"tuned": "article-2018"})
     assert swapped.machines == {"default": "tuned", "tuned": "default"}
     over = swapped.overrides({})
-    assert {**trial.config_knobs("default"), **over["default"]} == trial.config_knobs("article-2018")
-    assert {**trial.config_knobs("tuned"), **over["tuned"]} == trial.config_knobs("default")
+    assert {**design.config_knobs("default"), **over["default"]} == design.config_knobs("article-2018")
+    assert {**design.config_knobs("tuned"), **over["tuned"]} == design.config_knobs("default")
 
 
 def test_set_values_name_the_knob_set_a_side_runs():
-    sets = provision.parse_overrides(["article-2018:tomcat_threads_max=280", "jvm_gc=serial"],
+    sets = knobs.parse_overrides(["article-2018:tomcat_threads_max=280", "jvm_gc=serial"],
                                      ["article-2018", "default"], prefixes=knob_sets.names(), what="knob set")
-    [t] = trial.plan(chosen={"tuned": "article-2018"})
+    [t] = design.plan(chosen={"tuned": "article-2018"})
     over = t.overrides(sets)
     assert over["tuned"]["tomcat_threads_max"] == 280 and over["tuned"]["jvm_gc"] == "serial"
     assert over["default"] == {"jvm_gc": "serial"}
     with pytest.raises(ValueError, match="no machine runs the tuned configuration"):
-        t.overrides(provision.parse_overrides(["tuned:tomcat_threads_max=5"], ["article-2018", "default"],
+        t.overrides(knobs.parse_overrides(["tuned:tomcat_threads_max=5"], ["article-2018", "default"],
                                               prefixes=knob_sets.names(), what="knob set"))
 
 
 def test_an_aa_run_of_a_named_set():
-    [t] = trial.plan(aa="article-2018")
+    [t] = design.plan(aa="article-2018")
     over = t.overrides({})
     for vm in ("default", "tuned"):
-        assert {**trial.config_knobs(vm), **over[vm]} == trial.config_knobs("article-2018")
+        assert {**design.config_knobs(vm), **over[vm]} == design.config_knobs("article-2018")
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -121,7 +122,7 @@ def test_an_aa_run_of_a_named_set():
 ])
 def test_bad_knob_set_choices_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        trial.plan(**kwargs)
+        design.plan(**kwargs)
 
 
 def test_knob_sets_are_listed_and_checked(tmp_path, monkeypatch):
@@ -136,7 +137,7 @@ def test_knob_sets_are_listed_and_checked(tmp_path, monkeypatch):
     (tmp_path / "typo.yml").write_text("tomcat_thread_max: 3\n")
     (tmp_path / "list.yml").write_text("- a\n")
     with pytest.raises(ValueError, match="typo.yml sets knobs the catalog does not have: tomcat_thread_max"):
-        knob_sets.values("typo", provision.catalog())
+        knob_sets.values("typo", knobs.defaults())
     with pytest.raises(ValueError, match="list.yml: must be a mapping"):
         knob_sets.values("list")
 
@@ -161,6 +162,6 @@ def test_diagnose_names_each_units_state_and_the_journal_of_the_stopped_ones(mon
         command = command.replace(str(services.paths.GUEST_MANIFEST), str(tmp_path / "manifest.json"))
         return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout,
                               env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
-    monkeypatch.setattr(services.machines, "ssh", ssh)
+    monkeypatch.setattr(services.reach, "ssh", ssh)
     assert services.diagnose("tuned").splitlines() == [
         "mock-service: active", "camel-app: failed", "journal of camel-app: Error: Could not find or load main class"]

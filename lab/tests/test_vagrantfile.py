@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import machines, settings
+from lab.machines import settings, vagrant
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_vagrant = pytest.mark.skipif(shutil.which("vagrant") is None and os.environ.get("CI") != "true",
@@ -30,7 +30,7 @@ def validate(tmp_path, provider, resolved=None, extra_path=None):
 @needs_vagrant
 def test_validates_for_libvirt_with_defaults_and_with_resolved_settings(tmp_path):
     assert validate(tmp_path, "libvirt").returncode == 0
-    resolved = machines.resolve(settings.load(environ={}), detect=lambda requested: ("tcg", "test"))
+    resolved = vagrant.resolve(settings.load(environ={}), detect=lambda requested: ("tcg", "test"))
     resolved["cpusets"] = {"default": "0", "tuned": "1"}
     result = validate(tmp_path, "libvirt", resolved)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -50,16 +50,16 @@ def test_validates_for_virtualbox(tmp_path):
 
 
 def test_the_serial_console_is_where_the_lab_collects_it():
-    """lab/collect.py copies each guest's console from machines.SERIAL_LOG; the Vagrantfile writes it there."""
+    """lab/experiment/collect.py copies each guest's console from vagrant.SERIAL_LOG; the Vagrantfile writes it there."""
     text = (ROOT / "Vagrantfile").read_text()
-    assert f':path => "{machines.SERIAL_LOG.replace("{name}", "#{name}")}"' in text
+    assert f':path => "{vagrant.SERIAL_LOG.replace("{name}", "#{name}")}"' in text
 
 
 def test_the_fw_cfg_entries_are_those_the_box_reads():
     """The Vagrantfile hands each machine its name and private address as QEMU fw_cfg entries; the box's
     lab-identity script reads the same entries, and Vagrant leaves the private network to it."""
     text = (ROOT / "Vagrantfile").read_text()
-    script = (ROOT / "lab" / "box" / "files" / "usr" / "local" / "sbin" / "lab-identity").read_text()
+    script = (ROOT / "lab" / "machines" / "box" / "files" / "usr" / "local" / "sbin" / "lab-identity").read_text()
     handed = set(re.findall(r"name=opt/camel-lab/(\w+),string=", text))
     assert re.search(r"^fw=/sys/firmware/qemu_fw_cfg/by_name/opt/camel-lab$", script, re.M)
     read = set(re.findall(r'"\$fw/(\w+)/raw"', script))

@@ -30,12 +30,32 @@ load itself), dashboard (JMeter's HTML dashboards).
 Files in the run folder: <machine>/jmeter.jtl, jmeter.log (JMeter's log), jmeter.out (its console),
 jmeter-dashboard/<machine>/ and jmeter-dashboard/<machine>.log.
 """
-from lab.load.dashboard import dashboards
-from lab.load.jmeter import (HOME, JVM_OPTIONS, LAB_PROPERTIES, PLAN, POM, STAMP_NAME, LoadError, ensure_jmeter,
-                             jmeter_command, jmeter_version, pom_hash)
-from lab.load.jtl import JTL_COLUMNS, JtlTail, read_jtl, split_records
-from lab.load.profile import LABELS, LOADS, MACHINES, MIX_KEYS, STEPS_WARMUP_S, Profile, named, target_properties
-from lab.load.runner import LoadResult, run
+from lab.experiment.load.dashboard import dashboards
+from lab.experiment.load.jmeter import (
+                             HOME,
+                             JVM_OPTIONS,
+                             LAB_PROPERTIES,
+                             PLAN,
+                             POM,
+                             STAMP_NAME,
+                             LoadError,
+                             ensure_jmeter,
+                             jmeter_command,
+                             jmeter_version,
+                             pom_hash,
+)
+from lab.experiment.load.jtl import JTL_COLUMNS, JtlTail, read_jtl, split_records
+from lab.experiment.load.profile import (
+                             LABELS,
+                             LOADS,
+                             MACHINES,
+                             MIX_KEYS,
+                             STEPS_WARMUP_S,
+                             Profile,
+                             named,
+                             target_properties,
+)
+from lab.experiment.load.runner import LoadResult, run
 
 __all__ = ["HOME", "JTL_COLUMNS", "JVM_OPTIONS", "LABELS", "LAB_PROPERTIES", "LOADS", "MACHINES", "MIX_KEYS", "PLAN",
            "POM", "STAMP_NAME", "STEPS_WARMUP_S", "JtlTail", "LoadError", "LoadResult", "Profile", "dashboards", "ensure_jmeter",

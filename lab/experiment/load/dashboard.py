@@ -6,8 +6,14 @@ import subprocess
 from pathlib import Path
 
 from lab import shell
-from lab.load.jmeter import LAB_PROPERTIES, LoadError, Progress, ensure_jmeter, jmeter_command
-from lab.load.profile import MACHINES
+from lab.experiment.load.jmeter import (
+    LAB_PROPERTIES,
+    LoadError,
+    Progress,
+    ensure_jmeter,
+    jmeter_command,
+)
+from lab.experiment.load.profile import MACHINES
 
 
 def dashboards(run_dir: Path, machines: tuple[str, ...] = MACHINES, progress: Progress = print,

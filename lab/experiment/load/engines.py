@@ -26,8 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lab import machines
-from lab.load.jmeter import HOME, JVM_OPTIONS, LAUNCHER, LoadError, ensure_jmeter, pom_hash
+from lab.experiment.load.jmeter import (
+    HOME,
+    JVM_OPTIONS,
+    LAUNCHER,
+    LoadError,
+    ensure_jmeter,
+    pom_hash,
+)
+from lab.machines import reach
 
 WORK = "/tmp/camel-lab-engines"            # on every generator and here: <run_id>/ keystore, properties, logs
 JMETER_ON_GENERATOR = "/var/tmp/camel-lab-jmeter"   # <pom hash>/: the controller's JMeter home, copied once
@@ -62,8 +69,8 @@ class Remote:
 
     @classmethod
     def ssh(cls, name: str) -> "Remote":
-        """A generator the lab reaches as it reaches the machines (machines.ssh_command: the hosts' ssh_config)."""
-        return cls(lambda script: machines.ssh_command(name, "bash -c " + shlex.quote(script)))
+        """A generator the lab reaches as it reaches the machines (reach.ssh_command: the hosts' ssh_config)."""
+        return cls(lambda script: reach.ssh_command(name, "bash -c " + shlex.quote(script)))
 
     @classmethod
     def local(cls) -> "Remote":
@@ -142,7 +149,7 @@ class Engines:
             raise EngineError(f"keytool could not make the run's RMI keystore: {done.stderr.strip()[-300:]}")
         keystore.chmod(0o600)
         self.properties_file.write_text(
-            "# JMeter's RMI over TLS for this run only (lab/load/engines.py); removed at its end\n"
+            "# JMeter's RMI over TLS for this run only (lab/experiment/load/engines.py); removed at its end\n"
             f"server.rmi.ssl.keystore.file={keystore}\nserver.rmi.ssl.keystore.password={password}\n"
             f"server.rmi.ssl.keystore.alias={KEY_ALIAS}\nserver.rmi.ssl.truststore.file={keystore}\n"
             f"server.rmi.ssl.truststore.password={password}\nserver.rmi.ssl.disable=false\n")

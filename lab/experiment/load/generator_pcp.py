@@ -18,8 +18,8 @@ import tarfile
 from pathlib import Path
 from typing import Callable
 
-from lab import collect
-from lab.load.engines import WORK, Engine, Remote
+from lab.experiment import collect
+from lab.experiment.load.engines import WORK, Engine, Remote
 
 INTERVAL_S = 2
 METRICS = ("kernel.all.cpu.idle", "kernel.all.cpu.user", "kernel.all.cpu.sys", "hinv.ncpu", "kernel.all.load",

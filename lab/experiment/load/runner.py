@@ -16,9 +16,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from lab.load.jmeter import LAB_PROPERTIES, PLAN, LoadError, Progress, ensure_jmeter, jmeter_command, jmeter_version
-from lab.load.jtl import JTL_COLUMNS, JtlTail
-from lab.load.profile import MACHINES, Profile, target_properties
+from lab.experiment.load.jmeter import (
+    LAB_PROPERTIES,
+    PLAN,
+    LoadError,
+    Progress,
+    ensure_jmeter,
+    jmeter_command,
+    jmeter_version,
+)
+from lab.experiment.load.jtl import JTL_COLUMNS, JtlTail
+from lab.experiment.load.profile import MACHINES, Profile, target_properties
 
 PROGRESS_EVERY_S = 5.0
 STOP_GRACE_S = 15.0     # after "StopTestNow" and after SIGTERM, before the next step
@@ -128,9 +136,9 @@ _UDP_SEND = "import socket,sys; socket.socket(socket.AF_INET,socket.SOCK_DGRAM).
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
         progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
         beside=None, engines=None) -> LoadResult:
-    """Runs the plan against targets (machine → "http://host[:port]"); see lab/load/__init__.py. beside: what
-    watches beside the load (lab/instruments.py), told JMeter's pid once it is launched. engines: JMeter's
-    remote engines (lab/load/engines.py Engines, started), which then run the plan, each with its share of
+    """Runs the plan against targets (machine → "http://host[:port]"); see lab/experiment/load/__init__.py. beside: what
+    watches beside the load (lab/experiment/instruments.py), told JMeter's pid once it is launched. engines: JMeter's
+    remote engines (lab/experiment/load/engines.py Engines, started), which then run the plan, each with its share of
     `profile` (Profile.per_engine); this JMeter is their controller and writes the JTLs."""
     properties = target_properties(targets)
     run_dir = Path(run_dir).resolve()
