@@ -5,16 +5,17 @@
 #   ./test.sh              all stages
 #   ./test.sh mock lab     only these stages
 #
-# Stages: mock (mock-service pytest), app (Maven verify of both stacks), lab (host plumbing unit tests
-# and Vagrantfile validation), ansible (lint, knob validation and template renders, no VM), report
-# (report/ pytest on a recorded run folder), e2e (real machines: up, provision, a short run checked,
-# checks, down). Outside CI, e2e skips loudly where no machine can be brought up; under CI=true it always runs.
+# Stages: lint (ruff over every Python folder, as ruff.toml says), mock (mock-service pytest), app (Maven
+# verify of both stacks), lab (host plumbing unit tests, Vagrantfile validation, the layout rules, the
+# benchmarks' plans), ansible (lint, knob validation and template renders, no VM), report (report/ pytest on a
+# recorded run folder), e2e (real machines: up, provision, a short run checked, checks, down). Outside CI, e2e
+# skips loudly where no machine can be brought up; under CI=true it always runs.
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 
-ALL_STAGES=(mock app lab ansible report e2e)
+ALL_STAGES=(lint mock app lab ansible report e2e)
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=("${ALL_STAGES[@]}")
 for s in "${stages[@]}"; do
@@ -26,9 +27,10 @@ done
 
 . "$here/lab/sh/venv.sh"
 
+stage_lint() { .venv/bin/ruff check --no-cache; }
 stage_mock() { .venv/bin/python -m pytest -q mock-service/tests; }
 stage_app()  { (cd app && ./mvnw -B -ntp verify); }
-stage_lab()  { ./start.sh prereqs && .venv/bin/python -m pytest -q lab/tests; }
+stage_lab()  { ./start.sh prereqs && .venv/bin/python -m pytest -q lab/tests bench; }
 stage_ansible() { .venv/bin/python -m pytest -q ansible/tests; }
 stage_report() { .venv/bin/python -m pytest -q report/tests; }
 stage_e2e()  { .venv/bin/python -m pytest -q -rs tests; }

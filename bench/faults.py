@@ -68,7 +68,8 @@ FAULTS = {
 
 def run_with_fault(name: str, duration: str, users: int, log) -> dict:
     extra, triggers = FAULTS[name]
-    argv = [START, "--users", str(users), "--ramp-up", "20s", "--duration", duration, "--label", f"fault-{name}", *extra]
+    argv = [START, "--users", str(users), "--ramp-up", "20s", "--duration", duration, "--label", f"fault-{name}",
+            *extra]
     started = time.time()
     # its own process group, which gets the SIGINT of a Ctrl-C, as a terminal's foreground group does
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -92,7 +93,8 @@ def run_with_fault(name: str, duration: str, users: int, log) -> dict:
     summary = (run_dir / "summary.md").read_text() if run_dir and (run_dir / "summary.md").exists() else ""
     top = [ln for ln in summary.split("\n## ", 1)[0].splitlines() if ln.startswith(">")]
     ended = [ln for ln in summary.splitlines() if " ended — " in ln]
-    return {"fault": name, "run": run_dir.name if run_dir else None, "exit": code, "minutes": round((time.time() - started) / 60, 1),
+    return {"fault": name, "run": run_dir.name if run_dir else None, "exit": code,
+            "minutes": round((time.time() - started) / 60, 1),
             "status": record.get("status"), "stopped_at": record.get("stopped_at"), "phase": record.get("phase"),
             "finish_errors": record.get("finish_errors"), "collect_errors": record.get("collect_errors"),
             "liveness": {m: {k: v for k, v in s.items() if k in ("dead_at", "back_at", "failed")}
@@ -116,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n==== fault {name}", flush=True)
         results.append(run_with_fault(name, args.duration, args.users, log=lambda m: print(m, flush=True)))
         print(json.dumps(results[-1], indent=2), flush=True)
-    print("\n| fault | run folder | exit | status | stopped at | report | minutes |\n| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| fault | run folder | exit | status | stopped at | report | minutes |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         print(f"| {r['fault']} | {r['run']} | {r['exit']} | {r['status']} | {r['stopped_at']} | "
               f"{'yes' if r['report'] else 'no'} | {r['minutes']} |")

@@ -1,9 +1,14 @@
-"""How long the report takes and how big report.html gets: for the recorded fixture, and for a run scaled to the
-article-scale profile (150 users × 20 min by default) made by replicating the fixture's JTL rows and metrics with
-shifted timestamps. Prints figures; asserts nothing.
+"""How long the report (`python -m report run`) takes and how big report.html gets: for the recorded fixture, and
+for a run scaled to the article-scale profile (150 users × 20 min by default) made by replicating the fixture's JTL
+rows and metrics with shifted timestamps. A hand-run benchmark, not a test: prints figures, asserts nothing.
 
-    .venv/bin/python -m report.bench [--users 150] [--minutes 20] [--keep DIR]
+    .venv/bin/python -m bench.report_speed [--users 150] [--minutes 20] [--keep DIR]
+
+(from the repository's root; the figures measured on the development host are in report/README.md, "Tests and
+benchmark").
 """
+from __future__ import annotations
+
 import argparse
 import csv
 import math
@@ -12,16 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import MACHINES
-from .__main__ import build_report
-from .jtl import read_jtl
-from .pcp import read_metrics
+from report import MACHINES, build_report, read_jtl, read_metrics
 
-FIXTURE = Path(__file__).parent / "tests" / "fixtures" / "20261122T215957Z-fixture"
+FIXTURE = Path(__file__).resolve().parents[1] / "report" / "tests" / "fixtures" / "20261122T215957Z-fixture"
 FIXTURE_USERS = 10
 
 
-def scale_jtl(src, dst, time_copies, user_copies):
+def scale_jtl(src: Path, dst: Path, time_copies: int, user_copies: int) -> tuple[int, float]:
     """Each row once per (time copy, user copy): time copies follow one another, user copies overlap,
     shifted by a few ms so their samples interleave like more threads."""
     with open(src, newline="") as f:
@@ -43,7 +45,7 @@ def scale_jtl(src, dst, time_copies, user_copies):
     return len(body) * time_copies * user_copies, span_ms / 1000
 
 
-def scale_metrics(src, dst, time_copies, span_s):
+def scale_metrics(src: Path, dst: Path, time_copies: int, span_s: float) -> None:
     with open(src, newline="") as f:
         rows = list(csv.reader(f))
     with open(dst, "w", newline="") as f:
@@ -54,7 +56,7 @@ def scale_metrics(src, dst, time_copies, span_s):
                 out.writerow([f"{float(r[0]) + t * span_s:.3f}", *r[1:]])
 
 
-def make_scaled_run(folder, users, minutes):
+def make_scaled_run(folder: Path, users: int, minutes: float) -> None:
     shutil.copytree(FIXTURE, folder)
     for machine in MACHINES:
         starts = read_jtl(FIXTURE / machine / "jmeter.jtl").start
@@ -66,7 +68,7 @@ def make_scaled_run(folder, users, minutes):
                       time_copies, span_s)
 
 
-def measure(label, folder):
+def measure(label: str, folder: Path) -> None:
     timings = {}
     for machine in MACHINES:
         t = time.perf_counter()
@@ -85,7 +87,7 @@ def measure(label, folder):
     print("    of which " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=150)
     parser.add_argument("--minutes", type=float, default=20)

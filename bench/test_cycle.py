@@ -94,7 +94,8 @@ def test_the_slowest_provisioning_tasks_come_from_the_timed_log():
 [  211.5 s] ok: [default]
 [  212.0 s] PLAY RECAP ****
 """
-    assert cycle.slowest_tasks(log, n=2) == [("app : Wait for the app", 120.5), ("base : Install the base packages", 60.0)]
+    assert cycle.slowest_tasks(log, n=2) == [("app : Wait for the app", 120.5),
+                                             ("base : Install the base packages", 60.0)]
     assert cycle.slowest_tasks("") == []
 
 

@@ -76,7 +76,8 @@ def main() -> int:
     mock, url = start_mock(args.latency)
     try:
         cpu0 = mock_cpu_s(url)
-        result = load.run(run_dir, {"default": url, "tuned": url}, profile, progress=lambda line: print(line, flush=True))
+        result = load.run(run_dir, {"default": url, "tuned": url}, profile,
+                          progress=lambda line: print(line, flush=True))
         mock_cpu = mock_cpu_s(url) - cpu0
     finally:
         mock.terminate()

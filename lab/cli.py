@@ -53,54 +53,54 @@ def add_run_options(add) -> None:
     """The run options, given to `add` (a parser's or group's add_argument)."""
     d = load.Profile()
     add("--load", default="lab", choices=tuple(load.LOADS), metavar="LOAD",
-                   help="the named load the options below change: lab (the request mix; default) or article-2018 "
-                        "(the article's plan: one backend-calling GET, no keep-alive, 10 s timeouts, 150 users over "
-                        "150 s, 5 minutes)")
+        help="the named load the options below change: lab (the request mix; default) or article-2018 "
+             "(the article's plan: one backend-calling GET, no keep-alive, 10 s timeouts, 150 users over "
+             "150 s, 5 minutes)")
     add("--duration", type=seconds, default=None, metavar="TIME",
-                   help=f"hold at full load after the ramp-up (default {d.duration_s // 60}m; article-2018: 5m)")
+        help=f"hold at full load after the ramp-up (default {d.duration_s // 60}m; article-2018: 5m)")
     add("--users", type=int, default=None, help=f"threads per machine, closed model (default {d.users})")
     add("--ramp-up", type=seconds, default=None, metavar="TIME",
-                   help=f"time to start all users (default {d.ramp_up_s}s: one per second); steps model: the warm-up at "
-                        f"the first stage's rate before the judged stages (default {load.STEPS_WARMUP_S}s)")
+        help=f"time to start all users (default {d.ramp_up_s}s: one per second); steps model: the warm-up at "
+             f"the first stage's rate before the judged stages (default {load.STEPS_WARMUP_S}s)")
     add("--warmup", type=seconds, default=None, metavar="TIME",
-                   help="excluded from the summary figures, from the first sample (default: the ramp-up)")
+        help="excluded from the summary figures, from the first sample (default: the ramp-up)")
     add("--model", choices=("closed", "open", "steps"), default=d.model,
-                   help="closed: users loop; open: arrivals at --rate whatever the server does; steps: a capacity "
-                        "search, arrivals at each of --rates for --stage (default closed)")
+        help="closed: users loop; open: arrivals at --rate whatever the server does; steps: a capacity "
+             "search, arrivals at each of --rates for --stage (default closed)")
     add("--rate", type=float, default=None, help=f"open model: req/s per machine (default {d.rate_per_s:g})")
     add("--rates", type=rates, default=None, metavar="R1,R2,…",
-                   help="steps model: req/s per machine of each stage, rising, e.g. 10,20,30,40")
+        help="steps model: req/s per machine of each stage, rising, e.g. 10,20,30,40")
     add("--stage", type=seconds, default=None, metavar="TIME",
-                   help=f"steps model: each stage's length (default {d.step_s}s)")
+        help=f"steps model: each stage's length (default {d.step_s}s)")
     add("--p99-target", type=lambda t: int(seconds_float(t) * 1000), default=None, metavar="TIME",
-                   help=f"steps model: a stage is sustained only with p99 at or under this (default "
-                        f"{d.p99_target_ms / 1000:g}s; also errors ≤ 0.1 %% and ≥ 90 %% of the offered rate served)")
+        help=f"steps model: a stage is sustained only with p99 at or under this (default "
+             f"{d.p99_target_ms / 1000:g}s; also errors ≤ 0.1 %% and ≥ 90 %% of the offered rate served)")
     add("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
     add("--tls", action="store_true",
-                   help="the load over HTTPS through HTTPD's TLS front (443, the lab's self-signed certificate)")
+        help="the load over HTTPS through HTTPD's TLS front (443, the lab's self-signed certificate)")
     add("--label", default="", help="added to the run folder's name, e.g. threads200")
     add("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
-                   help="override a knob of a configuration (default or tuned; both without a prefix) for this "
-                        "run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+        help="override a knob of a configuration (default or tuned; both without a prefix) for this "
+             "run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
     add("--profile", action="store_true",
-                   help="profile both JVMs (CPU, allocations, locks) for flame graphs; off by default: it costs the "
-                        "JVMs, unequally (the same as --set profiler_events=[cpu,alloc,lock])")
+        help="profile both JVMs (CPU, allocations, locks) for flame graphs; off by default: it costs the "
+             "JVMs, unequally (the same as --set profiler_events=[cpu,alloc,lock])")
     add("--repeat", type=int, default=1, metavar="N",
-                   help="N trials in one command, each restarted alike; from the second on the two configurations "
-                        "alternate between the machines (crossover) and a combined report cancels machine bias")
+        help="N trials in one command, each restarted alike; from the second on the two configurations "
+             "alternate between the machines (crossover) and a combined report cancels machine bias")
     add("--knob-set", dest="knob_sets", action="append", default=[], metavar="[SIDE=]SET",
-                   help="run a named knob set (ansible/knob_sets/SET.yml) on a side instead of its own, e.g. "
-                        "--knob-set tuned=article-2018 (side tuned when left out; default stays the catalog unless "
-                        f"chosen; sets: {', '.join(knob_sets.names())})")
+        help="run a named knob set (ansible/knob_sets/SET.yml) on a side instead of its own, e.g. "
+             "--knob-set tuned=article-2018 (side tuned when left out; default stays the catalog unless "
+             f"chosen; sets: {', '.join(knob_sets.names())})")
     add("--aa", nargs="?", const="default", default=None, metavar="SET",
-                   help="A/A calibration: both machines run knob set SET (default unless named) to measure the "
-                        "twins' own difference")
+        help="A/A calibration: both machines run knob set SET (default unless named) to measure the "
+             "twins' own difference")
     add("--hosts", type=Path, default=None, metavar="INVENTORY",
-                   help="run on real hosts instead of the VMs: an Ansible inventory naming `default` and `tuned` (and "
-                        "optionally a `loadgen` group for JMeter's remote engines); see README, Real hosts")
+        help="run on real hosts instead of the VMs: an Ansible inventory naming `default` and `tuned` (and "
+             "optionally a `loadgen` group for JMeter's remote engines); see README, Real hosts")
     add("--down", action="store_true", help="destroy the machines after the run")
     add("--provision", action="store_true",
-                   help="run Ansible even when nothing changed since the machines were last provisioned")
+        help="run Ansible even when nothing changed since the machines were last provisioned")
 
 
 def rates(text: str) -> tuple:
@@ -143,7 +143,8 @@ def parser() -> argparse.ArgumentParser:
     ab = sub.add_parser("ablate", help="the tuned set with one tier's changes reverted at a time")
     for command in (sw, ab):        # run options before or after the command; typed ones only (no default here)
         run_group = command.add_argument_group("run options (as for the full run; before or after the command)")
-        add_run_options(lambda *names, **kw: run_group.add_argument(*names, **{**kw, "default": argparse.SUPPRESS}))
+        add_run_options(lambda *names, _group=run_group, **kw:
+                        _group.add_argument(*names, **{**kw, "default": argparse.SUPPRESS}))
     rp = sub.add_parser("report", help="(re)write a run folder's report")
     rp.add_argument("run_dir", type=Path, metavar="RUN_FOLDER", help="e.g. results/20261123T101500Z-quick")
     rp.add_argument("--warmup", type=lambda t: t if t == "auto" else seconds(t), default=None, metavar="TIME|auto",

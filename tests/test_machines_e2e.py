@@ -146,7 +146,8 @@ def test_each_machine_boots_only_what_it_uses(lab_up):
     blacklisted = {line.split()[1] for line in BOX_BLACKLIST.read_text().splitlines() if line.startswith("blacklist ")}
     for name in ("default", "tuned"):
         probe = in_lab(name, "sudo lsinitramfs /boot/initrd.img-$(uname -r) | grep -c '[.]ko';"
-                             " find /run/systemd/generator.late /run/systemd/generator/getty.target.wants -mindepth 1 2>/dev/null | wc -l;"
+                             " find /run/systemd/generator.late /run/systemd/generator/getty.target.wants"
+                             " -mindepth 1 2>/dev/null | wc -l;"
                              " awk '{print $1}' /proc/modules | tr '\\n' ' '")
         assert probe.returncode == 0, probe.stdout + probe.stderr
         modules_in_initramfs, generated, loaded = probe.stdout.split("\n", 2)
@@ -331,7 +332,8 @@ def test_the_start_was_equal_and_the_verdict_has_intervals(short_run):
         assert all(u["state"] == "active" for u in units.values()), units
     assert record["design"]["kind"] == "ab"
     effects = json.loads((short_run["folder"] / "verdict.json").read_text())["effects"]
-    assert effects["tps"]["low"] is not None and effects["tps"]["low"] <= effects["tps"]["estimate"] <= effects["tps"]["high"]
+    tps = effects["tps"]
+    assert tps["low"] is not None and tps["low"] <= tps["estimate"] <= tps["high"]
 
 
 def test_every_run_explains_itself(short_run):
@@ -377,7 +379,8 @@ def test_both_apps_run_unpacked(short_run):
     is what cuts every equal start's wait under emulation."""
     for name in ("default", "tuned"):
         ps = in_lab(name, "ps -o args= -C java")
-        assert "@/var/lib/camel-app/unpacked/launch.args" in ps.stdout and "-jar" not in ps.stdout, ps.stdout + ps.stderr
+        assert "@/var/lib/camel-app/unpacked/launch.args" in ps.stdout and "-jar" not in ps.stdout, \
+            ps.stdout + ps.stderr
 
 
 # --- exposure: what answers from the lab network ---------------------------------------------------------
@@ -387,7 +390,8 @@ REACHABLE = (22, 80, 443)         # SSH, HTTP, HTTPS: the only ports a machine o
 
 def connects(ip: str, port: int) -> bool:
     """A TCP connection from the lab namespace (where the host meets the machines) to ip:port."""
-    code = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3).close()\n"
+    code = ("import socket, sys\n"
+            "try:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3).close()\n"
             "except OSError:\n    sys.exit(1)\n")
     return subprocess.run(["ip", "netns", "exec", "camel-lab", sys.executable, "-c", code, ip, str(port)],
                           capture_output=True, timeout=60).returncode == 0
@@ -446,7 +450,7 @@ def test_the_ajp_secret_stays_in_the_lab(short_run):
     assert tracked.returncode == 1 and not tracked.stdout, f"the AJP secret is in git: {tracked.stdout}"
 
 
-# --- the same run on "real hosts": the two lab machines driven through an inventory (lab/provision/hosts.py) -------------
+# --- the same run on "real hosts": the two lab machines driven through an inventory (lab/provision/hosts.py) --------
 # Reached over SSH on their private addresses like any host (not through Vagrant), provisioned, loaded and
 # collected from inside the lab namespace, with one JMeter remote engine on this machine (a `loadgen` host with
 # ansible_connection local). Last: its provisioning admits only this host and the generator to the machines.

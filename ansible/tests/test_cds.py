@@ -85,7 +85,8 @@ def test_unpack_keeps_the_class_path_order_and_the_main_class(tmp_path):
     with zipfile.ZipFile(dest / "app-classes.jar") as classes:
         assert sorted(classes.namelist()) == ["application.yml", "lab/", "lab/App.class"]
     assert (dest / "launch.args").read_text().splitlines() == [
-        "-cp unpacked/app-classes.jar:unpacked/lib/b.jar:unpacked/lib/a.jar", "lab.stand.Main"], "relative to its parent"
+        "-cp unpacked/app-classes.jar:unpacked/lib/b.jar:unpacked/lib/a.jar", "lab.stand.Main",
+    ], "relative to its parent"
 
 
 def class_path_files(dest: Path) -> dict[str, tuple[int, int, bytes]]:
@@ -190,8 +191,8 @@ def test_a_training_start_makes_an_archive_any_gc_and_jit_then_use(stand_in_jar,
     assert "lab/dep/Health" in listed and any("$Proxy" in c for c in listed)     # what the app loaded and made
     # the knobs may change the collector, the heap and the JIT after the archive was made: it still serves
     shared = classes_from_archive([f"-XX:SharedArchiveFile={archive}", "-XX:+UseSerialGC", "-Xmx64m",
-                                   "-XX:TieredStopAtLevel=1", f"@{dest}/launch.args"], free_port(), tmp_path / "load.log",
-                                  tmp_path)
+                                   "-XX:TieredStopAtLevel=1", f"@{dest}/launch.args"],
+                                  free_port(), tmp_path / "load.log", tmp_path)
     assert {"lab.stand.Main", "lab.dep.Health"} <= shared
 
 
@@ -299,5 +300,6 @@ def test_the_machines_jvm_build_is_fetched_from_the_mirror_and_runs_from_another
 def test_a_jvm_package_apt_does_not_have_is_refused_and_leaves_nothing(tmp_path):
     refused = subprocess.run([str(JVM), "openjdk-17-jre-headless:amd64=0.0-not-a-version", str(tmp_path / "jvm")],
                              capture_output=True, text=True, timeout=600)
-    assert refused.returncode == 1 and "apt cannot download openjdk-17-jre-headless:amd64=0.0-not-a-version" in refused.stderr
+    assert refused.returncode == 1
+    assert "apt cannot download openjdk-17-jre-headless:amd64=0.0-not-a-version" in refused.stderr
     assert not (tmp_path / "jvm").exists()

@@ -35,8 +35,8 @@ def render(folder: Path, overrides: dict | None, *args: str, inventory: Path = I
     shutil.copy(TESTS_DIR / "render.yml", folder / "render.yml")
     for name in ("group_vars", "host_vars"):
         os.symlink(ANSIBLE_DIR / name, folder / name)
-    run = ansible_playbook("-i", str(inventory), *args, str(folder / "render.yml"), "-e", f"render_dir={folder / 'out'}",
-                           overrides=overrides, tmp=folder)
+    run = ansible_playbook("-i", str(inventory), *args, str(folder / "render.yml"),
+                           "-e", f"render_dir={folder / 'out'}", overrides=overrides, tmp=folder)
     assert run.rc == 0, run.describe()
     return {m.stem: json.loads(m.read_text()) for m in (folder / "out").glob("*.json")}
 
@@ -310,7 +310,8 @@ def test_manifest_names_what_a_run_collects(tuned, default):
     manifest = json.loads(tuned["site/manifest.json"])
     assert manifest["services"] == ["mock-service", "camel-app", "apache2"]
     assert manifest["logs"] == {"app.log": "/var/log/camel-app/app.log", "audit.log": "/var/log/camel-app/audit.log",
-                                "gc.log": "/var/log/camel-app/gc.log", "httpd-access.log": "/var/log/apache2/access.log",
+                                "gc.log": "/var/log/camel-app/gc.log",
+                                "httpd-access.log": "/var/log/apache2/access.log",
                                 "httpd-error.log": "/var/log/apache2/error.log"}
     assert manifest["journals"] == {"mock.log": "mock-service"}
     assert {"/etc/camel-app/application.yml", "/etc/lab/knobs.json", "/etc/pcp/lab/pmlogger.config",
@@ -357,7 +358,8 @@ def test_nft_rejects_a_broken_ruleset(tmp_path):
         pytest.skip(why)
     bad = tmp_path / "bad.conf"
     bad.write_text("table inet filter { chain input { tcp dport { 22, } accept } }\n")
-    assert subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "-c", "-f", str(bad)], capture_output=True).returncode != 0
+    nft = shutil.which("nft") or "/usr/sbin/nft"
+    assert subprocess.run([nft, "-c", "-f", str(bad)], capture_output=True).returncode != 0
 
 
 def test_the_inventory_sets_lab_networks(rendered):
@@ -388,7 +390,8 @@ def test_the_app_starts_unpacked_from_the_fat_jar_or_from_its_cds_archive(render
     unpacked = exec_start(rendered["plain"]["default"]["app/camel-app.service"]).split()
     fat_jar = exec_start(rendered["override"]["default"]["app/camel-app.service"]).split()
     with_cds = exec_start(rendered["override"]["tuned"]["app/camel-app.service"]).split()
-    assert unpacked[1:3] == ["@/etc/camel-app/jvm.options", "@/var/lib/camel-app/unpacked/launch.args"], "unpacked by default"
+    assert unpacked[1:3] == ["@/etc/camel-app/jvm.options", "@/var/lib/camel-app/unpacked/launch.args"], \
+        "unpacked by default"
     assert fat_jar[1:4] == ["@/etc/camel-app/jvm.options", "-jar", "/opt/camel-app/app.jar"]
     assert with_cds[1:4] == ["@/etc/camel-app/jvm.options", "-XX:SharedArchiveFile=/var/lib/camel-app/app.jsa",
                              "@/var/lib/camel-app/unpacked/launch.args"]
@@ -397,7 +400,8 @@ def test_the_app_starts_unpacked_from_the_fat_jar_or_from_its_cds_archive(render
     assert with_cds[4:] == unpacked[3:] == fat_jar[4:] == [
         "--spring.config.additional-location=file:/etc/camel-app/application.yml",
         "--logging.config=/etc/camel-app/logback.xml"]
-    assert "SharedArchiveFile" not in exec_start(rendered["plain"]["tuned"]["app/camel-app.service"]), "no CDS by default"
+    plain_tuned = exec_start(rendered["plain"]["tuned"]["app/camel-app.service"])
+    assert "SharedArchiveFile" not in plain_tuned, "no CDS by default"
 
 
 def test_override_switches_default_to_prefork(rendered):

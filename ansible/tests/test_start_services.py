@@ -9,6 +9,8 @@ import pytest
 import yaml
 from conftest import ANSIBLE_DIR, ansible_env
 
+from lab.provision import playbook
+
 GATED = [("roles/app/tasks/service.yml", "Make sure the app runs"),
          ("roles/app/tasks/service.yml", "Wait until the app is ready"),
          ("roles/app/handlers/main.yml", "Restart camel-app"),
@@ -29,13 +31,13 @@ def test_the_app_start_is_gated_on_lab_start_services(path, name):
 
 @pytest.mark.parametrize("start, says", [(True, "ok: [localhost]"), (False, "skipping: [localhost]")])
 def test_the_full_runs_extra_vars_are_a_condition_ansible_accepts(tmp_path, start, says):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(yaml.safe_dump([{
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{
         "hosts": "localhost", "gather_facts": False,
         "vars_files": [str(ANSIBLE_DIR / "group_vars" / "all" / "lab.yml")],
         "tasks": [{"name": "gated as the roles gate the app's start", "ansible.builtin.debug": {"msg": "started"},
                    "when": "lab_start_services"}]}]))
     run = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                          *playbook.start_services_vars(start), str(playbook)],
+                          *playbook.start_services_vars(start), str(play)],
                          capture_output=True, text=True, env=ansible_env(), timeout=300)
     assert run.returncode == 0 and says in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]

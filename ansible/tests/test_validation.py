@@ -109,7 +109,8 @@ CASES = [
     # Under any_errors_fatal a failure ends the play for both machines, so both machines of a run fail
     # in the same task: the threaded one, or prefork's.
     Case("ThreadsPerChild above ThreadLimit", "mpm1", "tuned", {"httpd_threads_per_child": 40},
-         ("httpd_threads_per_child", "httpd_thread_limit"), "httpd_threads_per_child (40) must be ≤ httpd_thread_limit (30)",
+         ("httpd_threads_per_child", "httpd_thread_limit"),
+         "httpd_threads_per_child (40) must be ≤ httpd_thread_limit (30)",
          assertion=THREADED),
     Case("MaxRequestWorkers above Debian's ServerLimit × ThreadsPerChild", "mpm1", "default",
          {"httpd_max_request_workers": 500},
@@ -129,11 +130,13 @@ CASES = [
          ("httpd_min_spare_threads", "httpd_max_spare_threads"),
          "httpd_min_spare_threads (30) ≤ httpd_max_spare_threads (20)", assertion=SPARE),
     Case("ThreadsPerChild above Debian's ThreadLimit", "mpm3", "default", {"httpd_threads_per_child": 100},
-         ("httpd_threads_per_child", "httpd_thread_limit"), "httpd_threads_per_child (100) must be ≤ httpd_thread_limit (64)",
+         ("httpd_threads_per_child", "httpd_thread_limit"),
+         "httpd_threads_per_child (100) must be ≤ httpd_thread_limit (64)",
          assertion=THREADED),
     Case("prefork MaxRequestWorkers above Debian's ServerLimit", "prefork", "default",
          {"httpd_mpm": "prefork", "httpd_max_request_workers": 300},
-         ("httpd_max_request_workers", "httpd_server_limit"), "httpd_max_request_workers (300) and httpd_start_servers (5) must be ≤ httpd_server_limit (256)",
+         ("httpd_max_request_workers", "httpd_server_limit"),
+         "httpd_max_request_workers (300) and httpd_start_servers (5) must be ≤ httpd_server_limit (256)",
          assertion="mpm.max_request_workers <= mpm.server_limit"),
     Case("prefork MinSpareServers above MaxSpareServers", "prefork", "tuned",
          {"httpd_mpm": "prefork", "httpd_server_limit": 300, "httpd_min_spare_servers": 20},
@@ -148,7 +151,8 @@ CASES = [
          assertion="mpm.start_servers <= mpm.server_limit"),
     Case("prefork StartServers above ServerLimit", "prefork2", "default",
          {"httpd_mpm": "prefork", "httpd_start_servers": 257},
-         ("httpd_start_servers", "httpd_server_limit"), "and httpd_start_servers (257) must be ≤ httpd_server_limit (256)",
+         ("httpd_start_servers", "httpd_server_limit"),
+         "and httpd_start_servers (257) must be ≤ httpd_server_limit (256)",
          assertion="mpm.start_servers <= mpm.server_limit"),
     # --- pairs of knobs (tasks/rules.yml: one failure per rule) ----------------------------------------
     Case("APR on camel4", "pairs", "tuned", {"app_stack": "camel4"},
@@ -176,11 +180,15 @@ CASES = [
          ("tomcat_ajp_port", "mock_port"), "mock_port (8009) must all differ"),
     Case("pre-started threads above systemd's default task limit", "tasks", "default",
          {"tomcat_threads_min_spare": 450, "tomcat_threads_max": 500},
-         ("tomcat_threads_min_spare", "app_tasks_max"), "(450) + ~60 JVM threads exceed the app's task limit app_tasks_max (496, null"),
-    Case("pre-started threads above app_tasks_max", "tasks", "tuned", {"tomcat_threads_max": 500, "tomcat_threads_min_spare": 450, "app_tasks_max": 500},
-         ("tomcat_threads_min_spare", "app_tasks_max"), "(450) + ~60 JVM threads exceed the app's task limit app_tasks_max (500)"),
+         ("tomcat_threads_min_spare", "app_tasks_max"),
+         "(450) + ~60 JVM threads exceed the app's task limit app_tasks_max (496, null"),
+    Case("pre-started threads above app_tasks_max", "tasks", "tuned",
+         {"tomcat_threads_max": 500, "tomcat_threads_min_spare": 450, "app_tasks_max": 500},
+         ("tomcat_threads_min_spare", "app_tasks_max"),
+         "(450) + ~60 JVM threads exceed the app's task limit app_tasks_max (500)"),
     Case("discarding threshold not below queue", "pairs", "tuned", {"logback_async_discarding_threshold": 500},
-         ("logback_async_discarding_threshold", "logback_async_queue_size"), "(500) must be < logback_async_queue_size (500)"),
+         ("logback_async_discarding_threshold", "logback_async_queue_size"),
+         "(500) must be < logback_async_queue_size (500)"),
 ]
 
 CASES += [
@@ -222,7 +230,8 @@ def runs(tmp_path_factory):
     jobs = {run: (lambda run=run: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml", overrides=overrides_of(run),
                                                     tmp=tmp_path_factory.mktemp(run)))
             for run in RUNS}
-    jobs["good"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml", overrides={"default": {}, "tuned": {}},
+    jobs["good"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml",
+                                            overrides={"default": {}, "tuned": {}},
                                             tmp=tmp_path_factory.mktemp("good"))
     jobs["memory"] = lambda: ansible_playbook("-i", str(INVENTORY), "site.yml",
                                               overrides={"tuned": {"jvm_heap_max_mb": 400}},
@@ -275,7 +284,8 @@ def test_each_run_fails_for_its_cases_only(runs, run_name):
     cases = [c for c in CASES if c.run == run_name]
     for failure in run.failures():
         owners = [c.id for c in cases if c.matches(failure)]
-        assert len(owners) == 1, f"failure {failure['host']}: {failure['msg']!r} matches cases {owners}\n{run.describe()}"
+        assert len(owners) == 1, (f"failure {failure['host']}: {failure['msg']!r} matches cases {owners}\n"
+                                  f"{run.describe()}")
     for machine in {h for c in cases for h in c.fails_on()}:
         assert re.search(rf"^{machine}\s+: .*failed=1", run.out, re.M), f"{machine} did not fail\n{run.describe()}"
 

@@ -115,7 +115,8 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
                 wide.unlink()
                 absent = missing_metrics(target)
                 log(f"{name}: collected ({rows} metric values)"
-                    + (f"; no values for {len(absent)} of the manifest's metrics: {', '.join(absent)}" if absent else ""))
+                    + (f"; no values for {len(absent)} of the manifest's metrics: {', '.join(absent)}"
+                       if absent else ""))
             else:
                 log(f"{name}: collected, but PCP gave no values (see {target / 'pcp'})")
             psargs = target / "pcp" / "psargs.csv"
@@ -129,7 +130,7 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
             log(f"{name}: collecting failed: {failure}")
             return str(failure)
     with ThreadPoolExecutor(len(names)) as pool:
-        return dict(zip(names, pool.map(one, names)))
+        return dict(zip(names, pool.map(one, names), strict=True))
 
 
 def unpack(tar_gz: bytes, target: Path) -> None:
@@ -158,7 +159,7 @@ def tidy_metrics(wide_csv: Path, out_csv: Path) -> int:
             return 0
         columns = [tuple(h.split("-", 1)) if "-" in h else (h, "") for h in header[1:]]
         for row in rows:
-            for (metric, instance), value in zip(columns, row[1:]):
+            for (metric, instance), value in zip(columns, row[1:], strict=False):
                 if value not in ("", "N/A"):
                     out.writerow([row[0], metric, instance, value])
                     count += 1
@@ -173,7 +174,7 @@ def tidy_processes(wide_csv: Path, out_csv: Path) -> int:
         rows = csv.reader(src)
         header = next(rows, None) or []
         for row in rows:
-            for column, value in zip(header[1:], row[1:]):
+            for column, value in zip(header[1:], row[1:], strict=False):
                 instance = column.split("-", 1)[1] if "-" in column else column
                 if value and value != "N/A":
                     seen.setdefault(instance, value)

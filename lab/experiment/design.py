@@ -85,7 +85,8 @@ def plan(repeat: int = 1, aa: str | None = None, series: str | None = None,
         raise ValueError("--aa and --knob-set both choose the machines' knob sets: use one (--aa SET runs SET on both)")
     for side, name in chosen.items():
         if side not in CONFIGS or name not in knob_sets.names():
-            raise ValueError(f"--knob-set {side}={name}: sides are {', '.join(CONFIGS)}, sets {', '.join(knob_sets.names())}")
+            raise ValueError(f"--knob-set {side}={name}: sides are {', '.join(CONFIGS)}, "
+                             f"sets {', '.join(knob_sets.names())}")
     if not 1 <= repeat <= 20:
         raise ValueError(f"--repeat {repeat}: from 1 to 20 trials")
     configurations = {side: aa or chosen.get(side, side) for side in CONFIGS}

@@ -89,12 +89,13 @@ def finish_step(rec: record.Record, name: str, title: str, work) -> bool:
     return error is None
 
 
-def unreachable(dead: dict[str, float], addresses: dict[str, str], ports: dict[str, int] | None = None) -> dict[str, str]:
+def unreachable(dead: dict[str, float], addresses: dict[str, str],
+                ports: dict[str, int] | None = None) -> dict[str, str]:
     """{machine: why collection skips it} for the machines dead at the end of the load that still do not
     answer one more probe now, on their SSH port (collection would otherwise wait on SSH for many minutes)."""
     out = {}
     for vm, since in dead.items():
         if not liveness.probe_once(addresses.get(vm, ""), wrap=reach.wrap, port=(ports or {}).get(vm, liveness.PORT)):
-            clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
+            clock = datetime.datetime.fromtimestamp(since, datetime.UTC).strftime("%H:%M:%S")
             out[vm] = f"{vm} has not answered since {clock} UTC (liveness probe): not collected"
     return out

@@ -71,7 +71,7 @@ class MachineWatch:
         self._proc: subprocess.Popen | None = None
         self._thread = threading.Thread(target=self._read, name="machine-watch", daemon=True)
 
-    def start(self) -> "MachineWatch":
+    def start(self) -> MachineWatch:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self._thread.start()

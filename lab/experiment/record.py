@@ -18,7 +18,7 @@ CATALOG_SNAPSHOT = "knobs-catalog.json"
 
 
 def new_run_id(label: str = "", now: datetime.datetime | None = None) -> str:
-    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{label}" if label else stamp
 
 
@@ -31,7 +31,7 @@ def write_catalog(run_dir: Path) -> Path:
 
 
 def utc_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Record:

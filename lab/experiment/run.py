@@ -37,7 +37,8 @@ class Options:
     aa: str | None = None        # A/A: both machines run this configuration
     tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
     knob_sets: dict = field(default_factory=dict)   # side -> knob set, where a side runs another set than its name
-    hosts: Path | None = None    # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/provision/hosts.py)
+    # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/provision/hosts.py)
+    hosts: Path | None = None
     reached: dict | None = field(default=None, repr=False)   # those hosts once checked (hosts.prepare)
     sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 

@@ -47,7 +47,7 @@ def parse_show(text: str) -> dict:
 def restart_together(names=machines.NAMES) -> dict:
     """Restarts every machine's services at the same moment; {machine: {unit: {state, since}}}."""
     with ThreadPoolExecutor(len(names)) as pool:
-        return dict(zip(names, pool.map(_restart, names)))
+        return dict(zip(names, pool.map(_restart, names), strict=True))
 
 
 def diagnose(name: str, lines: int = 12) -> str:

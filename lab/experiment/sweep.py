@@ -133,7 +133,7 @@ def sweep_plan(axes: list[Axis], configuration: str = "tuned", max_trials: int =
                          f"of {max_trials} (--max-trials N raises it; each trial is a full run)")
     points = []
     for k, combo in enumerate(combos, 1):
-        values = dict(zip(knobs, combo))
+        values = dict(zip(knobs, combo, strict=True))
         points.append(Point(label=f"v{k}", values=values,
                             about=", ".join(f"{knob}={_show(v)}" for knob, v in values.items())))
     return Plan("sweep", configuration, points, list(axes))
@@ -234,7 +234,7 @@ def execute(plan: Plan, opts, s, log=steps.note, run_module=None) -> int:
     print(f"{plan.kind} {sweep_id}: results in {folder}", flush=True)
     exit_code = 0
     try:
-        for k, (point, o) in enumerate(zip(plan.points, per_trial), 1):
+        for k, (point, o) in enumerate(zip(plan.points, per_trial, strict=True), 1):
             print(f"\n==== {plan.kind} trial {k} of {len(plan.points)}: {point.about}", flush=True)
             code, run_dir = run_module.run_trial(o, o.trials(series=sweep_id, repeat=1)[0], s, o.label, log)
             record.data["points"][k - 1].update(run_dir=str(run_dir), exit_code=code)

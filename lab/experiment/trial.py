@@ -232,7 +232,7 @@ def on_generators_of(run_id: str, run_dir: Path, resolved: dict, stack: contextl
 
 
 def said_liveness(vm: str, state: str, since: float, log) -> None:
-    clock = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%H:%M:%S")
+    clock = datetime.datetime.fromtimestamp(since, datetime.UTC).strftime("%H:%M:%S")
     if state == "dead":
         log(f"WARNING: {vm} has not answered since {clock} UTC (liveness probe, SSH port): the machine looks dead; "
             "the other machine's load goes on")

@@ -37,7 +37,7 @@ def resolve(setting: str, names: tuple[str, str], host_cores: list[int] | None =
     match = re.fullmatch(rf"{first}=([0-9,-]+);{second}=([0-9,-]+)", setting)
     if not match:
         raise ValueError(f"cpu_placement: '{setting}' is not auto, none or '{first}=CORES;{second}=CORES'")
-    chosen = {name: cores(spec) for name, spec in zip(names, match.groups())}
+    chosen = {name: cores(spec) for name, spec in zip(names, match.groups(), strict=True)}
     for name, chosen_cores in chosen.items():
         missing = chosen_cores - set(host)
         if missing:

@@ -231,7 +231,7 @@ def check(inv: Inventory, state: Path = STATE, timeout_s: float = CHECK_TIMEOUT_
         raise HostsError("the hosts are not ready; nothing was changed on any of them:\n"
                          + "\n".join(f"  {name} ({inv.hosts[name].address}): {why}" for name, why in problems.items()
                                      if name in inv.hosts))
-    for name, found in facts.items():
+    for found in facts.values():
         found["memory_mb"] = int(found["memory_mb"]) if str(found.get("memory_mb")).isdigit() else None
         found["cpus"] = int(found["cpus"]) if str(found.get("cpus")).isdigit() else None
     return facts

@@ -53,6 +53,8 @@ def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
     used = set()
     for name in machines.NAMES:
         host_vars = paths.ANSIBLE_DIR / "host_vars" / f"{name}.yml"
-        stack = (yaml.safe_load(host_vars.read_text()) or {}).get("app_stack", default) if host_vars.exists() else default
+        stack = default
+        if host_vars.exists():
+            stack = (yaml.safe_load(host_vars.read_text()) or {}).get("app_stack", default)
         used.add(overrides.get(name, {}).get("app_stack", stack))
     return {s for s in used if s in STACKS}

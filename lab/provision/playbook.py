@@ -143,7 +143,8 @@ def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], ma
     machines' addresses and identities (/etc/machine-id: a re-created machine is a new one), and for real hosts
     their inventory. The stamp keeps it with overrides={} and the overrides beside it (scope())."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in ANSIBLE_DIR.rglob("*") if p.is_file() and "tests" not in p.relative_to(ANSIBLE_DIR).parts):
+    for path in sorted(p for p in ANSIBLE_DIR.rglob("*")
+                       if p.is_file() and "tests" not in p.relative_to(ANSIBLE_DIR).parts):
         digest.update(f"{path.relative_to(ANSIBLE_DIR)}\0".encode() + path.read_bytes() + b"\0")
     for jar in sorted(jars):
         digest.update(jar.name.encode() + hashlib.sha256(jar.read_bytes()).digest())
@@ -192,8 +193,8 @@ def site_roles() -> list[str]:
 
 
 def knob_readers() -> dict[str, set[str]]:
-    """{role: every knob and lab variable it depends on}: the names its files read (lab.provision.role_names), and through
-    the variables they name (group_vars, any role's defaults and vars), the names those are made of."""
+    """{role: every knob and lab variable it depends on}: the names its files read (lab.provision.role_names), and
+    through the variables they name (group_vars, any role's defaults and vars), the names those are made of."""
     made_of = {}
     for path in [ANSIBLE_DIR / "group_vars" / "all" / "lab.yml",
                  *sorted((ANSIBLE_DIR / "roles").glob("*/defaults/*.yml")),
@@ -221,7 +222,8 @@ def scope(stamp: dict | None, base: str, overrides: dict[str, dict], names=machi
     when nothing changed; every role on every machine when anything but the knob overrides changed (ansible/,
     the jars, the machines); else only the roles that read a changed knob, on the machines whose knobs changed."""
     if not stamp or stamp.get("base") != base:
-        return Scope(tuple(names), None, "first provisioning" if not stamp else "ansible/, the jars or the machines changed")
+        return Scope(tuple(names), None,
+                     "first provisioning" if not stamp else "ansible/, the jars or the machines changed")
     before, now = stamp.get("overrides") or {}, _normal(overrides)
     missing = object()
     changed = {m: {k for k in {**before.get(m, {}), **now.get(m, {})}

@@ -41,7 +41,7 @@ def ensure(home: Path = HOME, pom: Path = POM, log=print) -> Path:
 
 def _utc(epoch_ms):
     return None if epoch_ms is None else datetime.datetime.fromtimestamp(
-        epoch_ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        epoch_ms / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def recorded_settings(recording: Path) -> dict:

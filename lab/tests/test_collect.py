@@ -109,7 +109,8 @@ def test_mark_starts_the_archive_and_the_profile_and_pack_stops_and_brings_it(tm
     assert f"lab-pmlogger start {run_id}" in said
     start = [c for c in said if "true start," in c]
     assert start == [f"jattach 4242 load /opt/async-profiler/libasyncProfiler.so true start,jfr,file={root}/{run_id}/"
-                     f"profile.jfr,log={root}/{run_id}/profile.log,interval=20ms,chunktime=60s,event=cpu,alloc=2097152"], said
+                     f"profile.jfr,log={root}/{run_id}/profile.log,"
+                     "interval=20ms,chunktime=60s,event=cpu,alloc=2097152"], said
     info = json.loads((root / run_id / "profile.json").read_text())
     assert info["pid"] == 4242 and info["events"] == ["cpu", "alloc"] and info["stopped"] is None
     (tmp_path / "app.log").write_text("before the run\nduring the run\n")

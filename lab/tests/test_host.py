@@ -203,7 +203,8 @@ def test_box_preloads_every_package_the_roles_install():
     wanted = _role_apt_packages()
     assert {"apache2", "openjdk-17-jre-headless", "pcp", "python3-apt"} <= wanted, wanted
     missing = wanted - set(box.packages()) - set(box.packages(listing="preload.txt"))
-    assert not missing, f"add to lab/machines/box/preload.txt (provisioning under TCG would install them): {sorted(missing)}"
+    assert not missing, ("add to lab/machines/box/preload.txt (provisioning under TCG would install them): "
+                         f"{sorted(missing)}")
 
 
 def _role_enabled_units() -> set[str]:

@@ -1,5 +1,5 @@
-"""Real hosts (lab/provision/hosts.py): the inventory read by Ansible itself and checked, each host checked over its real
-connection before anything changes (SSH refused on a loopback port, sudo that wants a password, facts read)."""
+"""Real hosts (lab/provision/hosts.py): the inventory read by Ansible itself and checked, each host checked over its
+real connection before anything changes (SSH refused on a loopback port, sudo that wants a password, facts read)."""
 import os
 import subprocess
 import textwrap
@@ -105,7 +105,8 @@ def test_the_ssh_config_names_each_host_as_the_lab_does(tmp_path):
     assert site["all"]["hosts"]["tuned"]["ansible_ssh_common_args"] == f"-F {tmp_path / 'ssh_config'}"
     assert set(site["all"]["children"]["loadgen"]["hosts"]) == {"gen1", "me"}
     # this machine as root needs no sudo (a Debian without it installed); over SSH the inventory's settings hold
-    assert site["all"]["children"]["loadgen"]["hosts"]["me"].get("ansible_become") is (False if os.geteuid() == 0 else None)
+    me = site["all"]["children"]["loadgen"]["hosts"]["me"]
+    assert me.get("ansible_become") is (False if os.geteuid() == 0 else None)
     assert "ansible_become" not in site["all"]["children"]["loadgen"]["hosts"]["gen1"]
 
 
@@ -123,7 +124,11 @@ def test_an_unreachable_host_and_one_whose_sudo_wants_a_password_are_each_named(
           children:
             loadgen:
               hosts:
-                gen: {{ansible_connection: local, ansible_become: true, ansible_become_exe: {sudo}, ansible_become_user: nobody}}
+                gen:
+                  ansible_connection: local
+                  ansible_become: true
+                  ansible_become_exe: {sudo}
+                  ansible_become_user: nobody
         """))
     with pytest.raises(hosts.HostsError) as failure:
         hosts.check(inv, state=tmp_path / "state")

@@ -46,7 +46,8 @@ def test_the_watch_samples_a_busy_process_and_the_host(tmp_path):
 
 def test_psargs_export_becomes_one_command_line_per_process(tmp_path):
     wide = tmp_path / "psargs.csv"
-    wide.write_text('Time,"hotproc.psinfo.psargs-003436 /usr/bin/python3","hotproc.psinfo.psargs-000812 /usr/libexec/pcp/bin/pmcd"\n'
+    wide.write_text('Time,"hotproc.psinfo.psargs-003436 /usr/bin/python3",'
+                    '"hotproc.psinfo.psargs-000812 /usr/libexec/pcp/bin/pmcd"\n'
                     '1795471604,,/usr/libexec/pcp/bin/pmcd -A\n'
                     '1795471634,/usr/bin/python3 -m mock_service --port 9080,/usr/libexec/pcp/bin/pmcd -A\n')
     assert collect.tidy_processes(wide, tmp_path / "processes.csv") == 2

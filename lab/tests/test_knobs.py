@@ -8,7 +8,8 @@ from lab.provision import knobs, role_names
 
 def test_generated_files_are_current():
     assert not knobs.stale(), ("generated from ansible/knobs.yml but stale: "
-                               f"{[str(p) for p in knobs.stale()]}; run .venv/bin/python -m lab.provision.knobs --write")
+                               f"{[str(p) for p in knobs.stale()]}; "
+                               "run .venv/bin/python -m lab.provision.knobs --write")
 
 
 def test_every_knob_is_read_by_a_role():

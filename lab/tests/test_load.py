@@ -288,7 +288,8 @@ def test_named_loads_the_lab_mix_and_the_articles_plan():
     props = article.jmeter_properties()
     # the article's JMeter plan: one GET that calls the backend, no keep-alive, 10 s timeouts, 150 over 150 s
     assert (props["mix_get"], props["mix_summary"], props["mix_post"], props["mix_delete"]) == ("1", "0", "0", "0")
-    assert (props["keep_alive"], props["connect_timeout_ms"], props["response_timeout_ms"]) == ("false", "10000", "10000")
+    timeouts = (props["connect_timeout_ms"], props["response_timeout_ms"])
+    assert (props["keep_alive"], *timeouts) == ("false", "10000", "10000")
     assert (article.users, article.ramp_up_s, article.duration_s, article.name) == (150, 150, 300, "article-2018")
     longer = load.named("article-2018", duration_s=1200, users=None)       # None: keep the named value
     assert (longer.duration_s, longer.users, longer.keep_alive) == (1200, 150, False)
@@ -478,7 +479,8 @@ def test_steps_model_holds_each_stages_rate(app, tmp_path):
     for rate, start, end in profile.stages():
         # a stage's first second left out (JMeter catches up owed arrivals at a change); same tolerance as above
         inside = [r for r in default
-                  if result.test_start_ms + (start + 1) * 1000 <= int(r["timeStamp"]) < result.test_start_ms + end * 1000]
+                  if result.test_start_ms + (start + 1) * 1000 <= int(r["timeStamp"])
+                  < result.test_start_ms + end * 1000]
         assert abs(len(inside) / (end - start - 1) - rate) <= 0.35 * rate, (rate, len(inside))
 
 

@@ -3,12 +3,11 @@ from lab.machines import memory
 from lab.provision import playbook
 
 # what site.yml's watch writes: epoch, then MemAvailable, SwapTotal, SwapFree in kB (awk leaves a space)
-SAMPLES = """1795580000 61440 1048572 1048572 
-1795580002 307200 1048572 1048572 
-1795580004 20480 1048572 946172 
-1795580006 153600 1048572 1000000 
-1795580008 1795
-"""
+SAMPLES = ("1795580000 61440 1048572 1048572 \n"
+           "1795580002 307200 1048572 1048572 \n"
+           "1795580004 20480 1048572 946172 \n"
+           "1795580006 153600 1048572 1000000 \n"
+           "1795580008 1795\n")
 
 
 def test_the_summary_names_the_start_the_lowest_point_and_the_swap():

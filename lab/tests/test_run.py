@@ -44,7 +44,7 @@ def test_bad_durations(text):
 
 
 def test_run_id_is_utc_stamp_and_label():
-    now = datetime.datetime(2026, 11, 23, 10, 15, 0, tzinfo=datetime.timezone.utc)
+    now = datetime.datetime(2026, 11, 23, 10, 15, 0, tzinfo=datetime.UTC)
     assert record.new_run_id("quick", now) == "20261123T101500Z-quick"
     assert record.new_run_id("", now) == "20261123T101500Z"
 
@@ -287,7 +287,8 @@ def test_the_scope_of_a_change_is_the_roles_that_read_its_knobs():
     assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {}}) is None
     assert playbook.scope(stamp, "b2", {"tuned": {"tomcat_threads_max": 50}}).roles is None    # ansible/ changed
     assert playbook.scope(None, "b1", {}).roles is None
-    httpd = playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {"httpd_max_request_workers": 60}})
+    httpd = playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50},
+                                         "default": {"httpd_max_request_workers": 60}})
     assert (httpd.machines, httpd.roles) == (("default",), ("httpd",)) and "httpd_max_request_workers" in httpd.why
     both = playbook.scope(stamp, "b1", {"default": {"tomcat_threads_max": 50}})    # moved from tuned to default
     assert (both.machines, both.roles) == (("default", "tuned"), ("app",))
@@ -295,7 +296,8 @@ def test_the_scope_of_a_change_is_the_roles_that_read_its_knobs():
     assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "mock_latency": "0"}}).roles == \
         ("mock_service",)
     # a knob another role reaches through a shared variable: the AJP port is HTTPD's proxy target too
-    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == ("app", "httpd")
+    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == \
+        ("app", "httpd")
 
 
 def test_a_role_depends_on_the_knobs_inside_the_variables_it_reads(tmp_path, monkeypatch):
@@ -533,7 +535,8 @@ def test_a_run_stopped_before_the_load_keeps_the_machines_serial_consoles(monkey
     """Nothing to collect over SSH (no archive was started), but the host's copy of each console is there."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    rec = record.Record(run_dir, {"run_id": "r", "status": "interrupted", "phase": "provision", "stopped_at": "provision"})
+    rec = record.Record(run_dir, {"run_id": "r", "status": "interrupted", "phase": "provision",
+                                  "stopped_at": "provision"})
     copied = []
     monkeypatch.setattr(collect, "pull", lambda *a, **k: pytest.fail("nothing was marked: no collection"))
     monkeypatch.setattr(collect, "copy_serial_console", lambda vm, target: copied.append((vm, target.name)) or True)

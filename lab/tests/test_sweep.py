@@ -74,7 +74,8 @@ def test_a_trial_runs_the_sweeps_options_plus_its_values():
 
 
 class StandInRun:
-    """lab.experiment.run's interface for sweep.execute, without machines: each trial writes a run folder with a verdict."""
+    """lab.experiment.run's interface for sweep.execute, without machines: each trial writes a run folder with a
+    verdict."""
     def __init__(self, results, interrupt_at=None):
         self.results, self.interrupt_at, self.ran = results, interrupt_at, []
 
@@ -116,7 +117,8 @@ def test_an_interrupted_sweep_keeps_and_reports_its_finished_trials(tmp_path, mo
     assert code == 130
     [folder] = [p for p in tmp_path.iterdir() if p.name.endswith("-sweep")]
     record = json.loads((folder / "sweep.json").read_text())
-    assert record["status"] == "interrupted" and [p["run_dir"] is not None for p in record["points"]] == [True, True, False]
+    assert record["status"] == "interrupted"
+    assert [p["run_dir"] is not None for p in record["points"]] == [True, True, False]
     summary = (folder / "sweep.md").read_text()
     assert "2 of 3 trials reported" in summary and "v3 (not run)" in summary
     assert "**Best value: tomcat_threads_max=150**" in summary
@@ -124,7 +126,8 @@ def test_an_interrupted_sweep_keeps_and_reports_its_finished_trials(tmp_path, mo
 
 def test_sweep_options_may_stand_before_or_after_the_command(monkeypatch):
     from lab import cli
-    for argv in (["--duration", "3m", "sweep", "tomcat_threads_max=1,2"], ["sweep", "tomcat_threads_max=1,2", "--duration", "3m"]):
+    for argv in (["--duration", "3m", "sweep", "tomcat_threads_max=1,2"],
+                 ["sweep", "tomcat_threads_max=1,2", "--duration", "3m"]):
         args = cli.parser().parse_args(argv)
         assert not cli.contradictions(args, cli.parser())
         assert cli.run_options(args).profile.duration_s == 180, argv

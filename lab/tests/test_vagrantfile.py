@@ -50,7 +50,8 @@ def test_validates_for_virtualbox(tmp_path):
 
 
 def test_the_serial_console_is_where_the_lab_collects_it():
-    """lab/experiment/collect.py copies each guest's console from vagrant.SERIAL_LOG; the Vagrantfile writes it there."""
+    """lab/experiment/collect.py copies each guest's console from vagrant.SERIAL_LOG; the Vagrantfile writes it
+    there."""
     text = (ROOT / "Vagrantfile").read_text()
     assert f':path => "{vagrant.SERIAL_LOG.replace("{name}", "#{name}")}"' in text
 

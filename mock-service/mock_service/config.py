@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 import os
 import sys
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from . import __version__
 from .latency import ENDPOINTS, Distribution, parse_distribution

@@ -32,7 +32,7 @@ _ORDER_STATUS = ("NEW", "PAID", "SHIPPED", "DELIVERED", "CANCELLED")
 _CURRENCIES = ("EUR", "GBP", "CHF", "USD")
 _WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do",
           "eiusmod", "tempor", "incididunt", "ut", "labore", "et", "dolore", "magna", "aliqua")
-_EPOCH = datetime.datetime(2015, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(2015, 1, 1, tzinfo=datetime.UTC)
 
 
 def _dumps(obj) -> bytes:
@@ -91,7 +91,7 @@ class DataSet:
             "email": fields["email"],
             "phone": fields.get("phone") or self._phone(rng),
             "tier": fields.get("tier") or "bronze",
-            "createdAt": _iso(datetime.datetime.now(datetime.timezone.utc)),
+            "createdAt": _iso(datetime.datetime.now(datetime.UTC)),
             "address": fields.get("address") or self._address(rng),
         }
         body = self._padded(record, rng)

@@ -14,7 +14,7 @@ import asyncio
 import http
 import string
 import time
-from typing import Callable
+from collections.abc import Callable
 
 MAX_HEAD = 16 * 1024          # request line + headers
 MAX_BODY = 1024 * 1024        # a POSTed customer is ~1-10 KB
@@ -46,7 +46,7 @@ class Request:
 class ServerState:
     """What all connections share: the request callback, the keep-alive knob, the open connections."""
 
-    def __init__(self, on_request: Callable[["Connection", Request], None], keep_alive: bool) -> None:
+    def __init__(self, on_request: Callable[[Connection, Request], None], keep_alive: bool) -> None:
         self.on_request = on_request
         self.keep_alive = keep_alive
         self.connections: set[Connection] = set()

@@ -52,7 +52,7 @@ class Metrics:
             "# TYPE mock_http_request_duration_seconds histogram\n")
         for endpoint in self._endpoints:
             cumulative = 0
-            for bound, n in zip(BUCKETS + (float("inf"),), self._buckets[endpoint]):
+            for bound, n in zip(BUCKETS + (float("inf"),), self._buckets[endpoint], strict=True):
                 cumulative += n
                 le = "+Inf" if bound == float("inf") else repr(bound)
                 add(f'mock_http_request_duration_seconds_bucket{{endpoint="{endpoint}",le="{le}"}} '

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from . import __version__
 from .app import App
@@ -58,7 +58,7 @@ async def serve(settings: Settings, loop_name: str, stop: asyncio.Event | None =
     state.drain()
     try:
         await asyncio.wait_for(state.drained.wait(), settings.shutdown_timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log(f"shutdown timeout: closing {len(state.connections)} connection(s) still busy")
         for conn in list(state.connections):
             conn.transport.abort()

@@ -152,7 +152,8 @@ def test_metrics_only_the_samples_named(mock):
         "mock_http_requests_in_flight"}
     assert 'mock_http_request_duration_seconds_count{endpoint="customer_get"} 1' in samples
     assert page.count("# TYPE mock_http_request_duration_seconds histogram") == 1
-    assert page.index("# TYPE mock_http_request_duration_seconds") < page.index("mock_http_request_duration_seconds_sum")
+    assert (page.index("# TYPE mock_http_request_duration_seconds")
+            < page.index("mock_http_request_duration_seconds_sum"))
     assert "# TYPE mock_http_requests_in_flight gauge" in page and "_bucket" not in page and "mock_info" not in page
     assert "mock_info" in mock.get("/metrics?names=").body.decode()
 

@@ -1,20 +1,27 @@
-"""python -m report RUN_FOLDER [--warmup SECONDS]: writes RUN_FOLDER/report.html and RUN_FOLDER/summary.md."""
+"""python -m report run RUN_FOLDER [--warmup SECONDS|auto]: writes RUN_FOLDER/report.html, RUN_FOLDER/summary.md and
+RUN_FOLDER/verdict.json."""
+from __future__ import annotations
+
 import argparse
-import sys
 import time
 from pathlib import Path
 
-from . import MACHINES, capacity
-from .charts import CHARTS, render
-from .flame import flame_sections, load_profiles
-from .html import render_html
-from .machine import load_machine
-from .runinfo import RunInfo
-from .summary import render_summary, stop_phrase
-from .verdict import analyse_machines, latest_calibration, verdict_record, verdict_sentence, write_record
+from report import MACHINES
+from report.read.profiles import load_profiles
+from report.read.records import VERDICT_JSON, latest_calibration
+from report.read.runinfo import RunInfo
+from report.render import capacity
+from report.render.charts import render
+from report.render.flame import flame_sections
+from report.render.html import render_html
+from report.render.panels import CHARTS
+from report.render.summary import render_summary
+from report.render.verdict import verdict_json, verdict_record, verdict_sentence
+from report.stats.machine import load_machine
+from report.stats.runs import analyse_machines
 
 
-def build_report(folder, warmup=None):
+def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple[Path, Path]:
     """Reads the run folder, writes its report.html and summary.md; returns (html path, summary path).
     warmup: seconds, 'auto' (from where both machines' throughput settled), or None (run.json's)."""
     run = RunInfo(folder)
@@ -33,11 +40,12 @@ def build_report(folder, warmup=None):
         else:
             source += "; --warmup auto kept it: not every machine reached a steady state"
     analysis = analyse_machines(machines)
-    sentence = verdict_sentence(run, machines, analysis, stop_phrase)
+    sentence = verdict_sentence(run, machines, analysis)
     calibration = latest_calibration(folder, run.run_id)
     profiles = load_profiles(run)
     summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration, profiles)
-    write_record(folder, verdict_record(run, machines, analysis, sentence))
+    (Path(folder) / VERDICT_JSON).write_text(verdict_json(verdict_record(run, machines, analysis, sentence)),
+                                             encoding="utf-8")
     charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
     stepped = capacity.chart(run, machines)
     if stepped is not None:
@@ -50,13 +58,14 @@ def build_report(folder, warmup=None):
     return html_path, summary_path
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m report", description=__doc__)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_folder", help="results/<run-id>")
     parser.add_argument("--warmup", metavar="SECONDS|auto",
                         help="warm-up to exclude, from each machine's first sample (default: run.json load.warmup_s); "
                              "auto: from where both machines' throughput settled (see README: steady state)")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     folder = Path(args.run_folder)
     if not folder.is_dir():
         parser.error(f"{folder}: no such run folder")
@@ -72,7 +81,3 @@ def main(argv=None):
     print(f"report: {html_path} ({html_path.stat().st_size / 1024:.0f} KiB), {summary_path} "
           f"in {time.monotonic() - started:.1f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,14 +8,21 @@ The route timers are per-second rates of a sum and a count: per bin, Σ rate × 
 and exchanges in it, so their ratio is the mean per request. Backend time is per REST exchange (a summary
 makes several backend calls): backend seconds ÷ REST exchanges, at most the app's own time per exchange —
 the summary's three calls run in parallel, so their summed time overlaps and can exceed the wait."""
+from __future__ import annotations
+
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .access import ACCESS_LOG, read_access_log
-from .pcp import contains
+from report.read.access import ACCESS_LOG, Requests, read_access_log
+from report.read.pcp import Match, Metrics, contains
 
-MIN_BIN_S = 10  # the app's timers are scraped every 10 s: finer bins would chart pmrep's interpolation
+if TYPE_CHECKING:
+    from report.stats.machine import Machine
+
+MIN_BIN_S = 10  # the narrowest bin: the app's timers change once a scrape (pcp_openmetrics_interval_s); finer bins
+#                 would chart pmrep's interpolation
 ROUTE_SUM = "openmetrics.app.camel_route_exchanges_seconds_sum"
 ROUTE_COUNT = "openmetrics.app.camel_route_exchanges_seconds_count"
 MOCK_SUM = "openmetrics.mock.mock_http_request_duration_seconds_sum"
@@ -32,11 +39,13 @@ WAIT_MOCK = "waiting for the backend (the mock's own time)"
 @dataclass
 class Breakdown:
     x: np.ndarray                              # bin centres, s since the machine's t0
-    parts: list = field(default_factory=list)  # [(label, ms per request per bin, nan where unknown)], stack order
-    missing: list = field(default_factory=list)  # the sources not recorded
+    parts: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (label, ms per request per bin, nan where
+    #                                                                     unknown), in stack order
+    missing: list[str] = field(default_factory=list)  # the sources not recorded
 
 
-def _amount_per_bin(metrics, metric, match, t0, width, n):
+def _amount_per_bin(metrics: Metrics | None, metric: str, match: Match | None, t0: float, width: float,
+                    n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(Σ rate × dt per bin, whether the bin has a sample) of a rate-converted counter; None when absent.
     Each value is the mean rate since the previous sample: it belongs to the bin of its own time."""
     t, v = metrics.series(metric, match) if metrics is not None else ((), ())
@@ -49,12 +58,12 @@ def _amount_per_bin(metrics, metric, match, t0, width, n):
             np.bincount(idx[keep], minlength=n) > 0)
 
 
-def _ratio_ms(seconds, count):
+def _ratio_ms(seconds: np.ndarray, count: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(count > 0, seconds / count * 1000.0, np.nan)
 
 
-def _httpd_mean(requests, t0, width, n):
+def _httpd_mean(requests: Requests | None, t0: float, width: float, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(mean %D in ms, requests) per bin of arrival time."""
     if requests is None or len(requests) == 0:
         return None
@@ -66,7 +75,7 @@ def _httpd_mean(requests, t0, width, n):
         return np.where(count > 0, total / count, np.nan), count
 
 
-def breakdown(machine, span, width):
+def breakdown(machine: Machine, span: float, width: float) -> Breakdown:
     """The Breakdown of one machine over [0, span] s since its t0 in bins of `width` s."""
     n = int(span // width) + 1
     t0, m = machine.t0, machine.metrics

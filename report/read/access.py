@@ -1,9 +1,12 @@
 """Reads HTTPD's access log (logs/httpd-access.log, LogFormat `%h %l %u %t "%r" %>s %b %D`): when each request
 arrived and its %D, the time HTTPD spent on it in µs — the whole request, waiting for the backend included.
 The /server-status polls of PCP's apache agent are left out: they are not the load."""
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -18,14 +21,16 @@ class Requests:
     duration_ms: np.ndarray  # %D in ms
     skipped: int = 0         # lines not in the format (e.g. the fixture's "trimmed" marker)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.time)
 
 
-def read_access_log(path):
+def read_access_log(path: str | Path) -> Requests | None:
     """Requests of the log, in file order; None when the file is absent or unreadable."""
-    times, durations, skipped = [], [], 0
-    seen = {}  # %t → epoch: one strptime per distinct second
+    times: list[float] = []
+    durations: list[float] = []
+    skipped = 0
+    seen: dict[str, float | None] = {}  # %t → epoch: one strptime per distinct second
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:

@@ -1,9 +1,13 @@
 """Timed events from a machine's logs/: when the OOM killer struck, a service exited or was restarted, a full
 GC ran, the JVM ran out of heap or files, HTTPD hit MaxRequestWorkers, the conntrack table filled. logs.py
-counts such lines; this module dates each one (epoch seconds), for the saturation story."""
+counts such lines; this module dates each one (epoch seconds), for the saturation story and the restarts
+(report/explain/restarts.py)."""
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from pathlib import Path
 
 MAX_LINE = 160
 
@@ -45,14 +49,14 @@ PMCD_CHANGED = re.compile(r"(?:PMCD state changed|Lost connection to PMCD on \S+
 NO_AGENT = re.compile(r"Error looking up ([\w]+(?:\.[\w]+)?)\.\S+: Reason: No PMCD agent")
 
 
-def _epoch(text, fmt):
+def _epoch(text: str, fmt: str) -> float | None:
     try:
-        return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
+        return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
     except ValueError:
         return None
 
 
-def _offset(sign_hhmm):
+def _offset(sign_hhmm: str | None) -> int:
     """'+0100' or '+01:00' or 'Z' → seconds east of UTC."""
     if not sign_hhmm or sign_hhmm == "Z":
         return 0
@@ -61,7 +65,7 @@ def _offset(sign_hhmm):
     return -seconds if sign_hhmm[0] == "-" else seconds
 
 
-def _journal_time(line, year):
+def _journal_time(line: str, year: int) -> tuple[float | None, str]:
     iso = JOURNAL_ISO.match(line)
     if iso:
         at = _epoch(iso.group(1), "%Y-%m-%dT%H:%M:%S")
@@ -72,7 +76,7 @@ def _journal_time(line, year):
     return None, line
 
 
-def _time(name, line, year):
+def _time(name: str, line: str, year: int) -> tuple[float | None, str]:
     """(epoch, message) of one line of log `name`; epoch None when the line has no timestamp."""
     if name == "journal.txt":
         return _journal_time(line, year)
@@ -87,12 +91,12 @@ def _time(name, line, year):
     return (found and _epoch(f"{found.group(2)} {' '.join(found.group(1).split())}", "%Y %b %d %H:%M:%S")), line
 
 
-def log_events(machine_dir, year):
+def log_events(machine_dir: Path, year: int) -> list[Event]:
     """Every dated event of the machine folder's logs, by time. year: for journal lines without one (the
     run's year). Lines without a readable timestamp are left out."""
     logs = machine_dir / "logs"
-    events = []
-    by_file = {}
+    events: list[Event] = []
+    by_file: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
     for kind, (name, pattern) in KINDS.items():
         by_file.setdefault(name, []).append((kind, pattern))
     for name, kinds in by_file.items():
@@ -109,19 +113,20 @@ def log_events(machine_dir, year):
     return sorted(events + agents_dropped(machine_dir), key=lambda e: e.at)
 
 
-def agents_dropped(machine_dir):
+def agents_dropped(machine_dir: Path) -> list[Event]:
     """Events "agent_dropped", one per run of pmcd state changes after which pmlogger found no agent for some
     metrics (pmcd had cut the agent off): at the first change of the run; the message names the sources
     ('openmetrics.app, openmetrics.mock') and when they were found missing."""
-    events = []
+    events: list[Event] = []
     for path in sorted((machine_dir / "pcp").glob("pmlogger*.log")):
-        first = last = None
-        sources = set()
+        first: float | None = None
+        last: float | None = None
+        sources: set[str] = set()
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in list(f) + [""]:
                 found = PMCD_CHANGED.search(line)
                 if (found or not line) and sources:
-                    missing_at = datetime.fromtimestamp(last, tz=timezone.utc).strftime("%H:%M:%S UTC")
+                    missing_at = datetime.fromtimestamp(last, tz=UTC).strftime("%H:%M:%S UTC")
                     events.append(Event(first, "agent_dropped", f"pcp/{path.name}",
                                         f"no PMCD agent for {', '.join(sorted(sources))} by {missing_at}"))
                     first, sources = None, set()
@@ -135,69 +140,7 @@ def agents_dropped(machine_dir):
     return events
 
 
-def unit_of(event):
+def unit_of(event: Event) -> str:
     """'camel-app' for a systemd line about camel-app.service, else ''."""
     found = UNIT.search(event.line)
     return found.group(1) if found else ""
-
-
-@dataclass
-class Restart:
-    at: float                       # epoch s: when the process ended
-    unit: str                       # the systemd service ('' when the journal did not say)
-    cause: str                      # the OOM killer, a JVM crash, or systemd's exit status
-    restarted_at: float | None      # when systemd restarted the service, None when it did not (in the logs)
-
-
-RESTART_AFTER_S = 300     # systemd's restart of an exited service: within this long (RestartSec and a slow stop)
-CAUSE_BEFORE_S = 15       # an OOM kill or a crash file this long before an exit is its cause
-
-
-KILLED = re.compile(r"Killed process \d+ \([^)]*\)")
-ANON_RSS = re.compile(r"anon-rss:(\d+kB)")
-
-
-def _victim(kill):
-    """'Killed process 7376 (java), anon-rss 280104kB' from the kernel's OOM line."""
-    found, rss = KILLED.search(kill.line), ANON_RSS.search(kill.line)
-    return (found.group(0) if found else kill.line[:80]) + (f", anon-rss {rss.group(1)}" if rss else "")
-
-
-def _clock(epoch):
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%H:%M:%S")
-
-
-def restarts(machine_dir, events):
-    """Every service exit of the machine's logs (journal.txt) with its cause and its restart, by time; a JVM
-    crash file (logs/hs_err_pid*.log, dated by its mtime) and an OOM kill that ended no service are rows too.
-    events: log_events' list for the folder."""
-    crashes = [(p.stat().st_mtime, p.name) for p in sorted((machine_dir / "logs").glob("hs_err*.log"))]
-    kills = [e for e in events if e.kind == "oom_kill" and "Killed process" in e.line]
-    used_kills, used_crashes, out = set(), set(), []
-    for e in (e for e in events if e.kind == "exited"):
-        unit = unit_of(e)
-        kill = next((k for k in reversed(kills) if 0 <= e.at - k.at <= CAUSE_BEFORE_S), None)
-        crash = next((c for c in reversed(crashes) if 0 <= e.at - c[0] <= CAUSE_BEFORE_S), None)
-        status = e.line.split("Main process exited,", 1)[-1].strip().rstrip(".")
-        if kill is not None:
-            used_kills.add(id(kill))
-            cause = f"OOM killer ({_victim(kill)}); {status}"
-        elif crash is not None:
-            used_crashes.add(crash)
-            cause = f"JVM crash (logs/{crash[1]}); {status}"
-        else:
-            cause = status
-        again = next((r.at for r in events if r.kind == "restart" and unit_of(r) == unit
-                      and 0 <= r.at - e.at <= RESTART_AFTER_S), None)
-        out.append(Restart(e.at, unit, cause, again))
-    out += [Restart(k.at, "", f"OOM killer ({k.line[k.line.find('Killed process'):][:80]})", None)
-            for k in kills if id(k) not in used_kills]
-    out += [Restart(at, "", f"JVM crash (logs/{name})", None) for at, name in crashes if (at, name) not in used_crashes]
-    return sorted(out, key=lambda r: r.at)
-
-
-def restart_lines(items):
-    """Markdown list items: `- 22:41:03 UTC camel-app ended — OOM killer (…); restarted 22:41:13 UTC`."""
-    return [f"- {_clock(r.at)} UTC {r.unit or 'a process'} ended — {r.cause}; "
-            + (f"restarted {_clock(r.restarted_at)} UTC" if r.restarted_at is not None else "not restarted (in the logs)")
-            for r in items]

@@ -1,47 +1,76 @@
 """Data integrity: what a machine's part of a run folder lacks or holds damaged, checked rather than assumed.
-JTL rows that could not be read, gaps in the PCP samples longer than GAP_INTERVALS sampling intervals,
-metrics the machine's manifest (config/manifest.json, written by Ansible) promised but that have no value,
-logs it named that did not come back. A run folder from before the manifest gets the first two only."""
+Gaps in the PCP samples longer than GAP_INTERVALS sampling intervals, metrics the machine's manifest
+(config/manifest.json, written by Ansible) promised but that have no value, logs it named that did not come back.
+A run folder from before the manifest gets the gaps only. The summary's section: report/render/integrity.py."""
+from __future__ import annotations
+
 import json
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from report.read.knobs import Knobs, machine_knobs
+from report.read.pcp import Metrics
 
 GAP_INTERVALS = 3           # a gap is longer than this many sampling intervals without any sample
 SCRAPED = "openmetrics."    # logged less often than pcp_interval_s (pmrep interpolates them): not a gap
 
+Gap = tuple[float, float]
+"""(epoch s of the last sample before the gap, its length in s)"""
 
-def _json(path):
+
+def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
 
 
-def sampling_interval(mdir):
-    """pcp_interval_s as the machine had it: its manifest, then its knobs.json, else 1 s (the default)."""
-    manifest, knobs = _json(mdir / "config" / "manifest.json") or {}, _json(mdir / "config" / "knobs.json") or {}
-    value = manifest.get("pcp", {}).get("interval_s", knobs.get("pcp_interval_s", 1))
+def _positive(value: Any) -> float | None:
     try:
-        return float(value) if float(value) > 0 else 1.0
+        return float(value) if float(value) > 0 else None
     except (TypeError, ValueError):
-        return 1.0
+        return None
 
 
-def _gaps(times, interval_s):
+def sampling_interval(mdir: Path, knobs: Knobs | None = None) -> float | None:
+    """pcp_interval_s as the machine had it: its manifest, then its knob (knobs.json, run.json, the run's
+    knobs-catalog.json: report/read/knobs.py); None when none of them says."""
+    manifest = _json(mdir / "config" / "manifest.json") or {}
+    value = manifest.get("pcp", {}).get("interval_s")
+    if value is None:
+        value = (knobs or machine_knobs(mdir)).value("pcp_interval_s")
+    return _positive(value)
+
+
+def _system_times(metrics: Metrics) -> list[np.ndarray]:
+    return [t for name, (t, _, _) in metrics.by_metric.items() if not name.startswith(SCRAPED) and len(t)]
+
+
+def measured_interval(metrics: Metrics) -> float | None:
+    """The sampling interval the PCP samples show (the median step between sample times), for a run folder that
+    does not say what it was; None with fewer than two sample times."""
+    times = _system_times(metrics)
+    seen = np.unique(np.concatenate(times)) if times else np.array([])
+    return _positive(np.median(np.diff(seen))) if len(seen) > 1 else None
+
+
+def _gaps(times: np.ndarray, interval_s: float) -> list[Gap]:
     seen = np.unique(times)
     steps = np.diff(seen)
     return [(float(seen[i]), float(steps[i])) for i in np.flatnonzero(steps > GAP_INTERVALS * interval_s)]
 
 
-def sample_gaps(metrics, interval_s):
+def sample_gaps(metrics: Metrics, interval_s: float) -> list[Gap]:
     """[(start, seconds)] where no PCP metric sampled at interval_s has a value for longer than
     GAP_INTERVALS × interval_s (epoch seconds of the last sample before the gap, and the gap's length):
     pmlogger stopped, or pmrep could not bridge the archive (a <mark> record: it was restarted)."""
-    times = [t for name, (t, _, _) in metrics.by_metric.items() if not name.startswith(SCRAPED) and len(t)]
+    times = _system_times(metrics)
     return _gaps(np.concatenate(times), interval_s) if times else []
 
 
-def metric_gaps(metrics, interval_s):
+def metric_gaps(metrics: Metrics, interval_s: float) -> dict[str, list[Gap]]:
     """{metric: its own gaps} beyond the gaps of all metrics: one agent without values while the others
     had them (e.g. PCP's proc agent dead: hotproc.* missing)."""
     everything = sample_gaps(metrics, interval_s)
@@ -56,75 +85,22 @@ def metric_gaps(metrics, interval_s):
     return out
 
 
-def _by_spans(own):
-    """[(spans, [metric, …])]: the metrics that lacked values over the same stretches (one agent's, mostly)."""
-    groups = {}
-    for name, spans in sorted(own.items()):
-        groups.setdefault(tuple(spans), []).append(name)
-    return sorted(groups.items())
-
-
-def _where(spans, t0, shown=10):
-    """'+95 s (35 s), …': where gaps began from the first request, and how long each was."""
-    where = ", ".join(f"+{start - t0:.0f} s ({length:.0f} s)" for start, length in spans[:shown])
-    return where + (f" and {len(spans) - shown} more" if len(spans) > shown else "")
-
-
-def _gap_group(names, spans, t0, shown=6):
-    listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
-    return f"{listed} at {_where(spans, t0)}"
-
-
-def missing_logs(mdir):
+def missing_logs(mdir: Path, knobs: Knobs | None = None) -> list[str] | None:
     """The logs and journals the manifest names that are not in logs/ (a gzipped one counts). gc.log only
-    when the machine wrote one (jvm_gc_log). None without a manifest."""
+    when the machine wrote one (its knob jvm_gc_log). None without a manifest."""
     manifest = _json(mdir / "config" / "manifest.json")
     if manifest is None:
         return None
-    knobs = _json(mdir / "config" / "knobs.json") or {}
+    gc_log = (knobs or machine_knobs(mdir)).value("jvm_gc_log")
     named = list(manifest.get("logs", {})) + list(manifest.get("journals", {}))
-    named = [n for n in named if n != "gc.log" or knobs.get("jvm_gc_log")]
+    named = [n for n in named if n != "gc.log" or gc_log]
     return [n for n in named if not (mdir / "logs" / n).is_file() and not (mdir / "logs" / f"{n}.gz").is_file()]
 
 
-def missing_metrics(mdir, metrics):
+def missing_metrics(mdir: Path, metrics: Metrics | None) -> list[str] | None:
     """The manifest's exported metrics without a value in metrics.csv; None without a manifest."""
     manifest = _json(mdir / "config" / "manifest.json")
     if manifest is None:
         return None
     have = metrics.by_metric if metrics is not None else {}
     return [m for m in manifest.get("pcp", {}).get("metrics", []) if m not in have]
-
-
-def machine_lines(machine, mdir):
-    """One machine's integrity findings as Markdown bullets, every check said, passed or not."""
-    lines = []
-    if machine.samples is not None:
-        bad = machine.samples.bad_rows
-        lines.append(f"- jmeter.jtl: {len(machine.samples):,} samples read"
-                     + (f"; **{bad:,} rows could not be read** (skipped)" if bad else ", no unreadable row"))
-    else:
-        lines.append("- jmeter.jtl: **absent or unreadable**")
-    if machine.metrics is not None:
-        interval = sampling_interval(mdir)
-        gaps = sample_gaps(machine.metrics, interval)
-        t0 = machine.t0 if machine.t0 is not None else 0.0
-        lines.append(f"- PCP samples every {interval:g} s: " + (
-            f"**{len(gaps)} gap(s) longer than {GAP_INTERVALS * interval:g} s** at {_where(gaps, t0)} (from the first request)"
-            if gaps else f"no gap longer than {GAP_INTERVALS * interval:g} s")
-            + (f"; **{machine.metrics.bad_rows:,} unreadable rows** in metrics.csv" if machine.metrics.bad_rows else ""))
-        own = metric_gaps(machine.metrics, interval)
-        if own:
-            lines.append("- **metrics with gaps of their own**: " + "; ".join(
-                _gap_group(names, spans, t0) for spans, names in _by_spans(own)))
-    else:
-        lines.append("- pcp/metrics.csv: **absent or unreadable**")
-    absent_metrics, absent_logs = missing_metrics(mdir, machine.metrics), missing_logs(mdir)
-    if absent_metrics is None:
-        lines.append("- no config/manifest.json (a run from before it): metrics and logs not checked against it")
-    else:
-        lines.append("- metrics the manifest names: " + (
-            f"**no values for {', '.join(absent_metrics)}**" if absent_metrics else "all have values"))
-        lines.append("- logs the manifest names: " + (
-            f"**not collected: {', '.join(absent_logs)}**" if absent_logs else "all collected"))
-    return lines

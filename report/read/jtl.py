@@ -1,6 +1,9 @@
 """Reads a JMeter CSV JTL into column arrays, one row per sample, and names each failure's error type."""
+from __future__ import annotations
+
 import csv
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -18,15 +21,15 @@ class Samples:
     error: np.ndarray       # str, "" for successes, else error_name() of the sample
     bad_rows: int = 0       # rows that could not be parsed (e.g. a line cut by an interrupted run)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.start)
 
     @property
-    def end(self):
+    def end(self) -> np.ndarray:
         return self.start + self.elapsed_ms / 1000.0
 
 
-def error_name(code, message, failure_message):
+def error_name(code: str, message: str, failure_message: str) -> str:
     """A short, groupable name for a failed sample, e.g. 'java.net.SocketTimeoutException: Read timed out',
     'HTTP 502 Bad Gateway', or the assertion's message for a 2xx that failed an assertion."""
     code, message, failure_message = code.strip(), message.strip(), failure_message.strip()
@@ -41,10 +44,14 @@ def error_name(code, message, failure_message):
     return code or failure_message[:80] or "unknown error"
 
 
-def read_jtl(path):
+def read_jtl(path: str | Path) -> Samples:
     """Reads a CSV JTL with a header line. Rows with fewer columns than the header (a line cut by a killed
     JMeter) or non-numeric times are skipped and counted. Columns are found by name."""
-    start, elapsed, ok, label, error = [], [], [], [], []
+    start: list[float] = []
+    elapsed: list[float] = []
+    ok: list[bool] = []
+    label: list[str] = []
+    error: list[str] = []
     bad = 0
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
         rows = csv.reader(f)
@@ -60,7 +67,7 @@ def read_jtl(path):
         i_msg, i_fail = col.get("responseMessage"), col.get("failureMessage")
         width = len(header)  # JMeter writes every column; fewer means a line cut short
 
-        def field(row, i):
+        def field(row: list[str], i: int | None) -> str:
             return row[i] if i is not None and i < len(row) else ""
 
         for row in rows:
@@ -82,7 +89,8 @@ def read_jtl(path):
     return _samples(start, elapsed, ok, label, error, bad)
 
 
-def _samples(start, elapsed, ok, label, error, bad):
+def _samples(start: list[float], elapsed: list[float], ok: list[bool], label: list[str], error: list[str],
+             bad: int) -> Samples:
     start = np.asarray(start, dtype=float)
     order = np.argsort(start, kind="stable")  # JMeter writes in completion order, not start order
     return Samples(start=start[order], elapsed_ms=np.asarray(elapsed, dtype=float)[order],

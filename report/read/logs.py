@@ -1,8 +1,11 @@
 """Hints from a machine's logs/ about why it stopped or struggled: the OOM killer and service restarts
 (journal.txt), OutOfMemoryError (app.log), a JVM crash file (hs_err*.log), proxy errors (httpd-error.log),
 full GCs (gc.log). Each hint is a count and the first matching line, never a whole log."""
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 MAX_LINE = 240
 # httpd's error lines put the message last, after time, module, pid and client: keep time and message
@@ -32,12 +35,12 @@ PATTERNS = (
 )
 
 
-def _condense(line):
+def _condense(line: str) -> str:
     httpd = HTTPD_LINE.match(line)
     return f"[{httpd.group(1)}] {httpd.group(2)}" if httpd else line
 
 
-def _scan(path, pattern):
+def _scan(path: Path, pattern: re.Pattern[str]) -> tuple[int, str]:
     count, first = 0, ""
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -48,10 +51,10 @@ def _scan(path, pattern):
     return count, first
 
 
-def log_hints(machine_dir):
+def log_hints(machine_dir: Path) -> list[Hint]:
     """The hints of one machine folder, in PATTERNS order; an hs_err file is always a hint."""
     logs = machine_dir / "logs"
-    hints = []
+    hints: list[Hint] = []
     if not logs.is_dir():
         return hints
     for name, what, pattern in PATTERNS:
@@ -62,8 +65,8 @@ def log_hints(machine_dir):
                 hints.append(Hint(f"logs/{name}", what, count, first))
     for crash in sorted(logs.glob("hs_err*.log")):
         # the crash file's summary: the signal line and the problematic frame
-        lines = [l.strip() for l in crash.read_text(encoding="utf-8", errors="replace").splitlines()[:40]]
-        summary = [l.lstrip("# ") for l in lines if re.search(r"SIG[A-Z]+|Problematic frame|^#\s+[CJV]\s+\[", l)]
+        lines = [x.strip() for x in crash.read_text(encoding="utf-8", errors="replace").splitlines()[:40]]
+        summary = [x.lstrip("# ") for x in lines if re.search(r"SIG[A-Z]+|Problematic frame|^#\s+[CJV]\s+\[", x)]
         hints.append(Hint(f"logs/{crash.name}", "JVM crash (hs_err file)", 1,
                           " · ".join(summary[:3])[:MAX_LINE] or "present"))
     return hints

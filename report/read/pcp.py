@@ -1,11 +1,19 @@
 """Reads a machine's pcp/metrics.csv (time,metric,instance,value; counters already per second) and gives
 time series of one metric, summed over the instances that match."""
+from __future__ import annotations
+
 import csv
 import re
 from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
+Match = Callable[[str], bool]
+"""An instance filter: true for the instances to sum (see contains)."""
+Series = tuple[np.ndarray, np.ndarray]
+"""(times, values) of one metric."""
 
 # The CPU states the lab records (rate-converted: ms per second over all CPUs), by the name charts give them
 CPU_STATES = {"user": "kernel.all.cpu.user", "sys": "kernel.all.cpu.sys", "iowait": "kernel.all.cpu.wait.total",
@@ -15,17 +23,18 @@ CPU_STATES = {"user": "kernel.all.cpu.user", "sys": "kernel.all.cpu.sys", "iowai
 class Metrics:
     """All values of one metrics.csv, by metric name: {metric: (times, instances, values)} arrays."""
 
-    def __init__(self, by_metric=None, bad_rows=0):
+    def __init__(self, by_metric: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+                 bad_rows: int = 0) -> None:
         self.by_metric = by_metric or {}
         self.bad_rows = bad_rows
 
-    def has(self, metric):
+    def has(self, metric: str) -> bool:
         return metric in self.by_metric
 
-    def instances(self, metric):
+    def instances(self, metric: str) -> list[str]:
         return sorted(set(self.by_metric[metric][1])) if metric in self.by_metric else []
 
-    def series(self, metric, match=None):
+    def series(self, metric: str, match: Match | None = None) -> Series:
         """(times, values) of `metric`, values summed per timestamp over the instances for which
         match(instance) is true (all when match is None). Empty arrays when nothing matches."""
         if metric not in self.by_metric:
@@ -39,7 +48,7 @@ class Metrics:
         uniq, idx = np.unique(times, return_inverse=True)
         return uniq, np.bincount(idx, weights=values, minlength=len(uniq))
 
-    def name_processes(self, command_lines):
+    def name_processes(self, command_lines: dict[str, str]) -> None:
         """hotproc instances renamed "PID command line" from {instance: command line} (pcp/processes.csv):
         PCP names a process by its executable only, and python3 is both the mock and PCP's own agent."""
         for metric, (times, instances, values) in self.by_metric.items():
@@ -47,7 +56,7 @@ class Metrics:
                 renamed = [f"{i.split(' ', 1)[0]} {command_lines[i]}" if i in command_lines else i for i in instances]
                 self.by_metric[metric] = (times, np.asarray(renamed, dtype=object), values)
 
-    def cpu_shares(self):
+    def cpu_shares(self) -> dict[str, Series]:
         """{state: (times, %)} of user, sys, iowait and steal: each state's share of all the CPU time recorded at
         that sample (idle included), as mpstat computes it; {} without idle, the share's denominator.
         Not the rate over 1000 ms × ncpu: when a starved guest's sampling stalls, the rates pmrep derives for
@@ -65,14 +74,14 @@ class Metrics:
         ok = total > 0
         return {state: (common[ok], 100.0 * v[ok] / total[ok]) for state, v in values.items() if state != "idle"}
 
-    def first_time(self):
+    def first_time(self) -> float | None:
         firsts = [t.min() for t, _, _ in self.by_metric.values() if len(t)]
         return min(firsts) if firsts else None
 
 
-def read_metrics(path):
+def read_metrics(path: str | Path) -> Metrics:
     """Reads the tidy CSV. Rows with a missing or non-numeric value are skipped and counted."""
-    cols = defaultdict(lambda: ([], [], []))
+    cols: defaultdict[str, tuple[list[float], list[str], list[float]]] = defaultdict(lambda: ([], [], []))
     bad = 0
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
         rows = csv.reader(f)
@@ -96,7 +105,7 @@ def read_metrics(path):
     return Metrics(by_metric, bad)
 
 
-def read_processes(path):
+def read_processes(path: str | Path) -> dict[str, str]:
     """pcp/processes.csv (instance,psargs) → {instance: command line}; {} when absent or unreadable."""
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as f:
@@ -105,14 +114,14 @@ def read_processes(path):
         return {}
 
 
-def contains(*words):
+def contains(*words: str) -> Match:
     """Instance filter: true when the instance name contains any of `words` (case-insensitive).
     PCP instance names vary by PMDA ('0 area:heap id:G1 Eden Space', '012345 /usr/bin/java -jar …')."""
     lowered = [w.lower() for w in words]
     return lambda instance: any(w in instance.lower() for w in lowered)
 
 
-def connector(instance):
+def connector(instance: str) -> str:
     """A Tomcat connector's name from its instance ('0 connector:http-nio-8080 protocol:…' → 'http-nio-8080')."""
     found = re.search(r"connector[:=]\"?([\w.\-]+)", instance)
     return found.group(1) if found else instance

@@ -1,104 +1,21 @@
-"""python -m report.combine SERIES_FOLDER TRIAL_FOLDER...: one report over the trials of a `--repeat N` run.
+"""The report over the trials of a `--repeat N` run (the series folder's summary.md, report.html's forest plot and
+verdict.json): the combined effect and machine bias per figure, whether the trials agree, each trial's own
+figures (the combination: report/stats/combine.py)."""
+from __future__ import annotations
 
-Each trial is a run folder whose default/ and tuned/ hold what the default and the tuned configuration did;
-run.json `design.machines` says which machine ran which (from the second trial on they alternate:
-crossover). Per figure, trial i measured L_i = effect + s_i·bias (logs of ratios; differences for error %),
-s_i = +1 when each configuration ran on its namesake machine, −1 when swapped. With both orientations the
-effect is the mean of the two orientation means, which cancels a machine bias (Mytkowicz et al. 2009: setup
-bias; swap it out), and half their difference estimates that bias. The interval: t × the σ of the same
-combination over the trials' independent bootstrap replicates, with the trials' degrees of freedom summed.
-Whether the trials agree: Cochran's Q of the trials around the fitted effect and bias (needs more trials than
-fitted terms). Writes SERIES_FOLDER/summary.md, report.html and verdict.json.
-"""
-import argparse
+import io
 import math
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-from scipy import stats
-
-from .runs import back, load_runs, log_or_raw
-from .uncertainty import CI, FIGURES, Effect, interval, kind_of
-from .verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, write_record
-
-AGREEMENT_P = 0.05
+from report.render.html import Figure
+from report.render.verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct
+from report.stats.combine import AGREEMENT_P, Combined
+from report.stats.runs import LoadedRun
+from report.stats.uncertainty import CI, FIGURES, Effect
 
 
-@dataclass
-class Combined:
-    figure: str
-    kind: str
-    effect: Effect                      # the combined estimate, its interval
-    bias: Effect = None                 # machine tuned vs machine default (both orientations only)
-    q: float = math.nan                 # Cochran's Q, its degrees of freedom and p-value
-    q_df: int = 0
-    q_p: float = math.nan
-    inflated: float = 1.0               # the interval's widening for disagreeing trials (Birge ratio)
-    per_trial: list = field(default_factory=list)   # the trials' own Effects
-
-
-def _orientation_means(values, signs):
-    """(effect, bias) from one value (or replicate row) per trial; bias nan with one orientation."""
-    plus, minus = values[signs > 0], values[signs < 0]
-    if len(plus) and len(minus):
-        return (plus.mean(axis=0) + minus.mean(axis=0)) / 2.0, (plus.mean(axis=0) - minus.mean(axis=0)) / 2.0
-    return values.mean(axis=0), np.full(values.shape[1:], np.nan) if values.ndim > 1 else math.nan
-
-
-def combine_figure(trials, figure):
-    """The crossover combination of one figure over the trials that have an interval for it."""
-    usable = [t for t in trials if t.analysis is not None and t.analysis.effects[figure].has_interval]
-    kind = kind_of(figure)
-    per_trial = [t.analysis.effects[figure] if t.analysis is not None else None for t in trials]
-    if not usable:
-        e = Effect(figure, kind, math.nan, math.nan)
-        e.why_not = "no trial has an interval for it"
-        return Combined(figure, kind, e, per_trial=per_trial)
-    signs = np.array([-1.0 if t.swapped else 1.0 for t in usable])
-    points = np.array([log_or_raw(kind, t.analysis.effects[figure].estimate) for t in usable])
-    reps = np.array([log_or_raw(kind, t.analysis.replicates["tuned"][figure] / t.analysis.replicates["default"][figure]
-                                if kind == "ratio" else
-                                t.analysis.replicates["tuned"][figure] - t.analysis.replicates["default"][figure])
-                     for t in usable])
-    reps = np.where(np.isfinite(reps), reps, np.nan)
-    effect, bias = _orientation_means(points, signs)
-    effect_reps, bias_reps = _orientation_means(reps, signs)
-    df = sum(t.analysis.df(figure) for t in usable)
-    d_mean = float(np.mean([t.analysis.effects[figure].default for t in usable]))
-    t_mean = float(np.mean([t.analysis.effects[figure].tuned for t in usable]))
-    e = Effect(figure, kind, d_mean, t_mean, estimate=back(kind, effect))
-    scale = (lambda x: np.exp(x)) if kind == "ratio" else (lambda x: x)
-    e.low, e.high = interval(e.estimate, scale(effect_reps), df, log_scale=kind == "ratio")
-    combined = Combined(figure, kind, e, per_trial=per_trial)
-    if not math.isnan(bias):
-        b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias))
-        b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
-        combined.bias = b
-    # agreement: Cochran's Q of the trials around the weighted least-squares fit of effect + s·bias (weights:
-    # each trial's bootstrap variance), χ² with N − fitted terms df; when it says they disagree, the interval
-    # is widened by the Birge ratio √(Q/df) (the trials spread more than their own noise explains)
-    var = np.nanvar(reps, axis=1, ddof=1)
-    both = not math.isnan(bias)
-    combined.q_df = len(usable) - (2 if both else 1)
-    if combined.q_df >= 1 and np.all(var > 0):
-        design = np.column_stack([np.ones(len(usable)), signs])[:, :2 if both else 1]
-        w = 1.0 / var
-        coef = np.linalg.solve(design.T @ (design * w[:, None]), design.T @ (w * points))
-        combined.q = float(np.sum(w * (points - design @ coef) ** 2))
-        combined.q_p = float(stats.chi2.sf(combined.q, combined.q_df))
-        inflate = math.sqrt(max(1.0, combined.q / combined.q_df))
-        if combined.q_p < AGREEMENT_P and e.has_interval:
-            centre = log_or_raw(kind, e.estimate)
-            lo, hi = log_or_raw(kind, e.low), log_or_raw(kind, e.high)
-            e.low = back(kind, centre - (centre - lo) * inflate)
-            e.high = back(kind, centre + (hi - centre) * inflate)
-            combined.inflated = inflate
-    return combined
-
-
-def agreement_words(c):
+def agreement_words(c: Combined) -> str:
     if c.q_df >= 1 and not math.isnan(c.q_p):
         if c.q_p >= AGREEMENT_P:
             return f"the trials agree (Cochran's Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.2f})"
@@ -112,7 +29,7 @@ def agreement_words(c):
     return "one trial: agreement is not tested"
 
 
-def agreement_cell(c):
+def agreement_cell(c: Combined) -> str:
     """agreement_words in a few words, for the table."""
     if c.q_df >= 1 and not math.isnan(c.q_p):
         return (f"agree (p = {c.q_p:.2f})" if c.q_p >= AGREEMENT_P
@@ -120,11 +37,7 @@ def agreement_cell(c):
     return "not testable" + (" (one trial per orientation)" if c.bias is not None and c.q_df < 1 else "")
 
 
-def combine(trials):
-    return {figure: combine_figure(trials, figure) for figure in FIGURES}
-
-
-def verdict_sentence(results, trials):
+def verdict_sentence(results: dict[str, Combined], trials: list[LoadedRun]) -> str:
     tps = results["tps"]
     used = sum(1 for t in trials if t.analysis is not None and t.analysis.effects["tps"].has_interval)
     counted = f"{used} trial{'s' if used != 1 else ''}" + (f" (of {len(trials)})" if used != len(trials) else "")
@@ -149,12 +62,12 @@ def verdict_sentence(results, trials):
     return text + "."
 
 
-def _trial_row(t, figure):
+def _trial_row(t: LoadedRun, figure: str) -> str:
     e = t.analysis.effects[figure] if t.analysis is not None else None
     return effect_text(e) if e is not None else "— (no paired window)"
 
 
-def render(series_folder, trials, results):
+def render(series_folder: str | Path, trials: list[LoadedRun], results: dict[str, Combined]) -> str:
     name = Path(series_folder).name
     lines = [f"# Camel Tuning Lab — {len(trials)} trials with swapped roles ({name})", "",
              f"**Verdict:** {verdict_sentence(results, trials)}", "",
@@ -188,8 +101,10 @@ def render(series_folder, trials, results):
     return "\n".join(lines) + "\n"
 
 
-def record(series_folder, trials, results, sentence):
-    def eff(e):
+def record(series_folder: str | Path, trials: list[LoadedRun], results: dict[str, Combined],
+           sentence: str) -> dict[str, Any]:
+    """The series' verdict.json."""
+    def eff(e: Effect | None) -> dict[str, Any] | None:
         if e is None:
             return None
         return {"kind": e.kind, "estimate": None if math.isnan(e.estimate) else e.estimate,
@@ -208,14 +123,14 @@ def record(series_folder, trials, results, sentence):
 FOREST_FIGURES = ("tps", "p50", "p95", "p99")      # ratios, on one log axis
 
 
-def forest_png(trials, results):
+def forest_png(trials: list[LoadedRun], results: dict[str, Combined]) -> bytes:
     """Each trial's tuned/default ratio with its interval (circles: straight, squares: swapped) and the
     combined one (black diamond), one row per figure, on a log axis; PNG bytes."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .charts import DPI, _small_png
+    from report.render.charts import DPI, small_png
     fig, ax = plt.subplots(figsize=(13.5, 0.55 + 0.75 * len(FOREST_FIGURES)), dpi=DPI)
     rows = []
     for k, figure in enumerate(FOREST_FIGURES):
@@ -244,53 +159,12 @@ def forest_png(trials, results):
     ax.set_xlabel("tuned vs default (log scale)", fontsize=8)
     ax.grid(axis="x", alpha=0.3, which="both", lw=0.5)
     fig.subplots_adjust(left=0.09, right=0.995, bottom=0.2, top=0.97)
-    import io
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
-    return _small_png(buf.getvalue())
+    return small_png(buf.getvalue())
 
 
-@dataclass
-class _Figure:      # what render_html needs of a chart
-    key: str
-    title: str
-    about: str
-
-
-def write(series_folder, trial_folders):
-    """Writes the series report; returns (summary path, verdict sentence)."""
-    from .html import render_html
-    series_folder = Path(series_folder)
-    series_folder.mkdir(parents=True, exist_ok=True)
-    trials = load_runs(trial_folders)
-    results = combine(trials)
-    sentence = verdict_sentence(results, trials)
-    summary = render(series_folder, trials, results)
-    (series_folder / "summary.md").write_text(summary, encoding="utf-8")
-    forest = _Figure("forest", "Each trial and the combination",
-                     "Blue circles: trials with each configuration on its namesake machine; orange squares: roles "
-                     "swapped; black diamond: the combined estimate. Bars: 95 % intervals.")
-    (series_folder / "report.html").write_text(
-        render_html(f"Camel Tuning Lab — {series_folder.name}", summary, [(forest, forest_png(trials, results))], {},
-                    charts_title="At a glance"),
-        encoding="utf-8")
-    write_record(series_folder, record(series_folder, trials, results, sentence))
-    return series_folder / "summary.md", sentence
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m report.combine", description=__doc__.split("\n\n")[0])
-    parser.add_argument("series_folder", help="where the combined report goes, e.g. results/<stamp>-x-series")
-    parser.add_argument("trials", nargs="+", help="the trials' run folders, in the order they ran")
-    args = parser.parse_args(argv)
-    missing = [t for t in args.trials if not (Path(t) / "run.json").is_file()]
-    if missing:
-        parser.error(f"not run folders (no run.json): {', '.join(missing)}")
-    summary, sentence = write(args.series_folder, args.trials)
-    print(f"report: {summary.parent / 'report.html'}, {summary}\n{sentence}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+FOREST = Figure("forest", "Each trial and the combination",
+                "Blue circles: trials with each configuration on its namesake machine; orange squares: roles swapped; "
+                "black diamond: the combined estimate. Bars: 95 % intervals.")

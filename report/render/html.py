@@ -1,8 +1,11 @@
 """report.html: one self-contained page (CSS inline, charts as base64 PNGs, flame graphs as inline SVG): the
 summary, the charts, then the profiles' flame graphs."""
+from __future__ import annotations
+
 import base64
 import html
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
 import markdown
 
@@ -26,10 +29,18 @@ class Figure(NamedTuple):
     about: str
 
 
-def render_html(title, summary_md, charts, dashboards, charts_title=None, flames=()):
+class Titled(Protocol):
+    """What the page needs of a chart: a Figure, or a panels.Chart."""
+    key: str
+    title: str
+    about: str
+
+
+def render_html(title: str, summary_md: str, charts: Sequence[tuple[Titled, bytes]], dashboards: dict[str, str],
+                charts_title: str | None = None, flames: Sequence[tuple[str, str, str, str]] = ()) -> str:
     """charts: [(Chart, png bytes)]; dashboards: {machine: relative link}. charts_title: a page whose charts
     are not the run's side-by-side panels (the combined trials) names them so. flames: [(key, title, about,
-    svg text)] (report/flame.py)."""
+    svg text)] (report/render/flame.py)."""
     body = markdown.markdown(summary_md, extensions=["tables"])
     parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>", body]

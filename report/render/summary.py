@@ -1,50 +1,39 @@
 """summary.md: the verdict, the verdict table (after warm-up), stops with their evidence, the saturation
-analysis, the profiles, the lab's own cost, knob diff, versions, log hints and what is missing from the run folder."""
-from datetime import datetime, timezone
+analysis, the profiles, the lab's own cost, knob diff, versions, log hints and what is missing from the run folder.
+This module holds the document's order and its top (status, run, warm-up, design, results, intervals, steady
+state); the later sections come from report/render/sections.py and the other render modules."""
+from __future__ import annotations
 
-from . import MACHINES, capacity, fmt, generators, integrity
-from .events import log_events, restart_lines, restarts
-from .machine import utc_clock
-from .cost import cost_lines
-from .flame import load_profiles, profile_lines
-from .saturation import saturation_lines
-from .stats import PROCESS_GROUPS
-from .steady import BIN_S, MAX_DRIFT
-from .stopped import BUCKET_S, MAX_SUCCESS_RATE, MIN_ATTEMPTS, MIN_SPAN_S
-from .uncertainty import CI, CONFIDENCE
-from .verdict import calibration_words, design, effect_text, signed
+from collections.abc import Callable
+from typing import Any
 
-TOP_ERRORS = 5
-
-
-def _cell(value):
-    """A markdown table cell: no pipes or newlines from log text or knob values."""
-    text = "null" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header, rows, align=None):
-    align = align or ["---"] + ["---:"] * (len(header) - 1)
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def stop_phrase(machine):
-    stop = machine.stop
-    rel = stop.at - machine.t0
-    if stop.ever_answered:
-        text = f"{machine.name} stopped answering at {utc_clock(stop.at)} UTC (+{rel:.0f} s)"
-    else:
-        text = f"{machine.name} never answered successfully (from {utc_clock(stop.at)} UTC, +{rel:.0f} s)"
-    failed = sum(stop.errors.values())
-    if failed:
-        error, n = stop.errors.most_common(1)[0]
-        text += f": {100.0 * n / stop.attempts:.0f} % {error}"
-    return text
+from report import fmt
+from report.fmt import utc_clock
+from report.read.profiles import Profiles, load_profiles
+from report.read.runinfo import RunInfo, design
+from report.render.capacity import lines as capacity_lines
+from report.render.cost import cost_lines
+from report.render.flame import profile_lines
+from report.render.generators import lines as generators_lines
+from report.render.saturation import saturation_lines
+from report.render.sections import (
+    errors_section,
+    integrity_section,
+    knobs_section,
+    logs_section,
+    missing_section,
+    stops_section,
+    table,
+    versions_section,
+)
+from report.render.verdict import calibration_words, effect_text, signed
+from report.stats.figures import PROCESS_GROUPS
+from report.stats.machine import Machine
+from report.stats.steady import BIN_S, MAX_DRIFT
+from report.stats.uncertainty import CI, CONFIDENCE, Analysis
 
 
-def _status_lines(run):
+def _status_lines(run: RunInfo) -> list[str]:
     if not run.data:
         return [f"> **Run status unknown**: {'; '.join(run.problems)}.", ""]
     lines = []
@@ -74,7 +63,7 @@ def _status_lines(run):
     return lines
 
 
-def _run_line(run):
+def _run_line(run: RunInfo) -> str:
     load = run.load
     mix = ", ".join(f"{k} {v} %" for k, v in (load.get("mix") or {}).items())
     bits = [f"status {run.status}", f"started {run.get('started', default='?')}",
@@ -83,7 +72,8 @@ def _run_line(run):
         model = load.get("model", "?")
         users = f"{load.get('users')} users" if load.get("users") is not None and model == "closed" else ""
         if model == "steps":
-            users = (f"{load.get('ramp_up_s', 0)} s of warm-up at the first rate, then stages of {load.get('step_s', '?')} s at "
+            users = (f"{load.get('ramp_up_s', 0)} s of warm-up at the first rate, then stages of "
+                     f"{load.get('step_s', '?')} s at "
                      f"{', '.join(f'{r:g}' for r in load.get('step_rates') or [])} req/s")
         rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") and model == "open" else ""
         named = f" {load['name']}" if load.get("name") else ""
@@ -105,19 +95,20 @@ def _run_line(run):
     return " · ".join(bits)
 
 
-def _warmup_line(warmup_s, source):
+def _warmup_line(warmup_s: float, source: str) -> str:
     return (f"Figures exclude the first {warmup_s:.0f} s of warm-up (counted from each machine's first sample; "
             f"{source}); the window ends at the machine's last sample.")
 
 
-def results_table(machines, analysis=None):
+def resultstable(machines: dict[str, Machine], analysis: Analysis | None = None) -> list[str]:
     d, t = machines["default"], machines["tuned"]
     rows = []
 
-    def ci(figure):
+    def ci(figure: str) -> str:
         return effect_text(analysis.effects[figure]) if analysis is not None else "—"
 
-    def row(name, dv, tv, text, ratio=None, figure=None):
+    def row(name: str, dv: float | None, tv: float | None, text: Callable[[float | None], str],
+            ratio: str | None = None, figure: str | None = None) -> None:
         rows.append([name, text(dv), text(tv), ratio if ratio is not None else fmt.ratio(tv, dv),
                      ci(figure) if figure else ""])
 
@@ -137,11 +128,11 @@ def results_table(machines, analysis=None):
         row(f"peak RSS {group}", d.system.peak_rss_mib.get(group), t.system.peak_rss_mib.get(group),
             lambda x: fmt.num(x, 1, "MiB"))
     rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s), ""])
-    return _table(["", "default", "tuned", "tuned/default",
+    return table(["", "default", "tuned", "tuned/default",
                    f"tuned vs default ({CI}, paired windows)"], rows)
 
 
-def uncertainty_lines(analysis):
+def uncertainty_lines(analysis: Analysis | None) -> list[str]:
     """How the intervals were computed, in one paragraph."""
     if analysis is None:
         return ["No intervals: the two machines have no common measured window.", ""]
@@ -149,8 +140,8 @@ def uncertainty_lines(analysis):
     if not analysis.replicates:
         return [f"No intervals: only {p.n} paired 1 s windows (an interval needs 10).", ""]
     b = analysis.blocks
-    return [f"Intervals: {CONFIDENCE * 100:.0f} % confidence, circular block bootstrap over the {p.n:,} paired 1 s windows "
-            f"both machines were measured in (from {utc_clock(p.start)} UTC), blocks of {b['tps']} s (TPS), "
+    return [f"Intervals: {CONFIDENCE * 100:.0f} % confidence, circular block bootstrap over the {p.n:,} paired 1 s "
+            f"windows both machines were measured in (from {utc_clock(p.start)} UTC), blocks of {b['tps']} s (TPS), "
             f"{b['errors']} s (errors), {b['latency']} s (latency), {analysis.resamples:,} resamples "
             f"(seed {analysis.seed}), Student t with (windows ÷ block − 1) degrees of freedom on the log ratio "
             "(errors: on the difference in percentage points). Latency percentiles are compared only when both "
@@ -158,8 +149,8 @@ def uncertainty_lines(analysis):
             "See report/README.md (Uncertainty).", ""]
 
 
-def steady_lines(machines):
-    """Where each machine's throughput settled (steady.py), one sentence."""
+def steady_lines(machines: dict[str, Machine]) -> list[str]:
+    """Where each machine's throughput settled (report/stats/steady.py), one sentence."""
     bits = []
     for m in machines.values():
         st = m.steady
@@ -178,11 +169,11 @@ def steady_lines(machines):
             f"the run changes it by at most {MAX_DRIFT:.0%}): " + "; ".join(bits) + ".", ""]
 
 
-def _knob_set(name):
+def _knob_set(name: str) -> str:
     return "the catalog (default)" if name == "default" else f"knob set {name} (ansible/knob_sets/{name}.yml)"
 
 
-def design_lines(run):
+def design_lines(run: RunInfo) -> list[str]:
     """Which machine ran which configuration, for A/A runs and crossover trials."""
     d = design(run)
     lines = []
@@ -202,8 +193,8 @@ def design_lines(run):
     starts = run.get("service_starts", default={})
     if starts:
         spread = starts.get("spread_s")
-        lines.append(f"Equal start: every service of both machines (app, HTTPD, mock, PCP) was restarted together "
-                     f"before the load" + (f"; the apps became ready {spread:.0f} s apart" if spread is not None else "")
+        lines.append("Equal start: every service of both machines (app, HTTPD, mock, PCP) was restarted together "
+                     "before the load" + (f"; the apps became ready {spread:.0f} s apart" if spread is not None else "")
                      + ".")
     else:
         lines.append("Start not equalised: this run did not restart both machines' services together "
@@ -211,7 +202,7 @@ def design_lines(run):
     return lines + [""]
 
 
-def _gc(machine):
+def _gc(machine: Machine) -> str:
     s = machine.system
     if fmt.missing(s.gc_pause_s):
         return fmt.NA
@@ -219,103 +210,9 @@ def _gc(machine):
     return f"{s.gc_pause_s:,.3f} s{pauses}"
 
 
-def stops_section(machines):
-    lines = ["## Stopped answering", "",
-             f"Rule: from some 10 s bucket on until its last sample, every bucket's success rate stayed under "
-             f"{MAX_SUCCESS_RATE * 100:.0f} % for at least {MIN_SPAN_S:.0f} s and {MIN_ATTEMPTS} requests; "
-             f"the time is the end of the last successful response before that (see report/README.md).", ""]
-    stopped = [m for m in machines.values() if m.stop is not None]
-    if not stopped:
-        with_samples = [m.name for m in machines.values() if m.samples is not None]
-        lines.append(f"No machine stopped answering ({', '.join(with_samples) or 'no load results'}).")
-        return lines + [""]
-    for m in stopped:
-        s = m.stop
-        lines += [f"### {stop_phrase(m)}", ""]
-        lines.append(f"- from then to the end ({s.until - s.at:,.0f} s): {s.attempts:,} requests, "
-                     f"{s.successes:,} succeeded ({100.0 * s.successes / max(1, s.attempts):.1f} %); "
-                     f"silent from +{s.silent_from - m.t0:.0f} s in {BUCKET_S:.0f} s buckets")
-        if s.errors:
-            lines += ["", "Errors after that time:", ""]
-            rows = [[e, f"{n:,}", f"{100.0 * n / s.attempts:.1f} %"] for e, n in s.errors.most_common(TOP_ERRORS)]
-            lines += _table(["error", "requests", "share"], rows, ["---", "---:", "---:"])
-        lines += ["", "Hints from its logs:", ""]
-        lines += _hint_lines(m) or ["- none found in its logs"]
-        lines.append("")
-    return lines
-
-
-def _hint_lines(machine):
-    return [f"- `{h.file}`: {h.what} ×{h.count} — first: `{h.first.replace('`', chr(39))}`" for h in machine.hints]
-
-
-def errors_section(machines):
-    lines = ["## Errors after warm-up", ""]
-    rows = []
-    for m in machines.values():
-        total = m.load.requests
-        for error, n in m.load.errors.most_common(TOP_ERRORS):
-            rows.append([m.name, error, f"{n:,}", f"{100.0 * n / total:.2f} %"])
-    if not rows:
-        return lines + ["None.", ""]
-    return lines + _table(["machine", "error", "requests", "of all requests"], rows,
-                          ["---", "---", "---:", "---:"]) + [""]
-
-
-def knobs_section(run):
-    diff = run.get("knob_diff", default={})
-    lines = ["## Knob diff (tuned vs default)", ""]
-    if not diff:
-        return lines + ["run.json has no knob_diff." if not run.get("machines") else "The machines' knobs are identical.", ""]
-    rows = [[k, v.get("default") if isinstance(v, dict) else v, v.get("tuned") if isinstance(v, dict) else ""]
-            for k, v in sorted(diff.items())]
-    return lines + _table(["knob", "default", "tuned"], rows, ["---", "---", "---"]) + [""]
-
-
-def versions_section(run):
-    lines = ["## Versions", ""]
-    per = {m: run.get("machines", m, "versions", default={}) for m in MACHINES}
-    names = sorted(set().union(*[set(v) for v in per.values()]))
-    if not names:
-        return lines + ["run.json has no versions.", ""]
-    rows = [[n, per["default"].get(n), per["tuned"].get(n)] for n in names]
-    return lines + _table(["component", "default", "tuned"], rows, ["---", "---", "---"]) + [""]
-
-
-def logs_section(run, machines):
-    lines = ["## Log findings", ""]
-    for m in machines.values():
-        lines += [f"**{m.name}**", ""] + (_hint_lines(m) or ["- nothing notable"]) + [""]
-        ended = restarts(m.folder, log_events(m.folder, _year(run))) if m.folder else []
-        if ended:
-            lines += [f"Processes that ended on {m.name} (journal, crash files), with their cause:", ""]
-            lines += restart_lines(ended) + [""]
-    return lines
-
-
-def _year(run):
-    """The run's year, for journal lines without one: from its start, else now."""
-    started = str(run.get("started", default="") or "")
-    return int(started[:4]) if started[:4].isdigit() else datetime.now(timezone.utc).year
-
-
-def integrity_section(run, machines):
-    lines = ["## Data integrity", ""]
-    for m in machines.values():
-        lines += [f"**{m.name}**", ""] + integrity.machine_lines(m, run.machine_dir(m.name)) + [""]
-    return lines
-
-
-def missing_section(run, machines):
-    items = list(run.problems) + run.missing_files()
-    items += [f"{m.name}: {note}" for m in machines.values() for note in m.notes]
-    if not items:
-        return []
-    return ["## Missing or unreadable", ""] + [f"- {i}" for i in items] + [""]
-
-
-def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=None, calibration=None,
-                   profiles=None):
+def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, warmup_source: str, sentence: str,
+                   analysis: Analysis | None = None, calibration: dict[str, Any] | None = None,
+                   profiles: Profiles | None = None) -> str:
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
     lines += [f"**Verdict:** {sentence}", ""]
@@ -323,15 +220,15 @@ def render_summary(run, machines, warmup_s, warmup_source, sentence, analysis=No
         lines += [calibration_words(calibration), ""]
     lines += [_run_line(run), "", _warmup_line(warmup_s, warmup_source), ""]
     lines += design_lines(run)
-    lines += ["## Results", ""] + results_table(machines, analysis) + [""]
-    lines += capacity.lines(run, machines)
+    lines += ["## Results", ""] + resultstable(machines, analysis) + [""]
+    lines += capacity_lines(run, machines)
     lines += uncertainty_lines(analysis)
     lines += steady_lines(machines)
     lines += stops_section(machines)
     lines += saturation_lines(run, machines)
     lines += profile_lines(profiles if profiles is not None else load_profiles(run))
     lines += cost_lines(run, machines)
-    lines += generators.lines(run, machines)
+    lines += generators_lines(run, machines)
     lines += errors_section(machines)
     lines += knobs_section(run)
     lines += versions_section(run)

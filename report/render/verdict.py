@@ -1,42 +1,37 @@
-"""The verdict: tuned vs default with 95 % intervals (uncertainty.py), in words a tuner can quote, plus
-verdict.json for machines (combined trials, run comparisons, the next runs' A/A calibration line).
+"""The verdict in words a tuner can quote: tuned vs default with 95 % intervals (report/stats/uncertainty.py), each
+machine that stopped, a machine that never settled, the A/A calibration line; and verdict.json for machines
+(combined trials, run comparisons, the next runs' A/A calibration line).
 
 Results are labelled by configuration: a run folder's default/ and tuned/ hold what ran the default and the
 tuned configuration, whichever machine that was (run.json `design.machines` says which).
 """
+from __future__ import annotations
+
 import json
 import math
-from pathlib import Path
+from typing import Any
 
-from . import MACHINES
-from .uncertainty import CI, FIGURES, SEED, WINDOW_S, analyse, paired_windows
+from report.fmt import utc_clock
+from report.read.runinfo import RunInfo, design
+from report.stats.machine import Machine
+from report.stats.uncertainty import CI, FIGURES, WINDOW_S, Analysis, Effect
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}
-VERDICT_JSON = "verdict.json"
 NO_ERRORS = "no errors on either machine"
 
 
-def design(run):
-    """run.json's design, with what an older run folder implies: an A/B run, each side on its own machine."""
-    d = run.get("design", default={}) or {}
-    return {"kind": d.get("kind", "ab"),
-            "configurations": d.get("configurations") or {m: m for m in MACHINES},
-            "machines": d.get("machines") or {m: m for m in MACHINES},
-            "trial": d.get("trial"), "trials": d.get("trials"), "series": d.get("series")}
-
-
-def signed(x, digits):
+def signed(x: float, digits: int) -> str:
     return f"{'+' if x >= 0 else '−'}{abs(x):,.{digits}f}"
 
 
-def pct(ratio):
+def pct(ratio: float) -> str:
     """A ratio as a signed percentage change: 1.42 → '+42 %', 0.931 → '−6.9 %'."""
     change = 100.0 * (ratio - 1.0)
     return f"{signed(change, 0 if abs(change) >= 10 else 1)} %"
 
 
-def effect_text(effect, with_estimate=True):
+def effect_text(effect: Effect, with_estimate: bool = True) -> str:
     """'+42 % (95 % CI +30 … +55 %)', '+3.1 pt (95 % CI +1.0 … +5.2 pt)', or why there is no interval."""
     if math.isnan(effect.estimate):
         return f"— ({effect.why_not})" if effect.why_not else "—"
@@ -53,23 +48,22 @@ def effect_text(effect, with_estimate=True):
     return f"{est} ({ci})" if with_estimate else ci
 
 
-def analyse_window(machines):
-    """The paired windows both machines were measured in (uncertainty.Paired), or None."""
-    ms = [machines[m] for m in MACHINES]
-    if any(m.samples is None or len(m.samples) == 0 or m.window is None for m in ms):
-        return None
-    start = max(m.window.start for m in ms)
-    end = min(m.window.end for m in ms)      # whole seconds only, up to the earlier machine's last sample
-    return paired_windows({m.name: m.samples for m in ms}, start, end)
+def stop_phrase(machine: Machine) -> str:
+    """'default stopped answering at 22:01:45 UTC (+99 s): 100 % java.net.SocketTimeoutException: …'."""
+    stop = machine.stop
+    rel = stop.at - machine.t0
+    if stop.ever_answered:
+        text = f"{machine.name} stopped answering at {utc_clock(stop.at)} UTC (+{rel:.0f} s)"
+    else:
+        text = f"{machine.name} never answered successfully (from {utc_clock(stop.at)} UTC, +{rel:.0f} s)"
+    failed = sum(stop.errors.values())
+    if failed:
+        error, n = stop.errors.most_common(1)[0]
+        text += f": {100.0 * n / stop.attempts:.0f} % {error}"
+    return text
 
 
-def analyse_machines(machines, seed=SEED):
-    """The paired analysis (uncertainty.Analysis) of a run's two machines, or None."""
-    paired = analyse_window(machines)
-    return analyse(paired, seed=seed) if paired is not None else None
-
-
-def _tps_words(effect, subject):
+def _tps_words(effect: Effect, subject: str) -> str:
     """'tuned: +42 % successful TPS (95 % CI …)' or 'no difference … detectable (95 % CI …)'."""
     if not effect.has_interval:
         return f"{subject}: successful TPS {effect_text(effect)}"
@@ -78,7 +72,7 @@ def _tps_words(effect, subject):
     return f"no difference in successful TPS detectable ({effect_text(effect, with_estimate=False)})"
 
 
-def steady_words(machines):
+def steady_words(machines: dict[str, Machine]) -> str:
     """A clause for machines that never settled, or settled only after the excluded warm-up (empty when
     neither applies or the question does not arise)."""
     unsettled = [m for m in machines.values() if m.steady is not None and not m.steady.settled and not m.steady.why]
@@ -100,7 +94,7 @@ def steady_words(machines):
     return "; ".join(clauses)
 
 
-def calibration_words(calibration):
+def calibration_words(calibration: dict[str, Any] | None) -> str:
     if calibration is None:
         return "No A/A run in this results folder yet: the twins' own bias is unmeasured (./start.sh --aa)."
     e = calibration["tps"]
@@ -112,7 +106,7 @@ def calibration_words(calibration):
             f"±{bound:.0f} % from twin bias; --repeat (crossover) cancels it.")
 
 
-def verdict_sentence(run, machines, analysis, stop_phrase):
+def verdict_sentence(run: RunInfo, machines: dict[str, Machine], analysis: Analysis | None) -> str:
     d = design(run)
     parts = []
     if analysis is not None:
@@ -146,24 +140,12 @@ def verdict_sentence(run, machines, analysis, stop_phrase):
     return "; ".join(parts) + "." if parts else "No load results in this run folder."
 
 
-def latest_calibration(folder, run_id):
-    """verdict.json of the newest A/A run beside this one that is older than it, or None."""
-    best = None
-    for other in Path(folder).resolve().parent.iterdir():
-        data = read_record(other) if other.name < str(run_id) else None
-        if data is None:
-            continue
-        if data.get("design", {}).get("kind") == "aa" and data.get("effects", {}).get("tps"):
-            if best is None or other.name > best["run_id"]:
-                best = {"run_id": other.name, "tps": data["effects"]["tps"]}
-    return best
-
-
-def _num(x):
+def _num(x: Any) -> Any:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def verdict_record(run, machines, analysis, sentence):
+def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysis | None,
+                   sentence: str) -> dict[str, Any]:
     """verdict.json: the design, the paired window, each effect with its interval, steady states."""
     record = {"run_id": run.run_id, "status": run.status, "design": design(run), "verdict": sentence,
               "effects": {}, "steady": {}, "stopped": {}}
@@ -185,18 +167,6 @@ def verdict_record(run, machines, analysis, sentence):
     return record
 
 
-def read_record(folder):
-    """A folder's verdict.json, or None when it has none or it cannot be read."""
-    try:
-        data = json.loads((Path(folder) / VERDICT_JSON).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_record(folder, record):
-    path = Path(folder) / VERDICT_JSON
-    # numpy scalars (bool_, float64) as plain JSON values
-    path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=lambda o: o.item()) + "\n",
-                    encoding="utf-8")
-    return path
+def verdict_json(record: dict[str, Any]) -> str:
+    """A verdict.json's text; numpy scalars (bool_, float64) as plain JSON values."""
+    return json.dumps(record, indent=2, ensure_ascii=False, default=lambda o: o.item()) + "\n"

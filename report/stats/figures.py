@@ -1,12 +1,16 @@
 """Figures of one machine over the measured window (after the warm-up): request counts, throughput,
 latency percentiles, errors; and the PCP peaks and totals of the summary."""
+from __future__ import annotations
+
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .pcp import contains
+from report.read.jtl import Samples
+from report.read.pcp import Match, Metrics, contains
 
 # Process groups of the hotproc metrics, by instance name ('PID command'); the first group of words that
 # matches any instance wins (the mock runs as python3 on the machines, and hotproc may name only argv[0]).
@@ -17,7 +21,7 @@ PROCESS_GROUPS = {
 }
 
 
-def percentile(values, p):
+def percentile(values: Sequence[float] | np.ndarray, p: float) -> float:
     """Nearest-rank percentile: the smallest value with at least p % of the values at or below it."""
     if len(values) == 0:
         return math.nan
@@ -35,11 +39,11 @@ class Window:
     end: float
 
     @property
-    def start(self):
+    def start(self) -> float:
         return self.t0 + self.warmup_s
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         return max(0.0, self.end - self.start)
 
 
@@ -56,10 +60,10 @@ class LoadFigures:
     p99: float = math.nan
     mean_ms: float = math.nan
     sd_ms: float = math.nan
-    errors: Counter = field(default_factory=Counter)  # error name -> count
+    errors: Counter[str] = field(default_factory=Counter)  # error name -> count
 
 
-def load_figures(samples, window):
+def load_figures(samples: Samples, window: Window) -> LoadFigures:
     """Request figures of the samples that started inside the window."""
     figures = LoadFigures(window_s=window.seconds)
     inside = (samples.start >= window.start) & (samples.start <= window.end)
@@ -84,30 +88,30 @@ def load_figures(samples, window):
     return figures
 
 
-def in_window(times, values, window):
+def in_window(times: np.ndarray, values: np.ndarray, window: Window) -> tuple[np.ndarray, np.ndarray]:
     keep = (times >= window.start) & (times <= window.end)
     return times[keep], values[keep]
 
 
-def max_in_window(metrics, metric, window, match=None):
+def max_in_window(metrics: Metrics, metric: str, window: Window, match: Match | None = None) -> float:
     times, values = in_window(*metrics.series(metric, match), window)
     return float(values.max()) if len(values) else math.nan
 
 
-def mean_in_window(metrics, metric, window, match=None):
+def mean_in_window(metrics: Metrics, metric: str, window: Window, match: Match | None = None) -> float:
     """Mean over the window's samples of the metric summed over the matching instances (samples are evenly
     spaced: pmrep exports at the run's interval)."""
     times, values = in_window(*metrics.series(metric, match), window)
     return float(values.mean()) if len(values) else math.nan
 
 
-def integral_in_window(metrics, metric, window, match=None):
+def integral_in_window(metrics: Metrics, metric: str, window: Window, match: Match | None = None) -> float:
     """∫ rate dt of a rate-converted counter over the window: each value is the mean rate since the
     previous sample, so it is weighted by the time since that sample."""
     return integral(*metrics.series(metric, match), window)
 
 
-def integral(times, values, window):
+def integral(times: np.ndarray, values: np.ndarray, window: Window) -> float:
     """integral_in_window of one (times, values) series."""
     if len(times) < 2:
         return math.nan
@@ -117,7 +121,7 @@ def integral(times, values, window):
     return float((values[keep] * dt[keep]).sum()) if keep.any() else math.nan
 
 
-def process_match(metrics, group):
+def process_match(metrics: Metrics, group: str) -> Match | None:
     """The instance filter of a process group, or None when no instance of hotproc.psinfo.rss matches."""
     names = metrics.instances("hotproc.psinfo.rss")
     for words in PROCESS_GROUPS[group]:
@@ -130,12 +134,12 @@ def process_match(metrics, group):
 @dataclass
 class SystemFigures:
     max_load1: float = math.nan
-    peak_rss_mib: dict = field(default_factory=dict)  # group -> MiB (sum of the group's processes)
+    peak_rss_mib: dict[str, float] = field(default_factory=dict)  # group -> MiB (sum of the group's processes)
     gc_pause_s: float = math.nan
     gc_pauses: float = math.nan
 
 
-def system_figures(metrics, window):
+def system_figures(metrics: Metrics | None, window: Window) -> SystemFigures:
     figures = SystemFigures()
     if metrics is None:
         return figures

@@ -1,43 +1,47 @@
 """Everything the report knows about one machine of a run: its samples, metrics, measured window, figures,
-stop and log hints. Missing or unreadable files leave the part empty and add a note."""
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+stop, steady state and log hints. Missing or unreadable files leave the part empty and add a note."""
+from __future__ import annotations
 
-from .jtl import read_jtl
-from .logs import log_hints
-from .pcp import read_metrics, read_processes
-from .stats import LoadFigures, SystemFigures, Window, load_figures, system_figures
-from .steady import find_steady
-from .stopped import find_stop
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from report.read.jtl import Samples, read_jtl
+from report.read.logs import Hint, log_hints
+from report.read.pcp import Metrics, read_metrics, read_processes
+from report.read.runinfo import RunInfo
+from report.stats.figures import LoadFigures, SystemFigures, Window, load_figures, system_figures
+from report.stats.steady import Steady, find_steady
+from report.stats.stopped import Stop, find_stop
 
 
 @dataclass
 class Machine:
     name: str
-    folder: object = None    # the machine's folder in the run (pathlib.Path)
-    samples: object = None   # jtl.Samples or None
-    metrics: object = None   # pcp.Metrics or None
-    window: Window = None    # None when there is no time reference at all
+    folder: Path | None = None      # the machine's folder in the run
+    samples: Samples | None = None
+    metrics: Metrics | None = None
+    window: Window | None = None    # None when there is no time reference at all
     load: LoadFigures = field(default_factory=LoadFigures)
     system: SystemFigures = field(default_factory=SystemFigures)
-    stop: object = None      # stopped.Stop or None
-    steady: object = None    # steady.Steady (where its throughput settled), or None without samples
-    hints: list = field(default_factory=list)
-    notes: list = field(default_factory=list)  # what could not be read
+    stop: Stop | None = None
+    steady: Steady | None = None    # where its throughput settled, or None without samples
+    hints: list[Hint] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what could not be read
 
     @property
-    def t0(self):
+    def t0(self) -> float | None:
         return self.window.t0 if self.window else None
 
 
-def _parse_utc(text):
+def _parse_utc(text: object) -> float | None:
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
 
 
-def load_machine(run, name, warmup_s):
+def load_machine(run: RunInfo, name: str, warmup_s: float) -> Machine:
     mdir = run.machine_dir(name)
     machine = Machine(name, folder=mdir)
     jtl, csv_path = mdir / "jmeter.jtl", mdir / "pcp" / "metrics.csv"
@@ -79,7 +83,3 @@ def load_machine(run, name, warmup_s):
         machine.system = system_figures(machine.metrics, machine.window)
     machine.hints = log_hints(mdir)
     return machine
-
-
-def utc_clock(epoch):
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%H:%M:%S")

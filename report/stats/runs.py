@@ -1,35 +1,55 @@
-"""Several run folders at once (combined trials, comparisons): each read as its own report reads it, with
-its paired analysis drawn from a seed of its own so that resamples of different runs are independent."""
+"""The paired analysis of one run's two machines (stats/uncertainty.py over the windows both were measured in), and
+several run folders at once (combined trials, comparisons): each read as its own report reads it, with its
+paired analysis drawn from a seed of its own so that resamples of different runs are independent."""
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from . import MACHINES
-from .machine import load_machine
-from .runinfo import RunInfo
-from .uncertainty import SEED, analyse
-from .verdict import analyse_window, design
+from report import MACHINES
+from report.read.runinfo import RunInfo, design
+from report.stats.machine import Machine, load_machine
+from report.stats.uncertainty import SEED, Analysis, Paired, analyse, paired_windows
+
+
+def analyse_window(machines: dict[str, Machine]) -> Paired | None:
+    """The paired windows both machines were measured in, or None."""
+    ms = [machines[m] for m in MACHINES]
+    if any(m.samples is None or len(m.samples) == 0 or m.window is None for m in ms):
+        return None
+    start = max(m.window.start for m in ms)
+    end = min(m.window.end for m in ms)      # whole seconds only, up to the earlier machine's last sample
+    return paired_windows({m.name: m.samples for m in ms}, start, end)
+
+
+def analyse_machines(machines: dict[str, Machine], seed: int = SEED) -> Analysis | None:
+    """The paired analysis of a run's two machines, or None."""
+    paired = analyse_window(machines)
+    return analyse(paired, seed=seed) if paired is not None else None
 
 
 @dataclass
 class LoadedRun:
-    folder: object
+    folder: str | Path
     run: RunInfo
-    machines: dict
-    analysis: object        # uncertainty.Analysis or None
+    machines: dict[str, Machine]
+    analysis: Analysis | None
 
     @property
-    def design(self):
+    def design(self) -> dict[str, Any]:
         return design(self.run)
 
     @property
-    def swapped(self):
+    def swapped(self) -> bool:
         """True when the default configuration ran on machine tuned (a crossover trial's other half)."""
         return self.design["machines"]["default"] != "default"
 
 
-def load_runs(folders, warmup=None):
+def load_runs(folders: list[str] | list[Path], warmup: float | None = None) -> list[LoadedRun]:
     """LoadedRun per folder, in the given order; the i-th analysed with seed SEED + 1 + i."""
     loaded = []
     for i, folder in enumerate(folders):
@@ -42,11 +62,11 @@ def load_runs(folders, warmup=None):
     return loaded
 
 
-def log_or_raw(kind, values):
+def log_or_raw(kind: str, values: Any) -> Any:
     """Ratios are combined as logs, differences as they are."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log(values) if kind == "ratio" else np.asarray(values, dtype=float)
 
 
-def back(kind, x):
+def back(kind: str, x: float) -> float:
     return math.exp(x) if kind == "ratio" else x

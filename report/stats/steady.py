@@ -7,10 +7,16 @@ of the run, with at least a minute and a third of the run left. A run that never
 its drift is the fitted change over the measured window (Georges et al. 2007: measure once the figures
 stop trending; the rule and its constants: report/README.md).
 """
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from report.stats.machine import Machine
 
 BIN_S = 10.0
 MAX_DRIFT = 0.10         # |fitted change across the rest| / mean rate
@@ -26,7 +32,7 @@ class Steady:
     why: str = ""                  # when it could not be judged
 
 
-def _drift(rates):
+def _drift(rates: np.ndarray) -> float:
     """Fitted change across the bins, relative to their mean (nan without a mean)."""
     mean = rates.mean()
     if len(rates) < 3 or mean <= 0:
@@ -36,7 +42,7 @@ def _drift(rates):
     return float(slope * (len(rates) - 1) / mean)
 
 
-def successful_rates(machine):
+def successful_rates(machine: Machine) -> np.ndarray:
     """Successful requests per second in BIN_S bins from the first sample to the last sample's start."""
     s = machine.samples
     rel = s.start[s.ok] - machine.t0
@@ -47,7 +53,7 @@ def successful_rates(machine):
     return np.bincount((rel // BIN_S).astype(int), minlength=n)[:n] / BIN_S
 
 
-def find_steady(machine):
+def find_steady(machine: Machine) -> Steady:
     """The machine's steady state, or why it could not be judged."""
     if machine.samples is None or len(machine.samples) == 0:
         return Steady(False, why="no samples")

@@ -7,10 +7,14 @@ as no success), that stretch is at least 30 s long and at least 20 requests were
 stopped is the end of the last successful response that started before that stretch (the stretch's start
 when there was none). A run that recovers before its end has no stop.
 """
+from __future__ import annotations
+
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+
+from report.read.jtl import Samples
 
 BUCKET_S = 10.0
 MAX_SUCCESS_RATE = 0.05
@@ -24,12 +28,12 @@ class Stop:
     silent_from: float  # epoch s: start of the first bucket of the silent stretch
     attempts: int       # requests started at or after `at`
     successes: int      # ... of which succeeded
-    errors: Counter     # error name -> count, over the failed requests started at or after `at`
+    errors: Counter[str]  # error name -> count, over the failed requests started at or after `at`
     until: float        # epoch s: end of the last sample
     ever_answered: bool = True  # False: no request succeeded before the silence (it never worked)
 
 
-def find_stop(samples):
+def find_stop(samples: Samples) -> Stop | None:
     """A Stop, or None when the machine kept answering (or there are too few samples to say)."""
     if len(samples) == 0:
         return None

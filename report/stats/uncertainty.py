@@ -9,6 +9,8 @@ deviation of the resampled log ratios and t Student's quantile with (windows / b
 of a difference (error %), the same on the raw scale. Method, block length rule, resamples, seed and the
 coverage measured on synthetic series: report/README.md ("Uncertainty").
 """
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass, field
 
@@ -16,7 +18,9 @@ import numpy as np
 from arch.bootstrap import CircularBlockBootstrap, optimal_block_length
 from scipy import stats
 
-from . import MACHINES
+from report import MACHINES
+from report.read.jtl import Samples
+from report.stats.figures import percentile
 
 WINDOW_S = 1.0            # one window: one second of wall-clock time, by sample start
 RESAMPLES = 2000
@@ -32,7 +36,7 @@ MIN_TAIL_SAMPLES = 10     # a latency percentile p needs ≥ this many successes
 FIGURES = ("tps", "error_pct", "p50", "p95", "p99")
 
 
-def min_successes(p):
+def min_successes(p: float) -> int:
     """Successful requests a machine needs before its p-th latency percentile is quoted (p50: 20, p95: 200,
     p99: 1,000)."""
     return math.ceil(MIN_TAIL_SAMPLES / (1.0 - p / 100.0) - 1e-9)
@@ -52,14 +56,14 @@ class Side:
 class Paired:
     start: float              # epoch seconds of the first window
     n: int                    # windows
-    sides: dict               # 'default' / 'tuned' -> Side
+    sides: dict[str, Side]    # 'default' / 'tuned' -> Side
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         return self.n * WINDOW_S
 
 
-def paired_windows(samples_by_side, start, end):
+def paired_windows(samples_by_side: dict[str, Samples | None], start: float, end: float) -> Paired | None:
     """The two machines' samples in the common windows [start, end): {side: jtl.Samples} → Paired, or None
     when the windows do not overlap or a side has no samples."""
     if any(s is None or len(s) == 0 for s in samples_by_side.values()):
@@ -92,7 +96,7 @@ def paired_windows(samples_by_side, start, end):
 GROUPS = {"tps": ("tps",), "errors": ("error_pct",), "latency": ("p50", "p95", "p99")}
 
 
-def _series(paired, group):
+def _series(paired: Paired, group: str) -> list[np.ndarray]:
     """The per-window series whose autocorrelation sets a figure group's block length."""
     out = []
     for side in paired.sides.values():
@@ -108,7 +112,7 @@ def _series(paired, group):
     return [x for x in out if np.ptp(x) > 0]
 
 
-def block_length(paired, group="tps"):
+def block_length(paired: Paired, group: str = "tps") -> int:
     """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
     length, the largest over the group's per-window series of both machines (TPS: successes; errors:
     failures; latency: mean successful latency); 1 ≤ b ≤ n/3."""
@@ -121,13 +125,13 @@ def block_length(paired, group="tps"):
     return int(min(max(b, 1), max(1, paired.n // 3)))
 
 
-def resample_indices(n, block, resamples=RESAMPLES, seed=SEED):
+def resample_indices(n: int, block: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
     """(resamples, n) window indices of a circular block bootstrap (arch's CircularBlockBootstrap)."""
     bs = CircularBlockBootstrap(block, np.arange(n), seed=np.random.default_rng(seed))
     return np.array([data[0][0] for data in bs.bootstrap(resamples)], dtype=np.int64)
 
 
-def window_weights(indices, n):
+def window_weights(indices: np.ndarray, n: int) -> np.ndarray:
     """(resamples, n): how often each window was drawn in each resample."""
     weights = np.zeros((indices.shape[0], n), dtype=np.float32)
     rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
@@ -135,14 +139,15 @@ def window_weights(indices, n):
     return weights
 
 
-def nearest_rank(hist_cum, total, p, bin_ms):
+def nearest_rank(hist_cum: np.ndarray, total: np.ndarray, p: float, bin_ms: np.ndarray) -> np.ndarray:
     """Nearest-rank percentile p of histograms given as cumulative counts (rows), → ms per row."""
     rank = np.maximum(1.0, np.ceil(p / 100.0 * total - 1e-9))
     idx = (hist_cum >= rank[:, None] - 1e-6).argmax(axis=1)
     return bin_ms[idx]
 
 
-def side_figures(side, weights, seconds, figures=FIGURES):
+def side_figures(side: Side, weights: np.ndarray, seconds: float,
+                 figures: tuple[str, ...] = FIGURES) -> dict[str, np.ndarray]:
     """Each of the figures of one machine under each row of weights: {figure: (resamples,) array}."""
     requests = weights @ side.requests
     successes = weights @ side.successes
@@ -159,9 +164,9 @@ def side_figures(side, weights, seconds, figures=FIGURES):
     return out
 
 
-def point_figures(side, seconds):
+def point_figures(side: Side, seconds: float) -> dict[str, float]:
     """The figures of one machine over the paired windows, exact (latencies not binned)."""
-    from .stats import percentile  # the table's own nearest-rank rule
+    # percentile: the table's own nearest-rank rule
     requests, successes = side.requests.sum(), side.successes.sum()
     out = {"tps": successes / seconds, "error_pct": 100.0 * (requests - successes) / requests if requests else math.nan,
            "successes": successes, "requests": requests}
@@ -183,11 +188,11 @@ class Effect:
     why_not: str = ""             # why there is no interval (too few windows or requests)
 
     @property
-    def has_interval(self):
+    def has_interval(self) -> bool:
         return not self.why_not and not math.isnan(self.low)
 
     @property
-    def detectable(self):
+    def detectable(self) -> bool:
         """The interval excludes 'no difference' (1 for a ratio, 0 for a difference)."""
         if not self.has_interval:
             return False
@@ -198,28 +203,29 @@ class Effect:
 @dataclass
 class Analysis:
     paired: Paired
-    blocks: dict                                     # figure group (GROUPS) -> block length, windows
+    blocks: dict[str, int]                           # figure group (GROUPS) -> block length, windows
     resamples: int
     seed: int
-    effects: dict = field(default_factory=dict)      # figure -> Effect
-    replicates: dict = field(default_factory=dict)   # side -> figure -> (resamples,) array
+    effects: dict[str, Effect] = field(default_factory=dict)             # figure -> Effect
+    replicates: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # side -> figure -> (resamples,)
 
-    def block(self, figure):
+    def block(self, figure: str) -> int:
         return next(self.blocks[g] for g, figures in GROUPS.items() if figure in figures)
 
-    def df(self, figure):
+    def df(self, figure: str) -> int:
         """Degrees of freedom of the figure's t quantile: independent blocks in the window, less one."""
         return max(1, self.paired.n // self.block(figure) - 1)
 
 
-def t_quantile(df, confidence=CONFIDENCE):
+def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2.0, max(1, df)))
 
 
 MIN_FINITE = 0.99         # share of resamples whose figure must be defined for an interval
 
 
-def interval(center, replicates, df, log_scale, confidence=CONFIDENCE):
+def interval(center: float, replicates: np.ndarray, df: int, log_scale: bool,
+             confidence: float = CONFIDENCE) -> tuple[float, float]:
     """center ± t·se (se: σ of the replicates), on the log scale for a ratio; (nan, nan) when more than 1 %
     of the replicates are undefined (a resample without a success) or the center is not positive."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -233,12 +239,13 @@ def interval(center, replicates, df, log_scale, confidence=CONFIDENCE):
     return center - half, center + half
 
 
-def kind_of(figure):
+def kind_of(figure: str) -> str:
     """Error % is compared as a difference in points; every other figure as a ratio."""
     return "difference" if figure == "error_pct" else "ratio"
 
 
-def effect_from(figure, point_d, point_t, rep_d, rep_t, df):
+def effect_from(figure: str, point_d: float, point_t: float, rep_d: np.ndarray, rep_t: np.ndarray,
+                df: int) -> Effect:
     """An Effect from both sides' point figures and their (paired) resampled figures."""
     kind = kind_of(figure)
     effect = Effect(figure, kind, point_d, point_t)
@@ -259,7 +266,7 @@ def effect_from(figure, point_d, point_t, rep_d, rep_t, df):
     return effect
 
 
-def analyse(paired, resamples=RESAMPLES, seed=SEED):
+def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED) -> Analysis:
     """Point estimates and 95 % intervals of every verdict figure over the paired windows. Each figure group
     is resampled with its own block length (an error burst must not widen the TPS interval), all from the
     same seed."""

@@ -10,8 +10,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_report(folder, *args):
-    """python -m report, as start.sh calls it; returns the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "report", str(folder), *args], cwd=REPO,
+    """python -m report run, as start.sh calls it; returns the CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "report", "run", str(folder), *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
 
 

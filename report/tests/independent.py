@@ -51,7 +51,8 @@ def last_answer_before_silence(rows):
 
 def metric_rows(path, metric):
     with open(path, newline="") as f:
-        return [(float(r["time"]), r["instance"], float(r["value"])) for r in csv.DictReader(f) if r["metric"] == metric]
+        return [(float(r["time"]), r["instance"], float(r["value"])) for r in csv.DictReader(f)
+                if r["metric"] == metric]
 
 
 def summed_by_time(rows, keep=lambda instance: True):
@@ -69,4 +70,4 @@ def max_in(series, start_s, end_s):
 def integral(series, start_s, end_s):
     """Sum of rate × time since the previous sample, for samples inside (start, end]."""
     times = sorted(series)
-    return sum(series[b] * (b - a) for a, b in zip(times, times[1:]) if start_s < b <= end_s)
+    return sum(series[b] * (b - a) for a, b in zip(times, times[1:], strict=False) if start_s < b <= end_s)

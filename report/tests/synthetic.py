@@ -10,7 +10,7 @@ noise; every noise is an AR(1) process, so per-second figures are autocorrelated
 """
 import numpy as np
 
-from report.jtl import Samples
+from report.read.jtl import Samples
 
 
 def ar1(rng, n, phi, sigma):

@@ -3,11 +3,11 @@ one that holds every stage, and one whose p99 breaks the target first."""
 import json
 
 import numpy as np
-import pytest
 
-from report import capacity
-from report.jtl import Samples
-from report.runinfo import RunInfo
+from report.read.jtl import Samples
+from report.read.runinfo import RunInfo
+from report.render import capacity as capacity_doc
+from report.stats import capacity
 
 T0 = 1_800_000_000.0
 STEP = 60
@@ -60,11 +60,11 @@ def test_the_section_names_both_capacities_and_their_ratio(tmp_path):
             self.name, self.samples = name, samples
     machines = {"default": M("default", stage_samples([(10, 0, 200), (20, 0, 300), (12, 0.2, 9000), (8, 0.5, 9000)])),
                 "tuned": M("tuned", stage_samples([(10, 0, 200), (20, 0, 250), (30, 0, 300), (40, 0, 400)], seed=2))}
-    text = "\n".join(capacity.lines(run, machines))
+    text = "\n".join(capacity_doc.lines(run, machines))
     assert "default sustains 20 req/s; tuned sustains 40 req/s** — tuned sustains 2.00× the rate of default" in text
     assert "tuned sustained the last stage (40 req/s): its capacity is at least that" in text
     assert text.count("\n| ") == 6          # header, separator, four stages
-    figure, png = capacity.chart(run, machines)
+    figure, png = capacity_doc.chart(run, machines)
     assert figure.key == "capacity" and png[:4] == b"\x89PNG"
 
 

@@ -3,9 +3,10 @@ verdict, processes told apart by their command lines, and the load generator's l
 import csv
 import math
 
-from report.cost import INSTRUMENT_BUDGET, cost_lines, machine_cost
-from report.machine import load_machine
-from report.runinfo import RunInfo
+from report.explain.cost import INSTRUMENT_BUDGET, machine_cost
+from report.read.runinfo import RunInfo
+from report.render.cost import cost_lines
+from report.stats.machine import load_machine
 
 PIDS = {  # instance → command line (pcp/processes.csv)
     "000875 /usr/bin/python3": "/usr/bin/python3 -m mock_service",
@@ -108,7 +109,8 @@ def test_the_scrapes_cpu_comes_from_the_jvm_profile_when_there_is_one(run_copy):
     profile.mkdir()
     # 4 of 200 CPU samples in the scrape: 2 % of the JVM's 900 ms/s = 18 ms/s = 0.9 % of 2 CPUs
     (profile / "cpu.collapsed").write_text(
-        "java/lang/Thread.run;org/springframework/boot/actuate/metrics/export/prometheus/PrometheusScrapeEndpoint.scrape 3\n"
+        "java/lang/Thread.run;org/springframework/boot/actuate/metrics/export/prometheus/"
+        "PrometheusScrapeEndpoint.scrape 3\n"
         "java/lang/Thread.run;io/prometheus/client/exporter/common/TextFormat.write004_[j] 1\n"
         "java/lang/Thread.run;org/apache/camel/Route.process 196\n"
         "a malformed line\n")

@@ -2,7 +2,7 @@
 (tests/independent.py), and the stop of the default machine (its JVM was frozen with SIGSTOP)."""
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -100,7 +100,7 @@ def test_default_stopped_answering_at_the_time_its_jvm_was_frozen(fixture_report
     summary = fixture_report[1]
     rows = raw["default"]["rows"]
     at_s = ind.last_answer_before_silence(rows) / 1000
-    clock = datetime.fromtimestamp(at_s, tz=timezone.utc).strftime("%H:%M:%S")
+    clock = datetime.fromtimestamp(at_s, tz=UTC).strftime("%H:%M:%S")
     rel = round(at_s - raw["default"]["first_s"])
     phrase = f"default stopped answering at {clock} UTC (+{rel} s)"
     assert phrase in summary.splitlines()[2], "the verdict line names the stop"

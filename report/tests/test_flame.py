@@ -5,7 +5,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from report import flame
+from report.explain.flame import frame_kind, hottest
+from report.read.profiles import read_collapsed
+from report.render import flame
 from report.tests.conftest import run_report
 
 DEFAULT = """\
@@ -41,27 +43,27 @@ def rects(svg):
 
 
 def test_collapsed_stacks_make_a_tree_and_bad_lines_are_skipped(tmp_path):
-    root = flame.read_collapsed(write(tmp_path, "default", DEFAULT))
+    root = read_collapsed(write(tmp_path, "default", DEFAULT))
     assert root.total == 1000
     endpoint = root.find(["java/lang/Thread.run", "org/apache/tomcat/util/net/NioEndpoint.run"])
     assert (endpoint.total, endpoint.own) == (900, 0)
     assert root.find(["java/lang/Thread.run", "GCTaskThread::run"]).own == 99
-    assert flame.read_collapsed(tmp_path / "absent.collapsed") is None
-    assert flame.read_collapsed(write(tmp_path, "tuned", "no samples here\n")) is None
+    assert read_collapsed(tmp_path / "absent.collapsed") is None
+    assert read_collapsed(write(tmp_path, "tuned", "no samples here\n")) is None
 
 
 def test_hottest_methods_are_the_java_frames_nearest_the_top(tmp_path):
-    root = flame.read_collapsed(write(tmp_path, "default", DEFAULT))
-    assert flame.hottest(root, 3) == [("org/apache/camel/Foo.process", 0.7), ("java/util/zip/Deflater.deflate", 0.2),
+    root = read_collapsed(write(tmp_path, "default", DEFAULT))
+    assert hottest(root, 3) == [("org/apache/camel/Foo.process", 0.7), ("java/util/zip/Deflater.deflate", 0.2),
                                       ("java/lang/Thread.run", 0.099)]
-    native = flame.read_collapsed(write(tmp_path, "tuned", "java/lang/Thread.run;a/B.write;__write;sys_write_[k] 3\n"
+    native = read_collapsed(write(tmp_path, "tuned", "java/lang/Thread.run;a/B.write;__write;sys_write_[k] 3\n"
                                                            "start_thread;GCTaskThread::run 1\n"))
-    assert flame.hottest(native) == [("a/B.write", 0.75), ("GCTaskThread::run", 0.25)]
+    assert hottest(native) == [("a/B.write", 0.75), ("GCTaskThread::run", 0.25)]
 
 
 def test_a_machine_flame_graph_is_wide_where_the_samples_are(tmp_path, monkeypatch):
     monkeypatch.setattr(flame, "MIN_SHARE", 0.0015)
-    root = flame.read_collapsed(write(tmp_path, "default", DEFAULT))
+    root = read_collapsed(write(tmp_path, "default", DEFAULT))
     svg = flame.flame_svg(root, "default CPU")
     drawn = rects(svg)                                  # well-formed XML, or ET raises
     assert drawn["all"][1] == pytest.approx(flame.WIDTH - 0.5)
@@ -77,23 +79,23 @@ def test_a_machine_flame_graph_is_wide_where_the_samples_are(tmp_path, monkeypat
 def test_java_frames_are_told_from_native_ones():
     for java in ("java/lang/Thread.run", "org/x/Foo$Bar.<init>", "com/x/Foo$$Lambda/0x000075c1b8012345.apply",
                  "a/B.write_[j]"):
-        assert flame._kind(java) == "java", java
+        assert frame_kind(java) == "java", java
     for native in ("I2C/C2I adapters", "/usr/lib/x86_64-linux-gnu/libc.so.6", "libjvm.so", "GCTaskThread::run",
                    "__write", "itable stub", "Interpreter"):
-        assert flame._kind(native) == "native", native
-    assert flame._kind("sys_write_[k]") == "kernel"
+        assert frame_kind(native) == "native", native
+    assert frame_kind("sys_write_[k]") == "kernel"
 
 
 def test_frame_names_are_escaped(tmp_path):
-    root = flame.read_collapsed(write(tmp_path, "default", "a/B.<init>;c/D.&x 10\n"))
+    root = read_collapsed(write(tmp_path, "default", "a/B.<init>;c/D.&x 10\n"))
     svg = flame.flame_svg(root, "t")
     assert "a/B.&lt;init&gt;" in svg and "<init>" not in svg
     assert "a/B.<init>" in rects(svg)
 
 
 def test_the_differential_graph_is_tuned_coloured_by_the_change_from_default(tmp_path):
-    base = flame.read_collapsed(write(tmp_path, "default", DEFAULT))
-    new = flame.read_collapsed(write(tmp_path, "tuned", TUNED))
+    base = read_collapsed(write(tmp_path, "default", DEFAULT))
+    new = read_collapsed(write(tmp_path, "tuned", TUNED))
     svg = flame.diff_svg(base, new, "diff")
     drawn = rects(svg)
     red = drawn["org/apache/camel/Foo.process"][2]      # 70 % → 90 %: the largest change, full red

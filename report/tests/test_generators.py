@@ -1,5 +1,6 @@
-"""The report's load generators (report/generators.py) on the recorded fixture run, made distributed: one
-generator busy enough to be saturated, one with no PCP data, and a run the controller loaded itself."""
+"""The report's load generators (report/stats/generators.py, report/render/generators.py) on the recorded fixture
+run, made distributed: one generator busy enough to be saturated, one with no PCP data, and a run the controller
+loaded itself."""
 import csv
 import json
 
@@ -23,7 +24,8 @@ def distribute(folder, busy_ms):
         out = csv.writer(f)
         out.writerow(["time", "metric", "instance", "value"])
         for t in idle_times(folder):
-            out.writerows([[t, "kernel.all.cpu.idle", "", 2000 - busy_ms], [t, "kernel.all.cpu.user", "", busy_ms * 0.9],
+            out.writerows([[t, "kernel.all.cpu.idle", "", 2000 - busy_ms],
+                           [t, "kernel.all.cpu.user", "", busy_ms * 0.9],
                            [t, "kernel.all.cpu.sys", "", busy_ms * 0.1], [t, "hinv.ncpu", "", 2],
                            [t, "mem.util.available", "", 1024 * 700]])
 

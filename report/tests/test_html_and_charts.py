@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from report import charts
-from report.machine import load_machine
-from report.runinfo import RunInfo
+from report.read.runinfo import RunInfo
+from report.render import charts, panels
+from report.stats.machine import load_machine
 
 from .conftest import FIXTURE, run_report
 
@@ -17,7 +17,7 @@ def test_report_html_is_self_contained_with_every_chart(fixture_report):
     folder, summary = fixture_report
     page = (folder / "report.html").read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
-    assert len(images) == len(charts.CHARTS)
+    assert len(images) == len(panels.CHARTS)
     assert all(base64.b64decode(i).startswith(PNG_MAGIC) for i in images)
     # nothing fetched from elsewhere: no scripts, stylesheets or remote images
     assert not re.search(r"<script|<link|src=['\"]https?:", page)
@@ -40,7 +40,7 @@ def machines():
     return [load_machine(run, m, 30.0) for m in ("default", "tuned")]
 
 
-@pytest.mark.parametrize("chart", charts.CHARTS, ids=lambda c: c.key)
+@pytest.mark.parametrize("chart", panels.CHARTS, ids=lambda c: c.key)
 def test_each_chart_has_two_panels_on_one_scale_with_the_warm_up_shaded(chart, machines, monkeypatch):
     figures = []
     monkeypatch.setattr(charts.plt, "close", figures.append)  # keep the figure to look at it

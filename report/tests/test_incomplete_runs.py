@@ -106,7 +106,7 @@ def test_not_a_folder_is_a_usage_error(tmp_path):
 
 def test_the_report_never_imports_the_lab_package(run_copy):
     # run folders outlive the lab's code: the report must work with report/ alone
-    code = ("import runpy, sys; sys.argv = ['report', sys.argv[1]]\n"
+    code = ("import runpy, sys; sys.argv = ['report', 'run', sys.argv[1]]\n"
             "try:\n    runpy.run_module('report', run_name='__main__')\nexcept SystemExit:\n    pass\n"
             "assert not [m for m in sys.modules if m == 'lab' or m.startswith('lab.')], 'lab imported'")
     done = subprocess.run([sys.executable, "-c", code, str(run_copy)], cwd=REPO, capture_output=True, text=True)

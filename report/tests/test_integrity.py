@@ -2,10 +2,11 @@
 unreadable rows; checked, not assumed."""
 import json
 
-from report import integrity
-from report.machine import Machine
-from report.pcp import read_metrics
-from report.stats import Window
+from report.read import integrity
+from report.read.pcp import read_metrics
+from report.render.integrity import machine_lines
+from report.stats.figures import Window
+from report.stats.machine import Machine
 
 T0 = 1_800_000_000.0
 
@@ -44,9 +45,24 @@ def test_one_agent_without_values_is_named(tmp_path):
 
 
 def test_the_sampling_interval_is_the_machines_own(tmp_path):
-    assert integrity.sampling_interval(machine_dir(tmp_path)) == 1.0
+    # nothing says it: unknown, not a default of the report's own (the knob catalog's is the run's snapshot)
+    assert integrity.sampling_interval(machine_dir(tmp_path)) is None
     assert integrity.sampling_interval(machine_dir(tmp_path, knobs={"pcp_interval_s": 5})) == 5.0
     assert integrity.sampling_interval(machine_dir(tmp_path, manifest={"pcp": {"interval_s": 2}})) == 2.0
+
+
+def test_the_sampling_interval_falls_back_on_the_runs_catalog_snapshot(tmp_path):
+    (tmp_path / "knobs-catalog.json").write_text(json.dumps({"source": "ansible/knobs.yml",
+                                                             "defaults": {"pcp_interval_s": 7}}))
+    mdir = tmp_path / "default"
+    mdir.mkdir()
+    assert integrity.sampling_interval(machine_dir(mdir)) == 7.0
+    assert integrity.sampling_interval(machine_dir(mdir, knobs={"pcp_interval_s": 3})) == 3.0
+
+
+def test_without_any_interval_said_the_samples_tell_it(tmp_path):
+    m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in range(0, 60, 2)])
+    assert integrity.measured_interval(m) == 2.0
 
 
 MANIFEST = {"logs": {"app.log": "/x/app.log", "audit.log": "/x/audit.log", "gc.log": "/x/gc.log"},
@@ -70,7 +86,7 @@ def test_metrics_the_manifest_named_must_have_values(tmp_path):
 def test_a_folder_from_before_the_manifest_says_what_it_did_not_check(tmp_path):
     mdir = machine_dir(tmp_path)
     m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in range(10)])
-    lines = integrity.machine_lines(Machine("default", metrics=m, window=Window(T0, 0.0, T0 + 10)), mdir)
+    lines = machine_lines(Machine("default", metrics=m, window=Window(T0, 0.0, T0 + 10)), mdir)
     assert integrity.missing_logs(mdir) is None and integrity.missing_metrics(mdir, m) is None
     assert lines == ["- jmeter.jtl: **absent or unreadable**", "- PCP samples every 1 s: no gap longer than 3 s",
                      "- no config/manifest.json (a run from before it): metrics and logs not checked against it"]
@@ -81,7 +97,7 @@ def test_every_finding_is_said_with_where_it_happened(tmp_path):
     seconds = [*range(0, 60), *range(100, 160)]
     m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in seconds]
                     + [(t, "mem.util.used", "", "bad") for t in range(3)])
-    text = "\n".join(integrity.machine_lines(Machine("tuned", metrics=m, window=Window(T0, 0.0, T0 + 160)), mdir))
+    text = "\n".join(machine_lines(Machine("tuned", metrics=m, window=Window(T0, 0.0, T0 + 160)), mdir))
     assert "**1 gap(s) longer than 3 s** at +59 s (41 s)" in text
     assert "**3 unreadable rows** in metrics.csv" in text
     assert "**no values for mem.util.used**" in text
@@ -96,7 +112,7 @@ def test_metrics_with_the_same_hole_are_said_once_with_where(tmp_path):
     rows += [(t, name, "", 1.0) for name in linux for t in range(120) if not 30 <= t < 70]
     rows += [(t, "apache.busy_servers", "", 1.0) for t in range(120) if not 80 <= t < 90]
     m = metrics_csv(tmp_path / "m.csv", rows)
-    text = "\n".join(integrity.machine_lines(Machine("default", metrics=m, window=Window(T0, 0.0, T0 + 120)), mdir))
+    text = "\n".join(machine_lines(Machine("default", metrics=m, window=Window(T0, 0.0, T0 + 120)), mdir))
     line = next(x for x in text.splitlines() if "gaps of their own" in x)
     assert line == ("- **metrics with gaps of their own**: kernel.all.cpu.idle, kernel.all.cpu.intr, "
                     "kernel.all.cpu.nice, kernel.all.cpu.steal, kernel.all.cpu.sys, kernel.all.cpu.user and 1 more "

@@ -1,7 +1,7 @@
 """Reading JTLs: JMeter's quoting, error names, order, truncated lines."""
 import pytest
 
-from report.jtl import error_name, read_jtl
+from report.read.jtl import error_name, read_jtl
 
 HEADER = ("timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,"
           "bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect\n")
@@ -16,7 +16,8 @@ HEADER = ("timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataT
     ("Non HTTP response code: java.net.ConnectException", "", "", "java.net.ConnectException"),
     ("502", "Bad Gateway", "", "HTTP 502 Bad Gateway"),
     ("404", "", "", "HTTP 404"),
-    ("200", "OK", "Test failed: text expected to contain /customerId/", "assertion: Test failed: text expected to contain /customerId/"),
+    ("200", "OK", "Test failed: text expected to contain /customerId/",
+     "assertion: Test failed: text expected to contain /customerId/"),
 ])
 def test_error_names(code, message, failure, expected):
     assert error_name(code, message, failure) == expected

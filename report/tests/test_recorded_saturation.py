@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from report.machine import load_machine
-from report.runinfo import RunInfo
-from report.saturation import analyse, read_knobs, saturation_lines
+from report.explain.saturation import analyse
+from report.read.knobs import read_knobs
+from report.read.runinfo import RunInfo
+from report.render.saturation import saturation_lines
+from report.stats.machine import load_machine
+from report.tests.catalog import write_snapshot
 
 FIXTURE = Path(__file__).parent / "fixtures" / "20261124T122420Z-both-fell.tar.xz"
 
@@ -24,6 +27,7 @@ def fell(tmp_path_factory):
     root = tmp_path_factory.mktemp("recorded")
     with tarfile.open(FIXTURE) as tar:
         tar.extractall(root, filter="data")
+    write_snapshot(root / "20261124T122420Z-both-fell")    # the catalog's snapshot, as the lab now writes it
     run = RunInfo(root / "20261124T122420Z-both-fell")
     machines = {n: load_machine(run, n, run.warmup_s) for n in ("default", "tuned")}
     sat = {n: analyse(m, read_knobs(m, run)) for n, m in machines.items()}
@@ -100,7 +104,7 @@ def test_every_row_stays_within_its_limit_or_says_why(fell):
 
 def test_the_processes_that_ended_are_listed_with_cause_and_restart(fell):
     """The log findings name each exit of the recorded run (journal.txt) with its cause and its restart."""
-    from report.summary import logs_section
+    from report.render.sections import logs_section
     text = "\n".join(logs_section(fell["run"], fell["machines"]))
     default = text.split("**default**", 1)[1].split("**tuned**", 1)[0]
     tuned = text.split("**tuned**", 1)[1]

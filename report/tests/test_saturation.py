@@ -1,15 +1,18 @@
 """The saturation analysis (USE) and the request-path breakdown, on the recorded fixture's copy with synthetic
 metrics.csv of known saturation (the fixture's own metrics lack the new ones), and on the fixture itself."""
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
-from report import charts, path
-from report.machine import load_machine
-from report.runinfo import RunInfo
-from report.saturation import analyse, first_held, read_knobs, saturation_lines
+from report.explain import path
+from report.explain.saturation import analyse, first_held
+from report.read.knobs import read_knobs
+from report.read.runinfo import RunInfo
+from report.render import panels
+from report.render.saturation import saturation_lines
+from report.stats.machine import load_machine
 
 KIB_PER_MIB = 1024
 MIB = 1024 * 1024
@@ -198,6 +201,7 @@ def test_nothing_saturated_names_the_closest(run_copy):
 
 def test_a_queue_held_over_two_scrapes_saturates_one_scrape_does_not(run_copy):
     # pmrep gives each 1 s sample the nearest scrape's value (10 s apart): one scrape of 3 pending = 10 samples
+    (run_copy / "default" / "config" / "knobs.json").write_text('{"pcp_openmetrics_interval_s": 10}')
     _write_metrics(run_copy, _steady({
         ("openmetrics.app.httpcomponents_httpclient_pool_total_pending", "0 httpclient:backend"):
             lambda k: 3 if 40 <= k < 50 else (7 if 100 <= k < 120 else 0),
@@ -218,7 +222,7 @@ def test_oom_kill_and_restart_from_the_journal(run_copy):
         ("mem.vmstat.oom_kill", ""): lambda k: 1.0 if k == 120 else 0.0,
     }))
     def stamp(k):  # the journal's whole second after t0 + k
-        return datetime.fromtimestamp(math.ceil(t0) + k, tz=timezone.utc)
+        return datetime.fromtimestamp(math.ceil(t0) + k, tz=UTC)
     # journalctl -o short-iso, as lab/guest/run.sh collects it (synthetic: the fixture's JVM was frozen, not killed)
     (run_copy / "default" / "logs" / "journal.txt").write_text(
         f"{stamp(120):%Y-%m-%dT%H:%M:%S}+0000 lab-default kernel: java invoked oom-killer: gfp_mask=0x140cca\n"
@@ -255,7 +259,7 @@ def test_cpu_is_a_share_of_all_cpu_time_when_sampling_stalls(run_copy):
     cpu = _row(sat, "CPU")
     assert cpu.peak == pytest.approx(max(100 * (u + s) / (u + s + i) for u, s, i in stall.values()), abs=0.01)
     assert cpu.limit == 100 and cpu.near_s == 3   # the stalled sample and the two after it, ≥ 90 % busy
-    panel = charts.cpu(machine, None)
+    panel = panels.cpu(machine, None)
     stacked = sum(v for _, _, v in panel.series)
     assert stacked.max() <= 100.0 + 1e-9 and stacked.max() == pytest.approx(cpu.peak)
 
@@ -276,7 +280,8 @@ def test_missing_metrics_are_not_recorded_rows(run_copy):
         assert f"| {row}" in default
     assert "run queue not recorded" in default and "Nothing reached its limit; the closest: CPU 30 % busy" in default
     tuned = text.split("### tuned", 1)[1]
-    assert "| CPU: busy (user + sys + steal), % of all CPU time | not recorded (kernel.all.cpu.* (idle included))" in tuned
+    assert "| CPU: busy (user + sys + steal), % of all CPU time | not recorded (kernel.all.cpu.* (idle included))" \
+        in tuned
     assert "Nothing reached its limit." in tuned
 
 
@@ -298,6 +303,24 @@ def test_limits_from_knobs_json_and_counts_logged_as_rates(run_copy):
     conntrack = _row(sat, "Conntrack")
     assert conntrack.unusable.startswith("nf_conntrack_count is its rate, not its level")
     assert math.isnan(conntrack.peak)
+
+
+def test_a_knob_neither_the_machine_nor_the_catalog_gives_is_unknown_and_said(run_copy):
+    """A run folder from before knobs-catalog.json whose machine does not name the knobs: no limit is guessed."""
+    (run_copy / "knobs-catalog.json").unlink()
+    (run_copy / "default" / "config" / "knobs.json").write_text("{}")
+    _write_metrics(run_copy, _steady({("apache.busy_servers", ""): lambda k: 150 if k >= 80 else 20}))
+    _, sat = _machine(run_copy)
+    httpd = _row(sat, "HTTPD workers")
+    assert math.isnan(httpd.limit) and httpd.held_from is None and httpd.peak == 150
+    assert httpd.limit_source == ("unknown: httpd_max_request_workers unset and the run folder has no "
+                                  "knobs-catalog.json")
+    assert _row(sat, "Accept queue").limit_source.startswith("Tomcat's backlog (unknown: tomcat_accept_count unset")
+    default = _section(run_copy).split("### default", 1)[1].split("### tuned", 1)[0]
+    assert "| HTTPD workers: busy workers | 150 workers (+80 s" in default
+    assert "unknown: httpd_max_request_workers unset and the run folder has no knobs-catalog.json" in default
+    assert "> How often the app's metrics were scraped is not known (unknown: pcp_openmetrics_interval_s unset" \
+        in default
 
 
 def test_the_fixture_says_the_default_stopped(fixture_report):
@@ -322,7 +345,7 @@ def _access_log(folder, t0, lines):
     """lines: [(k, request, %D µs)], k whole seconds after ceil(t0)."""
     text = ['127.0.0.1 - - [22/Nov/2026:22:00:02 +0000] "GET /server-status?auto HTTP/1.1" 200 1076 9999999']
     for k, request, d in lines:
-        at = datetime.fromtimestamp(math.ceil(t0) + k, tz=timezone.utc)
+        at = datetime.fromtimestamp(math.ceil(t0) + k, tz=UTC)
         text.append(f'192.168.56.1 [{at:%d/%b/%Y:%H:%M:%S} +0000] "{request} HTTP/1.1" 200 457 {d}')
     (folder / "default" / "logs" / "httpd-access.log").write_text("\n".join(text) + "\n")
 
@@ -368,7 +391,7 @@ def test_the_path_chart_says_when_nothing_was_recorded(run_copy):
     (run_copy / "default" / "logs" / "httpd-access.log").unlink()
     _write_metrics(run_copy, {("hinv.ncpu", ""): lambda k: 2}, until=60)
     machine = load_machine(RunInfo(run_copy), "default", 30.0)
-    panel = charts.request_path(machine, 60.0)
+    panel = panels.request_path(machine, 60.0)
     assert not panel.series
     assert panel.note == "no data (httpd-access.log, route timers, backend timers not recorded)"
 
@@ -376,7 +399,7 @@ def test_the_path_chart_says_when_nothing_was_recorded(run_copy):
 def test_log_lines_are_dated_and_told(run_copy):
     """The logs' own timestamps: HTTPD's error log, gc.log, the classic journal form (no year)."""
     t0 = _write_metrics(run_copy, _steady())
-    at = datetime.fromtimestamp(math.ceil(t0) + 85, tz=timezone.utc)  # +85 s
+    at = datetime.fromtimestamp(math.ceil(t0) + 85, tz=UTC)  # +85 s
     logs = run_copy / "default" / "logs"
     with open(logs / "httpd-error.log", "a") as f:
         f.write(f"[{at:%a %b %d %H:%M:%S}.123456 {at:%Y}] [mpm_event:error] [pid 21150:tid 21150] AH00484: "

@@ -1,11 +1,12 @@
-"""The steady-state rule (steady.py) on synthetic JTLs: flat, warming up then flat, still climbing, stopped."""
+"""The steady-state rule (report/stats/steady.py) on synthetic JTLs: flat, warming up then flat, still climbing,
+stopped."""
 import pytest
 
-from report.jtl import read_jtl
-from report.machine import Machine
-from report.stats import Window
-from report.steady import find_steady
-from report.stopped import find_stop
+from report.read.jtl import read_jtl
+from report.stats.figures import Window
+from report.stats.machine import Machine
+from report.stats.steady import find_steady
+from report.stats.stopped import find_stop
 
 from .jtlgen import write_jtl
 

@@ -1,8 +1,8 @@
-"""The stopped-answering rule on synthetic JTLs (report/stopped.py, README 'Stopped answering')."""
+"""The stopped-answering rule on synthetic JTLs (report/stats/stopped.py, README 'Stopped answering')."""
 import pytest
 
-from report.jtl import read_jtl
-from report.stopped import find_stop
+from report.read.jtl import read_jtl
+from report.stats.stopped import find_stop
 
 from .jtlgen import T0_MS, write_jtl
 

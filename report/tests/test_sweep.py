@@ -5,7 +5,10 @@ import math
 
 import pytest
 
-from report import sweep
+from report.commands.sweep import write
+from report.read.sweep import load
+from report.render.sweep import _share_text
+from report.stats.sweep import gain_told_apart, share
 
 
 def effect(estimate, half=0.05, errors=0.0):
@@ -39,7 +42,7 @@ def test_the_best_value_keeps_errors_within_the_rule(tmp_path):
     folder = write_sweep(tmp_path, "sweep", [("t100", {"tomcat_threads_max": 100}, None, effect(1.2)),
                                               ("t150", {"tomcat_threads_max": 150}, None, effect(1.5, errors=2.0)),
                                               ("t200", {"tomcat_threads_max": 200}, None, effect(1.4))], axes)
-    sweep.write(folder)
+    write(folder)
     text = (folder / "sweep.md").read_text()
     assert "**Best value: t200**" in text            # t150 is faster but breaks the error rule
     assert "cannot tell the two apart" not in text    # 1.35–1.45 vs 1.15–1.25: apart
@@ -50,8 +53,9 @@ def test_the_best_value_keeps_errors_within_the_rule(tmp_path):
 def test_no_trial_within_the_rule_is_said(tmp_path):
     folder = write_sweep(tmp_path, "sweep", [("a", {"x": 1}, None, effect(1.2, errors=5)),
                                               ("b", {"x": 2}, None, effect(1.3, errors=1))])
-    sweep.write(folder)
-    assert "**Best value: none** — no trial kept the tuned side's errors at or below 0.1 %" in (folder / "sweep.md").read_text()
+    write(folder)
+    assert "**Best value: none** — no trial kept the tuned side's errors at or below 0.1 %" in \
+        (folder / "sweep.md").read_text()
 
 
 def test_each_tier_gets_its_share_of_the_gain_with_an_interval(tmp_path):
@@ -59,12 +63,12 @@ def test_each_tier_gets_its_share_of_the_gain_with_an_interval(tmp_path):
                                                ("no-httpd", {"httpd_mpm": "event"}, "httpd", effect(1.2)),
                                                ("no-jvm", {"jvm_gc": None}, "jvm", effect(1.5)),
                                                ("no-base", {"base_sysctl": {}}, "base", None)])
-    data, trials = sweep.load(folder)
-    value, low, high = sweep.share(trials[0], trials[1])
+    data, trials = load(folder)
+    value, low, high = share(trials[0], trials[1])
     assert value == pytest.approx(1 - math.log(1.2) / math.log(1.5))
     assert low < value < high
-    assert sweep.share(trials[0], trials[2])[0] == pytest.approx(0.0, abs=1e-12)
-    sweep.write(folder)
+    assert share(trials[0], trials[2])[0] == pytest.approx(0.0, abs=1e-12)
+    write(folder)
     text = (folder / "sweep.md").read_text()
     assert f"| {100 * value:.0f} % ({100 * low:.0f} … {100 * high:.0f} %) |" in text
     assert "no-base (not run)" in text and "(reference)" in text
@@ -83,18 +87,18 @@ def test_a_tier_gets_its_share_of_the_error_reduction_and_none_of_a_gain_within_
     folder = write_sweep(tmp_path, "ablate", [("full", {}, None, overloaded(1.05, 0.15, -14.0, 7.0)),
                                                ("no-httpd", {"httpd_mpm": "event"}, "httpd",
                                                 overloaded(1.0, 0.15, -4.0, 7.0))])
-    data, trials = sweep.load(folder)
-    assert not sweep.gain_told_apart(trials[0], "tps") and sweep.gain_told_apart(trials[0], "error_pct")
-    value, low, high = sweep.share(trials[0], trials[1], "error_pct")
+    data, trials = load(folder)
+    assert not gain_told_apart(trials[0], "tps") and gain_told_apart(trials[0], "error_pct")
+    value, low, high = share(trials[0], trials[1], "error_pct")
     assert value == pytest.approx(10 / 14)                  # 10 of the 14 points of errors went with HTTPD's changes
     assert high - value == pytest.approx(math.hypot(7.0, 7.0) / 14)
-    sweep.write(folder)
+    write(folder)
     text = (folder / "sweep.md").read_text()
     assert "**No share of the TPS gain**" in text and "errors −14.00 pt (−21.00 … −7.00 pt) vs default" in text
     row = next(line for line in text.splitlines() if line.startswith("| no-httpd"))
     tps_share, error_share = row.split(" | ")[-3:-1]
     assert tps_share == "—" and error_share == f"{100 * value:.0f} % ({100 * low:.0f} … {100 * high:.0f} %)"
-    assert sweep._share_text((-0.24, -0.87, 0.39)) == "−24 % (−87 … 39 %)"    # the report's minus, as elsewhere
+    assert _share_text((-0.24, -0.87, 0.39)) == "−24 % (−87 … 39 %)"    # the report's minus, as elsewhere
 
 
 def test_a_full_set_without_an_interval_gives_no_share(tmp_path):
@@ -104,8 +108,8 @@ def test_a_full_set_without_an_interval_gives_no_share(tmp_path):
                    "detectable": False, "why_not": "too few windows"}
     folder = write_sweep(tmp_path, "ablate", [("full", {}, None, full),
                                                ("no-httpd", {"httpd_mpm": "event"}, "httpd", effect(1.2))])
-    data, trials = sweep.load(folder)
-    assert not sweep.gain_told_apart(trials[0], "tps")
-    sweep.write(folder)
+    data, trials = load(folder)
+    assert not gain_told_apart(trials[0], "tps")
+    write(folder)
     row = next(line for line in (folder / "sweep.md").read_text().splitlines() if line.startswith("| no-httpd"))
     assert row.split(" | ")[-3] == "—"

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from report.combine import combine
-from report.runs import LoadedRun
-from report.uncertainty import analyse, block_length, min_successes, paired_windows
+from report.stats.combine import combine
+from report.stats.runs import LoadedRun
+from report.stats.uncertainty import analyse, block_length, min_successes, paired_windows
 
 from .synthetic import paired_samples
 
@@ -78,7 +78,8 @@ def _trial(seed, swapped, effect, bias):
     """A trial as LoadedRun: swapped means the tuned config ran on the slower/faster machine default."""
     a = analysis_of(seed, effect=effect, bias=(1.0 / bias) if swapped else bias)
     machines = {"default": "tuned", "tuned": "default"} if swapped else {"default": "default", "tuned": "tuned"}
-    run = type("Run", (), {"get": lambda self, *k, default=None: {"machines": machines} if k == ("design",) else default,
+    run = type("Run", (), {"get": lambda self, *k, default=None:
+                           {"machines": machines} if k == ("design",) else default,
                            "status": "complete"})()
     return LoadedRun(folder=f"trial-{seed}", run=run, machines={}, analysis=a)
 
@@ -136,7 +137,8 @@ def test_block_length_grows_with_autocorrelation():
 
 def test_an_error_burst_lengthens_only_the_error_blocks():
     sides = paired_samples(13, seconds=300)
-    burst = (sides["tuned"].start > sides["tuned"].start[0] + 100) & (sides["tuned"].start < sides["tuned"].start[0] + 130)
+    start = sides["tuned"].start
+    burst = (start > start[0] + 100) & (start < start[0] + 130)
     sides["tuned"].ok[burst] = False
     t0 = sides["default"].start[0]
     a = analyse(paired_windows(sides, t0, t0 + 300), resamples=200)

@@ -1,10 +1,12 @@
-"""Run folders made from synthetic paired samples, through the real commands: python -m report (verdict with
-intervals, verdict.json), python -m report.combine (a crossover series) and python -m report.compare. The TPS
+"""Run folders made from synthetic paired samples, through the real commands: python -m report run (verdict with
+intervals, verdict.json), python -m report combine (a crossover series) and python -m report compare. The TPS
 interval is recomputed here independently (plain sums, arch's bootstrap indices, scipy's t)."""
 import csv
 import json
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -13,9 +15,6 @@ from scipy import stats
 
 from .conftest import REPO
 from .synthetic import paired_samples
-
-import subprocess
-import sys
 
 WARMUP = 20
 SECONDS = 240
@@ -29,7 +28,7 @@ def write_run(folder, sides, design=None, warmup=WARMUP):
             out = csv.writer(f)
             out.writerow(["timeStamp", "elapsed", "label", "responseCode", "responseMessage", "success",
                           "failureMessage"])
-            for start, elapsed, ok in zip(s.start, s.elapsed_ms, s.ok):
+            for start, elapsed, ok in zip(s.start, s.elapsed_ms, s.ok, strict=True):
                 out.writerow([int(round(start * 1000)), int(elapsed), "get", "200" if ok else "503",
                               "" if ok else "Service Unavailable", "true" if ok else "false", ""])
     record = {"run_id": folder.name, "status": "complete", "load": {"warmup_s": warmup}}
@@ -81,7 +80,7 @@ def pct(r):
 def ab_run(tmp_path_factory):
     folder = write_run(tmp_path_factory.mktemp("results") / "20261123T100000Z-ab",
                        paired_samples(5, seconds=SECONDS, effect=1.4, latency_factor=0.7))
-    python("-m", "report", str(folder))
+    python("-m", "report", "run", str(folder))
     return folder
 
 
@@ -109,14 +108,14 @@ def test_an_aa_run_calibrates_the_next_reports(ab_run, tmp_path_factory):
     results = ab_run.parent
     aa = write_run(results / "20261123T090000Z-aa", paired_samples(6, seconds=SECONDS),
                    design={"kind": "aa", "configurations": {"default": "default", "tuned": "default"}})
-    python("-m", "report", str(aa))
+    python("-m", "report", "run", str(aa))
     aa_summary = (aa / "summary.md").read_text()
     assert "A/A (both machines ran the default configuration): the twins are interchangeable" in aa_summary
-    python("-m", "report", str(ab_run))            # written again: now an older A/A run lies beside it
+    python("-m", "report", "run", str(ab_run))            # written again: now an older A/A run lies beside it
     summary = (ab_run / "summary.md").read_text()
     aa_tps = json.loads((aa / "verdict.json").read_text())["effects"]["tps"]
     bound = 100 * max(abs(aa_tps["low"] - 1), abs(aa_tps["high"] - 1))
-    assert f"Latest A/A run (20261123T090000Z-aa)" in summary
+    assert "Latest A/A run (20261123T090000Z-aa)" in summary
     assert f"within ±{bound:.0f} % from twin bias" in summary
 
 
@@ -129,10 +128,10 @@ def test_a_crossover_series_is_combined_by_configuration(tmp_path):
                         design={"kind": "ab", "trial": 2, "trials": 2, "series": "S",
                                 "machines": {"default": "tuned", "tuned": "default"}})
     for folder in (straight, swapped):
-        python("-m", "report", str(folder))
+        python("-m", "report", "run", str(folder))
     assert "roles swapped — the default configuration ran on machine tuned" in (swapped / "summary.md").read_text()
     series = tmp_path / "20261123T110000Z-series"
-    out = python("-m", "report.combine", str(series), str(straight), str(swapped)).stdout
+    out = python("-m", "report", "combine", str(series), str(straight), str(swapped)).stdout
     record = json.loads((series / "verdict.json").read_text())
     single = [json.loads((f / "verdict.json").read_text())["effects"]["tps"]["estimate"] for f in (straight, swapped)]
     combined = record["effects"]["tps"]["estimate"]
@@ -149,10 +148,11 @@ def test_a_crossover_series_is_combined_by_configuration(tmp_path):
 def test_compare_puts_runs_side_by_side(ab_run, tmp_path):
     other = write_run(tmp_path / "20261123T120000Z-more", paired_samples(12, seconds=SECONDS, rate=30.0, effect=1.4))
     out = tmp_path / "cmp"
-    python("-m", "report.compare", str(out), str(ab_run), str(other))
+    python("-m", "report", "compare", str(out), str(ab_run), str(other))
     text = (out / "compare.md").read_text()
     assert "comparison of 2 runs" in text and "## successful TPS" in text
-    row = next(line for line in text.split("## successful TPS")[1].splitlines() if line.startswith("| 20261123T120000Z"))
+    row = next(line for line in text.split("## successful TPS")[1].splitlines()
+               if line.startswith("| 20261123T120000Z"))
     # the second run's default served ~30 req/s against ~20: +50 % with an interval
     change = re.findall(r"\+(\d+) % \(95 % CI", row)
     assert change and 35 <= int(change[0]) <= 65, row
@@ -160,10 +160,10 @@ def test_compare_puts_runs_side_by_side(ab_run, tmp_path):
 
 
 def test_bad_folders_are_refused(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "report.compare", str(tmp_path / "o"), str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "report", "compare", str(tmp_path / "o"), str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "at least two" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "report.combine", str(tmp_path / "s"), str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "report", "combine", str(tmp_path / "s"), str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "not run folders" in done.stderr and not (tmp_path / "s").exists()
 
@@ -176,7 +176,7 @@ def test_a_run_of_a_named_knob_set_and_load_says_so(tmp_path):
     record["load"].update({"name": "article-2018", "model": "closed", "users": 150, "ramp_up_s": 150,
                            "duration_s": 300, "keep_alive": False})
     (folder / "run.json").write_text(json.dumps(record))
-    python("-m", "report", str(folder))
+    python("-m", "report", "run", str(folder))
     summary = (folder / "summary.md").read_text()
     assert ("Knob sets: the default column ran the catalog (default), the tuned column ran knob set article-2018 "
             "(ansible/knob_sets/article-2018.yml).") in summary

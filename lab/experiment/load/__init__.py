@@ -58,6 +58,6 @@ from lab.experiment.load.profile import (
 from lab.experiment.load.runner import LoadResult, run
 
 __all__ = ["HOME", "JTL_COLUMNS", "JVM_OPTIONS", "LABELS", "LAB_PROPERTIES", "LOADS", "MACHINES", "MIX_KEYS", "PLAN",
-           "POM", "STAMP_NAME", "STEPS_WARMUP_S", "JtlTail", "LoadError", "LoadResult", "Profile", "dashboards", "ensure_jmeter",
-           "jmeter_command", "jmeter_version", "named", "pom_hash", "read_jtl", "run", "split_records",
+           "POM", "STAMP_NAME", "STEPS_WARMUP_S", "JtlTail", "LoadError", "LoadResult", "Profile", "dashboards",
+           "ensure_jmeter", "jmeter_command", "jmeter_version", "named", "pom_hash", "read_jtl", "run", "split_records",
            "target_properties"]

@@ -22,9 +22,9 @@ import shlex
 import subprocess
 import tarfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from lab.experiment.load.jmeter import (
     HOME,
@@ -68,12 +68,12 @@ class Remote:
         self._argv_for = argv_for
 
     @classmethod
-    def ssh(cls, name: str) -> "Remote":
+    def ssh(cls, name: str) -> Remote:
         """A generator the lab reaches as it reaches the machines (reach.ssh_command: the hosts' ssh_config)."""
         return cls(lambda script: reach.ssh_command(name, "bash -c " + shlex.quote(script)))
 
     @classmethod
-    def local(cls) -> "Remote":
+    def local(cls) -> Remote:
         """This machine as a generator, with the system's PATH as a login there would have (PCP's tools run on
         the system's python3, not on one a user put first in PATH)."""
         return cls(lambda script: ["env", f"PATH={SYSTEM_PATH}", "bash", "-c", script])
@@ -117,7 +117,7 @@ class Engines:
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
-    def __enter__(self) -> "Engines":
+    def __enter__(self) -> Engines:
         try:
             self._make_keystore()
             home = ensure_jmeter(self.home, progress=self.log)
@@ -130,7 +130,8 @@ class Engines:
         except BaseException:
             self._stop_all()
             raise
-        self.log("load: remote engines ready: " + ", ".join(f"{e.name} ({e.endpoint}, pid {e.pid})" for e in self.engines))
+        self.log("load: remote engines ready: "
+                 + ", ".join(f"{e.name} ({e.endpoint}, pid {e.pid})" for e in self.engines))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -247,7 +248,8 @@ class Engines:
                     f"kill {pid} 2>/dev/null || exit 0; for i in $(seq {STOP_GRACE_S * 5}); do "
                     f"kill -0 {pid} 2>/dev/null || exit 0; sleep 0.2; done; kill -9 {pid}", timeout=STOP_GRACE_S + 30))
         for engine in self.engines:
-            logs = attempt(engine, "logs not fetched", lambda remote, d=self._engine_dir(engine): remote.run(
+            engine_dir = self._engine_dir(engine)
+            logs = attempt(engine, "logs not fetched", lambda remote, d=engine_dir: remote.run(
                 f"cd {d} 2>/dev/null && tar -c engine.out jmeter-server.log 2>/dev/null"))
             if logs is not None and logs.stdout:
                 into = self.run_dir / "loadgen" / engine.name

@@ -15,8 +15,8 @@ from __future__ import annotations
 import io
 import subprocess
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from lab.experiment import collect
 from lab.experiment.load.engines import WORK, Engine, Remote
@@ -40,11 +40,13 @@ class GeneratorRecording:
     def _dir(self, engine: Engine) -> str:
         return f"{self.work}/{engine.name}"
 
-    def __enter__(self) -> "GeneratorRecording":
-        config = "log mandatory on every %d seconds {\n  %s\n}\n" % (INTERVAL_S, "\n  ".join(METRICS))
+    def __enter__(self) -> GeneratorRecording:
+        metric_lines = "\n  ".join(METRICS)
+        config = f"log mandatory on every {INTERVAL_S:d} seconds {{\n  {metric_lines}\n}}\n"
         for engine in self.engines:
             d = self._dir(engine)
-            script = (f"set -e; command -v pmlogger >/dev/null || {{ echo 'no pmlogger (PCP is not installed)'; exit 3; }}; "
+            script = ("set -e; "
+                      "command -v pmlogger >/dev/null || { echo 'no pmlogger (PCP is not installed)'; exit 3; }; "
                       f"pmprobe hinv.ncpu >/dev/null 2>&1 || {{ echo 'pmcd does not answer here'; exit 3; }}; "
                       f"mkdir -p {d}; cat > {d}/config; cd {d}; "
                       f"setsid nohup pmlogger -c {d}/config -l {d}/pmlogger.log {d}/archive > /dev/null 2>&1 "
@@ -70,7 +72,8 @@ class GeneratorRecording:
             metrics = " ".join(METRICS)
             script = (f"kill {pid} 2>/dev/null; for i in $(seq 50); do kill -0 {pid} 2>/dev/null || break; sleep 0.2; "
                       f"done; kill -9 {pid} 2>/dev/null; cd {d} || exit 3; "
-                      f"pmrep -a archive -t {INTERVAL_S} -o csv -Z UTC -f '%s.%f' -I {metrics} > pmrep.csv 2> pmrep.err; "
+                      f"pmrep -a archive -t {INTERVAL_S} -o csv -Z UTC -f '%s.%f' -I {metrics} "
+                      "> pmrep.csv 2> pmrep.err; "
                       "tar -c archive.* pmrep.csv pmrep.err pmlogger.log 2>/dev/null; "
                       f"rm -rf {self.work}")
             try:

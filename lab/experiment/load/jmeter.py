@@ -2,8 +2,8 @@
 that pom (a hash stamp), and the command line that starts it."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from lab import maven, paths
 

@@ -151,7 +151,7 @@ class Profile:
         props.update({f"mix_{key}": str(self.mix[key]) for key in MIX_KEYS})
         return props
 
-    def per_engine(self, engines: int) -> "Profile":
+    def per_engine(self, engines: int) -> Profile:
         """The share of this load one of `engines` JMeter engines runs (each runs the whole plan): the users or the
         rates divided; ValueError when the users do not divide evenly (the machines would get unequal loads)."""
         if engines == 1:
@@ -160,7 +160,8 @@ class Profile:
         if closed and self.users % engines:
             raise ValueError(f"{self.users} users per machine do not divide between {engines} load generators: "
                              f"choose a multiple of {engines} (--users)")
-        return dataclasses.replace(self, users=self.users // engines if closed else self.users, rate_per_s=self.rate_per_s / engines,
+        return dataclasses.replace(self, users=self.users // engines if closed else self.users,
+                                   rate_per_s=self.rate_per_s / engines,
                                    step_rates=tuple(r / engines for r in self.step_rates))
 
     def describe(self) -> str:

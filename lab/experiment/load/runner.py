@@ -12,9 +12,9 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from lab.experiment.load.jmeter import (
     LAB_PROPERTIES,
@@ -63,7 +63,7 @@ class LoadResult:
 
 
 def _utc_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def _clock(seconds: float) -> str:
@@ -130,7 +130,8 @@ def _die_with_parent() -> None:
         pass
 
 
-_UDP_SEND = "import socket,sys; socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(sys.argv[2].encode(),('127.0.0.1',int(sys.argv[1])))"
+_UDP_SEND = ("import socket,sys; "
+             "socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(sys.argv[2].encode(),('127.0.0.1',int(sys.argv[1])))")
 
 
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
@@ -166,7 +167,8 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
                         jtl={m: str(p) for m, p in jtls.items()}, engines=engines.record() if engines else [])
     progress(f"load: {profile.model} model, {profile.describe()}, {_clock(profile.planned_s)} planned; "
              f"JMeter {result.jmeter_version}, log {log}"
-             + (f"; on {len(engines.engines)} remote engine(s), each with 1/{len(engines.engines)} of it" if engines else ""))
+             + (f"; on {len(engines.engines)} remote engine(s), each with 1/{len(engines.engines)} of it"
+                if engines else ""))
     proc = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent)
     console = _Console(proc.stdout, run_dir / "jmeter.out")

@@ -1,0 +1,46 @@
+"""python -m report {run,compare,combine,sweep,overhead} …: the report's one entry point, a subcommand per document
+(each in report/commands/):
+
+    python -m report run RUN_FOLDER [--warmup SECONDS|auto]     report.html, summary.md, verdict.json of one run
+    python -m report compare OUT_FOLDER RUN_FOLDER...           several runs side by side (compare.md, .html)
+    python -m report combine SERIES_FOLDER TRIAL_FOLDER...      the trials of a --repeat N run, combined
+    python -m report sweep SWEEP_FOLDER                         a sweep's or an ablation's report (sweep.md, .html)
+    python -m report overhead RUN_WITH RUN_WITHOUT              an instrument's cost to the JVM
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from types import ModuleType
+
+from report.commands import combine, compare, overhead, run, sweep
+
+COMMANDS: dict[str, tuple[ModuleType, str]] = {
+    "run": (run, "one run's report.html, summary.md and verdict.json"),
+    "compare": (compare, "several runs side by side"),
+    "combine": (combine, "the trials of a --repeat N run, combined"),
+    "sweep": (sweep, "a sweep's or an ablation's report"),
+    "overhead": (overhead, "an instrument's cost to the JVM, from a run with it and one without"),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The parser: one subparser per command, each with the command module's arguments and its docstring."""
+    top = argparse.ArgumentParser(prog="python -m report", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    for name, (module, summary) in COMMANDS.items():
+        sub = commands.add_parser(name, help=summary, description=module.__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(sub)
+        sub.set_defaults(module=module, parser=sub)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return args.module.main(args, args.parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""python -m report combine SERIES_FOLDER TRIAL_FOLDER...: one report over the trials of a `--repeat N` run
+(SERIES_FOLDER/summary.md, report.html and verdict.json). The method: report/stats/combine.py."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from report.read.records import VERDICT_JSON
+from report.render.combine import FOREST, forest_png, record, render, verdict_sentence
+from report.render.html import render_html
+from report.render.verdict import verdict_json
+from report.stats.combine import combine
+from report.stats.runs import load_runs
+
+
+def write(series_folder: str | Path, trial_folders: list[str]) -> tuple[Path, str]:
+    """Writes the series report; returns (summary path, verdict sentence)."""
+    series_folder = Path(series_folder)
+    series_folder.mkdir(parents=True, exist_ok=True)
+    trials = load_runs(trial_folders)
+    results = combine(trials)
+    sentence = verdict_sentence(results, trials)
+    summary = render(series_folder, trials, results)
+    (series_folder / "summary.md").write_text(summary, encoding="utf-8")
+    (series_folder / "report.html").write_text(
+        render_html(f"Camel Tuning Lab — {series_folder.name}", summary, [(FOREST, forest_png(trials, results))], {},
+                    charts_title="At a glance"),
+        encoding="utf-8")
+    (series_folder / VERDICT_JSON).write_text(verdict_json(record(series_folder, trials, results, sentence)),
+                                              encoding="utf-8")
+    return series_folder / "summary.md", sentence
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("series_folder", help="where the combined report goes, e.g. results/<stamp>-x-series")
+    parser.add_argument("trials", nargs="+", help="the trials' run folders, in the order they ran")
+
+
+def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    missing = [t for t in args.trials if not (Path(t) / "run.json").is_file()]
+    if missing:
+        parser.error(f"not run folders (no run.json): {', '.join(missing)}")
+    summary, sentence = write(args.series_folder, args.trials)
+    print(f"report: {summary.parent / 'report.html'}, {summary}\n{sentence}")
+    return 0

@@ -1,0 +1,36 @@
+"""python -m report compare OUT_FOLDER RUN_FOLDER...: several runs side by side (OUT_FOLDER/compare.md and
+compare.html); changes are against the first run named (report/render/compare.py)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from report.render.compare import render
+from report.render.html import render_html
+from report.stats.runs import load_runs
+
+
+def write(out: str | Path, folders: list[str]) -> tuple[Path, Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = load_runs(folders)
+    text = render(out, runs)
+    (out / "compare.md").write_text(text, encoding="utf-8")
+    (out / "compare.html").write_text(render_html(f"Camel Tuning Lab — {out.name}", text, [], {}), encoding="utf-8")
+    return out / "compare.html", out / "compare.md"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="the comparison's folder, e.g. results/<stamp>-compare")
+    parser.add_argument("runs", nargs="+", help="run folders (at least two), the first is the reference")
+
+
+def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if len(args.runs) < 2:
+        parser.error("compare needs at least two run folders")
+    bad = [r for r in args.runs if not (Path(r) / "run.json").is_file() and not (Path(r) / "default").is_dir()]
+    if bad:
+        parser.error(f"not run folders (no run.json, no default/): {', '.join(bad)}")
+    html_path, md_path = write(args.out, args.runs)
+    print(f"compare: {html_path}, {md_path}")
+    return 0

@@ -1,0 +1,101 @@
+"""The combination of the trials of a `--repeat N` run (the series' report: report/render/combine.py).
+
+Each trial is a run folder whose default/ and tuned/ hold what the default and the tuned configuration did;
+run.json `design.machines` says which machine ran which (from the second trial on they alternate:
+crossover). Per figure, trial i measured L_i = effect + s_i·bias (logs of ratios; differences for error %),
+s_i = +1 when each configuration ran on its namesake machine, −1 when swapped. With both orientations the
+effect is the mean of the two orientation means, which cancels a machine bias (Mytkowicz et al. 2009: setup
+bias; swap it out), and half their difference estimates that bias. The interval: t × the σ of the same
+combination over the trials' independent bootstrap replicates, with the trials' degrees of freedom summed.
+Whether the trials agree: Cochran's Q of the trials around the fitted effect and bias (needs more trials than
+fitted terms).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from report.stats.runs import LoadedRun, back, log_or_raw
+from report.stats.uncertainty import FIGURES, Effect, interval, kind_of
+
+AGREEMENT_P = 0.05
+
+
+@dataclass
+class Combined:
+    figure: str
+    kind: str
+    effect: Effect                      # the combined estimate, its interval
+    bias: Effect | None = None          # machine tuned vs machine default (both orientations only)
+    q: float = math.nan                 # Cochran's Q, its degrees of freedom and p-value
+    q_df: int = 0
+    q_p: float = math.nan
+    inflated: float = 1.0               # the interval's widening for disagreeing trials (Birge ratio)
+    per_trial: list[Effect | None] = field(default_factory=list)   # the trials' own Effects
+
+
+def _orientation_means(values: np.ndarray, signs: np.ndarray) -> tuple[Any, Any]:
+    """(effect, bias) from one value (or replicate row) per trial; bias nan with one orientation."""
+    plus, minus = values[signs > 0], values[signs < 0]
+    if len(plus) and len(minus):
+        return (plus.mean(axis=0) + minus.mean(axis=0)) / 2.0, (plus.mean(axis=0) - minus.mean(axis=0)) / 2.0
+    return values.mean(axis=0), np.full(values.shape[1:], np.nan) if values.ndim > 1 else math.nan
+
+
+def combine_figure(trials: list[LoadedRun], figure: str) -> Combined:
+    """The crossover combination of one figure over the trials that have an interval for it."""
+    usable = [t for t in trials if t.analysis is not None and t.analysis.effects[figure].has_interval]
+    kind = kind_of(figure)
+    per_trial = [t.analysis.effects[figure] if t.analysis is not None else None for t in trials]
+    if not usable:
+        e = Effect(figure, kind, math.nan, math.nan)
+        e.why_not = "no trial has an interval for it"
+        return Combined(figure, kind, e, per_trial=per_trial)
+    signs = np.array([-1.0 if t.swapped else 1.0 for t in usable])
+    points = np.array([log_or_raw(kind, t.analysis.effects[figure].estimate) for t in usable])
+    reps = np.array([log_or_raw(kind, t.analysis.replicates["tuned"][figure] / t.analysis.replicates["default"][figure]
+                                if kind == "ratio" else
+                                t.analysis.replicates["tuned"][figure] - t.analysis.replicates["default"][figure])
+                     for t in usable])
+    reps = np.where(np.isfinite(reps), reps, np.nan)
+    effect, bias = _orientation_means(points, signs)
+    effect_reps, bias_reps = _orientation_means(reps, signs)
+    df = sum(t.analysis.df(figure) for t in usable)
+    d_mean = float(np.mean([t.analysis.effects[figure].default for t in usable]))
+    t_mean = float(np.mean([t.analysis.effects[figure].tuned for t in usable]))
+    e = Effect(figure, kind, d_mean, t_mean, estimate=back(kind, effect))
+    scale = (lambda x: np.exp(x)) if kind == "ratio" else (lambda x: x)
+    e.low, e.high = interval(e.estimate, scale(effect_reps), df, log_scale=kind == "ratio")
+    combined = Combined(figure, kind, e, per_trial=per_trial)
+    if not math.isnan(bias):
+        b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias))
+        b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
+        combined.bias = b
+    # agreement: Cochran's Q of the trials around the weighted least-squares fit of effect + s·bias (weights:
+    # each trial's bootstrap variance), χ² with N − fitted terms df; when it says they disagree, the interval
+    # is widened by the Birge ratio √(Q/df) (the trials spread more than their own noise explains)
+    var = np.nanvar(reps, axis=1, ddof=1)
+    both = not math.isnan(bias)
+    combined.q_df = len(usable) - (2 if both else 1)
+    if combined.q_df >= 1 and np.all(var > 0):
+        design = np.column_stack([np.ones(len(usable)), signs])[:, :2 if both else 1]
+        w = 1.0 / var
+        coef = np.linalg.solve(design.T @ (design * w[:, None]), design.T @ (w * points))
+        combined.q = float(np.sum(w * (points - design @ coef) ** 2))
+        combined.q_p = float(stats.chi2.sf(combined.q, combined.q_df))
+        inflate = math.sqrt(max(1.0, combined.q / combined.q_df))
+        if combined.q_p < AGREEMENT_P and e.has_interval:
+            centre = log_or_raw(kind, e.estimate)
+            lo, hi = log_or_raw(kind, e.low), log_or_raw(kind, e.high)
+            e.low = back(kind, centre - (centre - lo) * inflate)
+            e.high = back(kind, centre + (hi - centre) * inflate)
+            combined.inflated = inflate
+    return combined
+
+
+def combine(trials: list[LoadedRun]) -> dict[str, Combined]:
+    return {figure: combine_figure(trials, figure) for figure in FIGURES}
