@@ -18,10 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the report package, to read what it wrote
 from lab.experiment import collect  # noqa: E402
 from lab.machines import netns, settings  # noqa: E402
-from report.charts import CHARTS  # noqa: E402
-from report.machine import load_machine  # noqa: E402
-from report.pcp import read_metrics  # noqa: E402
-from report.runinfo import RunInfo  # noqa: E402
+from report import CHARTS, RunInfo, load_machine, read_metrics  # noqa: E402
 from report.tests.test_metric_list import read_by_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

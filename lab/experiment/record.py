@@ -23,10 +23,13 @@ def new_run_id(label: str = "", now: datetime.datetime | None = None) -> str:
 
 
 def write_catalog(run_dir: Path) -> Path:
-    """knobs-catalog.json: every knob's out-of-the-box value as ansible/knobs.yml had it for this run."""
+    """knobs-catalog.json: every knob's out-of-the-box value as ansible/knobs.yml had it for this run, and for a
+    knob whose default is null what null means there (`unset`, e.g. HTTPD's own 150 workers)."""
+    unset = {name: str(spec["unset"]) for name, spec in knobs.specs().items()
+             if "unset" in spec and not spec.get("inventory")}
     path = run_dir / CATALOG_SNAPSHOT
-    path.write_text(json.dumps({"source": "ansible/knobs.yml", "defaults": knobs.defaults()}, indent=2,
-                               sort_keys=True, default=str) + "\n")
+    path.write_text(json.dumps({"source": "ansible/knobs.yml", "defaults": knobs.defaults(), "unset": unset},
+                               indent=2, sort_keys=True, default=str) + "\n")
     return path
 
 
