@@ -23,7 +23,8 @@ from pathlib import Path
 import yaml
 
 from lab import paths, steps
-from lab.experiment import reporting
+from lab.experiment import record as run_record
+from lab.experiment import reporting, trial
 from lab.provision import knob_sets, knobs
 
 MAX_TRIALS = 12                  # default cap on a sweep's trials (a product of axes grows fast)
@@ -210,20 +211,18 @@ def validate(plan: Plan, opts, s, run_module) -> None:
             raise ValueError(f"{plan.kind} trial {point.label} ({point.about}): {bad}") from None
 
 
-def execute(plan: Plan, opts, s, log=steps.note, run_module=None) -> int:
+def execute(plan: Plan, opts, s, log=steps.note, run_trial=trial.run_trial) -> int:
     """Runs the plan's trials one after another (validate() first), then the sweep's report; the exit code
-    (0, 1 a trial failed, 130 interrupted). run_module: lab.experiment.run (a parameter for the tests)."""
-    if run_module is None:
-        from lab import run as run_module
+    (0, 1 a trial failed, 130 interrupted). run_trial: one trial (a parameter for the tests)."""
     per_trial = [trial_options(opts, plan, p) for p in plan.points]
     # the label names the folder once: --label ablate on an ablation is <stamp>-ablate, not …-ablate-ablate
     suffix = plan.kind if opts.label in (None, "", plan.kind) else f"{opts.label}-{plan.kind}"
-    sweep_id = run_module.new_run_id(suffix)
+    sweep_id = run_record.new_run_id(suffix)
     folder = paths.RESULTS / sweep_id
     folder.mkdir(parents=True, exist_ok=False)
     record = Record(folder, {
         "sweep_id": sweep_id, "kind": plan.kind, "configuration": plan.configuration, "status": "running",
-        "started": run_module._utc_now(), "ended": None, "command": sys.argv[1:],
+        "started": run_record.utc_now(), "ended": None, "command": sys.argv[1:],
         "axes": [{"side": a.side, "knob": a.knob, "values": list(a.values)} for a in plan.axes],
         "rule": {"best": "highest tuned-vs-default successful TPS ratio with tuned errors ≤ 0.1 %",
                  "max_error_pct": 0.1},
@@ -236,7 +235,7 @@ def execute(plan: Plan, opts, s, log=steps.note, run_module=None) -> int:
     try:
         for k, (point, o) in enumerate(zip(plan.points, per_trial, strict=True), 1):
             print(f"\n==== {plan.kind} trial {k} of {len(plan.points)}: {point.about}", flush=True)
-            code, run_dir = run_module.run_trial(o, o.trials(series=sweep_id, repeat=1)[0], s, o.label, log)
+            code, run_dir = run_trial(o, o.trials(series=sweep_id, repeat=1)[0], s, o.label, log)
             record.data["points"][k - 1].update(run_dir=str(run_dir), exit_code=code)
             record.save()
             if code != 0:
@@ -247,7 +246,7 @@ def execute(plan: Plan, opts, s, log=steps.note, run_module=None) -> int:
         exit_code = 130
         print(f"\nstart.sh: {plan.kind} interrupted; reporting the finished trials", file=sys.stderr)
     record.data.update(status="complete" if exit_code == 0 else "interrupted" if exit_code == 130 else "failed",
-                       ended=run_module._utc_now())
+                       ended=run_record.utc_now())
     record.save()
     with steps.step(f"the {plan.kind}'s report"):
         reporting.report_command("sweep", folder, log=log, what=f"{plan.kind} report")

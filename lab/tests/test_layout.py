@@ -7,9 +7,11 @@
 - only `python -m lab` (lab/__main__.py) reaches the command line;
 - report/ reads run folders only: it never imports lab/ (nor the hand-run benchmarks in bench/), and lab/
   never imports bench/;
-- no module of lab/ or report/ over MAX_LINES lines (a longer one has two jobs: split it).
+- no module of lab/ or report/ over MAX_LINES lines (a longer one has two jobs: split it);
+- every import of lab names what exists (a lazy import left behind by a move fails only when its function runs).
 """
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -125,6 +127,27 @@ def forbidden_imports(folder: Path, top: str, banned: tuple[str, ...]) -> list[s
     return sorted(out)
 
 
+def unresolved_imports(folders: tuple[Path, ...] = (LAB, paths.ROOT / "bench")) -> list[str]:
+    """'file:line: from X import y' for every import of lab that names neither a module nor a name X defines,
+    tests and lazy imports inside functions included."""
+    out = []
+    for f in (f for folder in folders for f in folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "lab":
+                try:
+                    target = importlib.import_module(node.module)
+                except ImportError:
+                    out.append(f"{f.relative_to(paths.ROOT)}:{node.lineno}: no module {node.module}")
+                    continue
+                out += [f"{f.relative_to(paths.ROOT)}:{node.lineno}: from {node.module} import {a.name}"
+                        for a in node.names
+                        if not _is_module(f"{node.module}.{a.name}") and not hasattr(target, a.name)]
+            elif isinstance(node, ast.Import):
+                out += [f"{f.relative_to(paths.ROOT)}:{node.lineno}: import {a.name}" for a in node.names
+                        if a.name.split(".")[0] == "lab" and not _is_module(a.name)]
+    return sorted(out)
+
+
 def too_long(folders: tuple[Path, ...] = (LAB, REPORT), limit: int = MAX_LINES) -> list[str]:
     return sorted(f"{f.relative_to(paths.ROOT)}: {n} lines" for folder in folders for f in _sources(folder)
                   if (n := len(f.read_text().splitlines())) > limit)
@@ -214,3 +237,17 @@ def test_lab_never_imports_the_benchmarks():
 def test_no_module_is_longer_than_one_job():
     long = too_long()
     assert not long, f"over {MAX_LINES} lines (split by job):\n" + "\n".join(long)
+
+
+def test_a_planted_import_of_a_moved_module_is_named(tmp_path, monkeypatch):
+    planted = tmp_path / "bench"
+    planted.mkdir()
+    (planted / "stale.py").write_text("def go():\n    from lab import run  # moved to lab.experiment.run\n")
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    assert unresolved_imports((planted,)) == ["bench/stale.py:2: from lab import run"]
+
+
+def test_every_import_of_lab_names_what_exists():
+    stale = unresolved_imports()
+    assert not stale, "imports of what does not exist (moved or renamed):\n" + "\n".join(stale)
+

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lab import paths
-from lab.experiment import record, run, sweep
+from lab.experiment import run, sweep
 from lab.provision import knobs
 
 
@@ -74,13 +74,10 @@ def test_a_trial_runs_the_sweeps_options_plus_its_values():
 
 
 class StandInRun:
-    """lab.experiment.run's interface for sweep.execute, without machines: each trial writes a run folder with a
+    """lab.experiment.trial.run_trial for sweep.execute, without machines: each trial writes a run folder with a
     verdict."""
     def __init__(self, results, interrupt_at=None):
         self.results, self.interrupt_at, self.ran = results, interrupt_at, []
-
-    new_run_id = staticmethod(record.new_run_id)
-    _utc_now = staticmethod(record.utc_now)
 
     def run_trial(self, opts, t, s, label, log):
         if len(self.ran) + 1 == self.interrupt_at:
@@ -100,7 +97,7 @@ def test_a_sweep_runs_every_trial_and_reports_the_best(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
     stand_in = StandInRun(tmp_path)
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,150,200")])
-    assert sweep.execute(plan, run.Options(), None, log=lambda m: None, run_module=stand_in) == 0
+    assert sweep.execute(plan, run.Options(), None, log=lambda m: None, run_trial=stand_in.run_trial) == 0
     [folder] = [p for p in tmp_path.iterdir() if p.name.endswith("-sweep")]
     record = json.loads((folder / "sweep.json").read_text())
     assert record["status"] == "complete" and [p["exit_code"] for p in record["points"]] == [0, 0, 0]
@@ -113,7 +110,8 @@ def test_a_sweep_runs_every_trial_and_reports_the_best(tmp_path, monkeypatch):
 def test_an_interrupted_sweep_keeps_and_reports_its_finished_trials(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,150,200")])
-    code = sweep.execute(plan, run.Options(), None, log=lambda m: None, run_module=StandInRun(tmp_path, interrupt_at=3))
+    stand_in = StandInRun(tmp_path, interrupt_at=3)
+    code = sweep.execute(plan, run.Options(), None, log=lambda m: None, run_trial=stand_in.run_trial)
     assert code == 130
     [folder] = [p for p in tmp_path.iterdir() if p.name.endswith("-sweep")]
     record = json.loads((folder / "sweep.json").read_text())
@@ -137,5 +135,6 @@ def test_sweep_options_may_stand_before_or_after_the_command(monkeypatch):
 def test_the_sweep_folder_names_its_label_once(tmp_path, monkeypatch, label, ends):
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,150")])
-    assert sweep.execute(plan, run.Options(label=label), None, log=lambda m: None, run_module=StandInRun(tmp_path)) == 0
+    stand_in = StandInRun(tmp_path)
+    assert sweep.execute(plan, run.Options(label=label), None, log=lambda m: None, run_trial=stand_in.run_trial) == 0
     assert [p.name[len("20261125T000000"):] for p in tmp_path.iterdir() if (p / "sweep.json").is_file()] == [ends]
