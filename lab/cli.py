@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import argparse
-import re
+import contextlib
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from lab import machines, paths, steps
-from lab.experiment import check, load, record, reporting, run, sweep
+from lab import lock, machines, paths, steps
+from lab.experiment import check, disk, load, record, reporting, run, sweep
+from lab.experiment.run import milliseconds, rates, seconds
 from lab.machines import box, lifecycle, memory, netns, prereqs, settings, vagrant
 from lab.provision import hosts, jars, knob_sets, knobs, playbook
 
@@ -22,7 +24,8 @@ Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) und
   e.g. ./start.sh --duration 5m --users 50 --label quick --set tuned:tomcat_threads_max=200
   ./start.sh --aa --duration 5m --label aa       A/A: both machines run the default configuration
   ./start.sh --repeat 2 --duration 5m            two trials, the machines' roles swapped in the second
-  ./start.sh --knob-set tuned=article-2018       the 2018 article's knob set on the tuned column
+  ./start.sh --knob-set tuned=article-2018 --insist-memory   the 2018 article's set on the tuned column
+                                                 (it needs more than 512 MB by the lab's estimate)
   ./start.sh --hosts my-hosts.yml --duration 10m   the same run on real hosts (README: Real hosts)
 
 commands:
@@ -40,13 +43,8 @@ Machine settings live in lab/machines/machines.yml; override one for a run with 
 LAB_ACCELERATOR=tcg ./start.sh up."""
 
 
-def seconds(text: str) -> int:
-    """'90', '90s', '5m', '1h', '1h30m' → seconds."""
-    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?", text.strip())
-    if not text.strip() or not m or not any(m.groups()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 90, 90s, 5m, 1h30m)")
-    h, mi, se = (int(g or 0) for g in m.groups())
-    return h * 3600 + mi * 60 + se
+INSIST_MEMORY_HELP = ("run a configuration whose memory estimate exceeds the machine's, knowing it may swap or be "
+                      "OOM-killed (without it such knobs are refused)")
 
 
 def add_run_options(add) -> None:
@@ -72,7 +70,7 @@ def add_run_options(add) -> None:
         help="steps model: req/s per machine of each stage, rising, e.g. 10,20,30,40")
     add("--stage", type=seconds, default=None, metavar="TIME",
         help=f"steps model: each stage's length (default {d.step_s}s)")
-    add("--p99-target", type=lambda t: int(seconds_float(t) * 1000), default=None, metavar="TIME",
+    add("--p99-target", type=milliseconds, default=None, metavar="TIME",
         help=f"steps model: a stage is sustained only with p99 at or under this (default "
              f"{d.p99_target_ms / 1000:g}s; also errors ≤ 0.1 %% and ≥ 90 %% of the offered rate served)")
     add("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
@@ -101,24 +99,7 @@ def add_run_options(add) -> None:
     add("--down", action="store_true", help="destroy the machines after the run")
     add("--provision", action="store_true",
         help="run Ansible even when nothing changed since the machines were last provisioned")
-
-
-def rates(text: str) -> tuple:
-    """'10,20,30' → (10, 20, 30): the steps model's stages (req/s)."""
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of rates, e.g. 10,20,30") from None
-    return tuple(int(v) if v.is_integer() else v for v in values)
-
-
-def seconds_float(text: str) -> float:
-    """'2s', '1500ms', '2' → seconds."""
-    t = text.strip()
-    try:
-        return float(t[:-2]) / 1000 if t.endswith("ms") else float(t.rstrip("s"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time, e.g. 2s or 1500ms") from None
+    add("--insist-memory", action="store_true", help=INSIST_MEMORY_HELP)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -135,6 +116,7 @@ def parser() -> argparse.ArgumentParser:
     pv = sub.add_parser("provision", help="provision both machines (Ansible)")
     pv.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
                     help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+    pv.add_argument("--insist-memory", action="store_true", help=INSIST_MEMORY_HELP)
     sw = sub.add_parser("sweep", help="one trial per knob value, default as the control")
     sw.add_argument("axes", nargs="+", metavar="tuned:KNOB=V1,V2,…",
                     help="the values to try on the tuned side; several knobs: every combination")
@@ -152,19 +134,22 @@ def parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("compare", help="several run folders side by side")
     cp.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_FOLDER",
                     help="two or more run folders; changes are stated against the first")
+    cp.add_argument("--out", type=Path, default=None, metavar="FOLDER",
+                    help="a new folder for the comparison (default results/<stamp>-compare; e.g. one of your own "
+                         "when results/ is root's)")
     ex = sub.add_parser("exec", help="run a command in the lab namespace")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
     return p
 
 
-def cmd_provision(overrides: dict, s: settings.Settings) -> int:
+def cmd_provision(overrides: dict, s: settings.Settings, insist_memory: bool = False) -> int:
     playbook.validate({"machines": s.machines, "management_network": s.management_network,
-                        "memory_mb": s.memory_mb}, overrides)
+                        "memory_mb": s.memory_mb}, overrides, insist_memory=insist_memory)
     if not lifecycle.running():
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
     resolved = vagrant.read_resolved() or {}
     with steps.step("provision both machines (Ansible)"):
-        ran = playbook.run(resolved, overrides, log=steps.note)
+        ran = playbook.run(resolved, overrides, log=steps.note, insist_memory=insist_memory)
     if ran:
         memory.report_memory(list(ran.machines), steps.note)
     return 0
@@ -181,7 +166,7 @@ def cmd_exec(argv: list[str]) -> int:
 
 
 # a command's own options that share a name (dest) with a run option
-COMMAND_OPTIONS = {"provision": {"overrides"}, "report": {"warmup"}, "sweep": "run", "ablate": "run"}
+COMMAND_OPTIONS = {"provision": {"overrides", "insist_memory"}, "report": {"warmup"}, "sweep": "run", "ablate": "run"}
 
 
 def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
@@ -192,35 +177,11 @@ def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
     if args.command is not None:
         own = COMMAND_OPTIONS.get(args.command, set())
         if own == "run":        # sweep, ablate: every trial is a full run
-            return run_contradictions(args)
+            return run.contradictions(args)
         given = [d for d in args.run_options if d not in own and getattr(args, d) != p.get_default(d)]
         return [f"--{d.replace('_', '-') if d != 'overrides' else 'set'} is a run option: it does nothing with "
                 f"`./start.sh {args.command}`" for d in given]
-    return run_contradictions(args)
-
-
-def run_contradictions(args) -> list[str]:
-    problems = []
-    if args.model == "steps" and not args.rates:
-        problems.append("--model steps needs --rates R1,R2,… (req/s per machine of each stage)")
-    if args.model == "closed" and args.rate is not None:
-        problems.append("--rate applies to the open model only (add --model open, or leave --rate out)")
-    if args.model == "open" and args.no_keep_alive:
-        problems.append("--no-keep-alive applies to the closed model only: in the open model every arrival "
-                        "connects anew")
-    if args.model != "closed" and args.users is not None:
-        problems.append("--users applies to the closed model only: the open model sets its pace with --rate")
-    if args.model == "steps" and (args.rate is not None or args.duration is not None or args.no_keep_alive):
-        problems.append("--rate, --duration and --no-keep-alive do not apply to the steps model: --rates and --stage "
-                        "set its stages")
-    if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
-        problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
-    if args.hosts is not None and args.down:
-        problems.append("--down destroys the lab's VMs: with --hosts the machines are your hosts, which the lab never "
-                        "destroys")
-    if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
-        problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
-    return problems
+    return run.contradictions(args)
 
 
 def run_options(args) -> run.Options:
@@ -235,7 +196,8 @@ def run_options(args) -> run.Options:
     chosen = dict(knob_sets.parse_choice(text, machines.NAMES) for text in args.knob_sets)
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
-                       knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts)
+                       knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts,
+                       insist_memory=args.insist_memory)
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
 
 
@@ -258,6 +220,11 @@ def interruptible() -> None:
     signal.signal(signal.SIGTERM, _terminated)
 
 
+# the commands that change the lab take its lock (one at a time); those that only read need neither it nor root
+LOCKED = (None, "sweep", "ablate", "up", "down", "provision", "prereqs")
+WITHOUT_ROOT = ("report", "compare", "status")
+
+
 def main(argv: list[str] | None = None) -> int:
     interruptible()
     p = parser()
@@ -267,57 +234,108 @@ def main(argv: list[str] | None = None) -> int:
         for problem in refused:
             print(f"start.sh: {problem}", file=sys.stderr)
         return 2
+    if os.geteuid() != 0 and args.command not in WITHOUT_ROOT:
+        print("start.sh: the lab needs root (network namespace, loop devices, libvirt); run it with sudo (report, "
+              "compare and status do not)", file=sys.stderr)
+        return 1
     try:
         if args.command == "report":
             return reporting.report(args.run_dir, args.warmup)
         if args.command == "compare":
-            return reporting.compare(args.run_dirs, paths.RESULTS / record.new_run_id("compare"))
+            return cmd_compare(args.run_dirs, args.out)
+        if args.command == "status" and os.geteuid() != 0:
+            return status_without_root()
         opts = run_options(args) if args.command in (None, "sweep", "ablate") else None
-        overrides = knobs.parse_overrides(args.overrides) if args.command == "provision" else None
-        s = settings.load()
-        if opts is not None and opts.hosts is not None:     # before the knobs: their memory is what must fit
-            with steps.step(f"the hosts of {opts.hosts}: SSH, sudo, facts (nothing is changed)"):
-                opts.reached = hosts.prepare(opts.hosts, steps.note)
-        plan = sweep_plan(args, opts) if args.command in ("sweep", "ablate") else None
-        if plan is not None:
-            print(sweep.describe(plan, opts.profile.planned_s), flush=True)
-            sweep.validate(plan, opts, s, run)
-        elif opts is not None:
-            run.validate(opts, s)        # bad knobs are named before anything else is looked at
-        owner = netns.foreign_owner() if opts is None or opts.hosts is None else None   # hosts: no namespace
-        if owner and args.command in ("up", "down", "exec", "sweep", "ablate", None):
-            raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
-                           f"run ./start.sh down there first (only one lab can run on a host)")
-        if args.command is None:
-            return run.execute(opts, s)
-        if plan is not None:
-            code = sweep.execute(plan, opts, s)     # validates every trial first
-            if opts.down:
-                lifecycle.down()
-            return code
-        if args.command == "up":
-            lifecycle.up(s)
-        elif args.command == "down":
-            lifecycle.down()
-        elif args.command == "status":
-            lifecycle.status()
-        elif args.command == "prereqs":
-            lifecycle.install_prereqs()
-        elif args.command == "provision":
-            return cmd_provision(overrides, s)
-        else:
-            return cmd_exec(args.argv)
-        return 0
+        command = "./start.sh " + " ".join(sys.argv[1:] if argv is None else argv)
+        with lock.hold(command.strip(), log=steps.note) if args.command in LOCKED else contextlib.nullcontext():
+            return dispatch(args, opts)
     except settings.SettingsError as bad:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)
         return 2
     except (lifecycle.LabError, box.BoxError, netns.NetnsError, vagrant.MachineError, prereqs.PrereqError,
-            playbook.ProvisionError, jars.JarError, check.RunError, hosts.HostsError) as failure:
+            playbook.ProvisionError, jars.JarError, check.RunError, hosts.HostsError, lock.Busy,
+            disk.NoSpace) as failure:
         print(f"start.sh: {failure}", file=sys.stderr)
         return 1
     except ValueError as failure:         # bad input on the command line
         print(f"start.sh: {failure}", file=sys.stderr)
         return 2
+    except OSError as failure:            # the host's: a full disk, a permission; named, never a traceback
+        where = f"{failure.filename}: " if failure.filename else ""
+        print(f"start.sh: {where}{failure.strerror or failure}"
+              + (" (the disk is full)" if disk.is_full(failure) else ""), file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("start.sh: interrupted", file=sys.stderr)
         return 130
+
+
+def dispatch(args, opts: run.Options | None) -> int:
+    """A command that may change the lab (with its lock held when it does): checked, then done."""
+    overrides = knobs.parse_overrides(args.overrides) if args.command == "provision" else None
+    s = settings.load()
+    plan = sweep_plan(args, opts) if args.command in ("sweep", "ablate") else None
+    if opts is not None:            # before anything starts: a run that would fill the disk is refused
+        disk.check(opts.profile, len(plan.points) if plan else opts.repeat, paths.RESULTS)
+    if opts is not None and opts.hosts is not None:     # before the knobs: their memory is what must fit
+        with steps.step(f"the hosts of {opts.hosts}: SSH, sudo, facts (nothing is changed)"):
+            opts.reached = hosts.prepare(opts.hosts, steps.note)
+    if plan is not None:
+        print(sweep.describe(plan, opts.profile.planned_s), flush=True)
+        sweep.validate(plan, opts, s, run)
+    elif opts is not None:
+        run.validate(opts, s)        # bad knobs are named before anything else is looked at
+    owner = netns.foreign_owner() if opts is None or opts.hosts is None else None   # hosts: no namespace
+    if owner and args.command in ("up", "down", "exec", "sweep", "ablate", None):
+        raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
+                                 f"run ./start.sh down there first (only one lab can run on a host)")
+    if args.command is None:
+        return run.execute(opts, s)
+    if plan is not None:
+        code = sweep.execute(plan, opts, s)     # validates every trial first
+        if opts.down:
+            lifecycle.down()
+        return code
+    if args.command == "up":
+        lifecycle.up(s)
+    elif args.command == "down":
+        lifecycle.down()
+    elif args.command == "status":
+        lifecycle.status()
+    elif args.command == "prereqs":
+        lifecycle.install_prereqs()
+    elif args.command == "provision":
+        return cmd_provision(overrides, s, args.insist_memory)
+    else:
+        return cmd_exec(args.argv)
+    return 0
+
+
+def cmd_compare(run_dirs: list[Path], out: Path | None) -> int:
+    """The comparison in a new folder: --out, or results/<stamp>-compare (another in the same second: -2, …)."""
+    if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--out {out}: exists and is not an empty folder: name a new one")
+    try:
+        folder = out or record.make_run_dir("compare", paths.RESULTS)
+    except PermissionError as denied:
+        raise lifecycle.LabError(f"{denied.filename}: {denied.strerror}: results/ is not yours to write (runs made "
+                                 "with sudo leave it root's): put the comparison elsewhere with --out FOLDER") from None
+    try:
+        return reporting.compare(run_dirs, folder)
+    except ValueError:              # bad run folders: the comparison's folder made for them goes again
+        if out is None:
+            folder.rmdir()
+        raise
+
+
+def status_without_root() -> int:
+    """`./start.sh status` without root: what the lab's files say. The machines' state, memory and placement are
+    libvirt's, in the lab's namespace: root's."""
+    resolved = vagrant.read_resolved() or {}
+    print(f"lab namespace {netns.NAME}: {'present' if netns.exists() else 'absent'}; accelerator: "
+          f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
+    for name in machines.NAMES:
+        print(f"{name:8} ip {resolved.get('machines', {}).get(name, '-')}")
+    print("not shown without root: each machine's state, memory, CPUs, uptime and vCPU placement (libvirt and the "
+          "lab namespace are root's): sudo ./start.sh status", file=sys.stderr)
+    return 0

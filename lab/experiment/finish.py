@@ -3,13 +3,14 @@ step runs on its own: a failure or Ctrl-C in one is recorded in run.json (status
 the next still runs on what there is."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import sys
 import time
 from pathlib import Path
 
 from lab import machines, steps
-from lab.experiment import collect, design, liveness, load, record, reporting
+from lab.experiment import collect, design, disk, liveness, load, record, reporting
 from lab.machines import reach
 
 
@@ -41,9 +42,10 @@ def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, mark
                                "knobs": knobs[side], "versions": collect.read_versions(mdir)}
         if machines_info[side]["versions"] and load.HOME.exists():
             machines_info[side]["versions"]["jmeter"] = rec.data.get("load", {}).get("jmeter_version")
-    rec.update(machines=machines_info, knob_diff=record.knob_diff(knobs), ended=record.utc_now())
-    if rec.data["status"] == "running":      # everything is gathered; the report is derived from it
-        rec.update(status="complete")
+    with contextlib.suppress(record.DiskFull):      # run.json says so; the steps below are then skipped
+        rec.update(machines=machines_info, knob_diff=record.knob_diff(knobs), ended=record.utc_now())
+        if rec.data["status"] == "running":      # everything is gathered; the report is derived from it
+            rec.update(status="complete")
     if any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES) and not interrupted_after_load(rec):
         finish_step(rec, "dashboards", "JMeter dashboards", lambda: load.dashboards(run_dir, progress=log))
 
@@ -53,6 +55,12 @@ def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, mark
             log(f"{run_dir / 'summary.md'}")
     finish_step(rec, "report", "report", write_report)
     reporting.print_outcome(run_dir)
+    if rec.full_at:
+        listed = rec.data.get("incomplete") or []
+        print(f"start.sh: the disk filled during {rec.full_at} (run.json says so); "
+              + (f"may be incomplete: {', '.join(listed)}" if listed else "no file was left half-written")
+              + f". Everything gathered is kept in {run_dir}: free some space, then ./start.sh report {run_dir}",
+              file=sys.stderr)
 
 
 FINISH_STEPS = ("collect", "dashboards", "report")
@@ -65,13 +73,25 @@ def interrupted_after_load(rec: record.Record) -> bool:
 def finish_step(rec: record.Record, name: str, title: str, work) -> bool:
     """One step after the load: a failure or Ctrl-C is recorded (status, stopped_at, finish_errors) and does
     not stop the steps after it; the run's status keeps the first thing that went wrong. True when it ran.
-    phases.<name>_s: how long it took."""
-    rec.update(phase=name)
-    started = time.monotonic()
+    phases.<name>_s: how long it took. On a full disk (below disk.FLOOR_BYTES) a step is skipped: nothing
+    more is written, what is there stays whole; a step that fills it is named in run.json with the files it
+    was writing."""
+    run_dir = rec.path.parent
+    started, since = time.monotonic(), time.time()
     error = None
     try:
-        with steps.step(title):
-            work()
+        rec.update(phase=name)
+        full = disk.low(run_dir)
+        if full:
+            error = f"skipped: the disk is full ({full})"
+            print(f"start.sh: {name} skipped: the disk is full ({full})", file=sys.stderr)
+            rec.disk_full(name)
+        else:
+            with steps.step(title):
+                work()
+            if disk.low(run_dir):       # it ran, and filled the disk: what it wrote is complete only if it says so
+                rec.disk_full(name, since=None if name == "collect" and not rec.data.get("collect_errors")
+                              else since)
     except KeyboardInterrupt:
         print(f"\nstart.sh: interrupted during {name}"
               + ("; writing the report from what was gathered" if name != "report" else "; no report written"),
@@ -82,10 +102,13 @@ def finish_step(rec: record.Record, name: str, title: str, work) -> bool:
     except Exception as failure:      # noqa: BLE001 - the next steps still run on what there is
         print(f"start.sh: {name} failed: {failure}", file=sys.stderr)
         error = f"{type(failure).__name__}: {failure}"
+        if disk.is_full(failure) or disk.low(run_dir):
+            rec.disk_full(name, since=since)
     rec.data.setdefault("phases", {})[f"{name}_s"] = round(time.monotonic() - started)
     if error is not None:
         rec.data["finish_errors"] = {**(rec.data.get("finish_errors") or {}), name: error}
-    rec.save()
+    with contextlib.suppress(record.DiskFull):
+        rec.save()
     return error is None
 
 

@@ -41,14 +41,47 @@ def compare(run_dirs: list[Path], out: Path) -> int:
     return report_command("compare", out, *run_dirs)
 
 
-def print_outcome(folder: Path) -> None:
-    """The verdict sentence, the results table, where the report is (what the README promises)."""
+def _json(path: Path) -> dict:
     try:
-        sentence = json.loads((folder / "verdict.json").read_text()).get("verdict")
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
-        sentence = None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def unfinished(folder: Path, record: dict) -> str:
+    """'' for a run (or every trial of a series) that completed; else what the summary says on top, for the
+    console: 'interrupted: stopped at phase load: Ctrl-C' (a series: the first trial that did not complete)."""
+    runs = [(None, _json(folder / "run.json"))] if (folder / "run.json").exists() else [
+        (name, _json(folder.parent / str(name) / "run.json")) for name in record.get("trials") or []
+        if isinstance(record.get("trials"), list)]
+    for trial, run in runs:
+        status = run.get("status") or "unknown"
+        if status != "complete":
+            where = f"stopped at phase {run['stopped_at']}" if run.get("stopped_at") else ""
+            if trial:
+                where = f"trial {trial} {where or 'did not complete'}"
+            said = ": ".join(str(x) for x in (where, run.get("error")) if x)
+            return status + (f": {said}" if said else "")
+    return ""
+
+
+def print_outcome(folder: Path) -> None:
+    """The verdict sentence, the results table, where the report is (what the README promises). A run that did
+    not complete says so on the verdict's line, as its summary does on top: its figures cover only what was
+    gathered."""
+    verdict = folder / "verdict.json"
+    record = _json(verdict)
+    sentence = record.get("verdict")
     summary = folder / "summary.md"
-    print("\n" + (f"Verdict: {sentence}\n" if sentence else "No verdict (the report was not written).\n"), flush=True)
+    if sentence:
+        told = unfinished(folder, record)
+        line = f"Verdict: {sentence}" + (f" ({told}; the figures cover only what was gathered)" if told else "")
+    elif verdict.exists():
+        line = f"No verdict: {verdict} cannot be read."
+    else:
+        line = "No verdict (the report was not written)."
+    print("\n" + line + "\n", flush=True)
     if summary.exists():
         print(results_table(summary.read_text()) + "\n", flush=True)
     if (folder / "report.html").exists():

@@ -11,12 +11,14 @@ the next try unless --down.
 """
 from __future__ import annotations
 
+import argparse
+import math
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import paths, steps
+from lab import lock, paths, steps
 from lab.experiment import design, load, record, reporting
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
@@ -33,6 +35,7 @@ class Options:
     overrides: list[str] = field(default_factory=list)   # --set items as typed
     down: bool = False
     provision: bool = False      # provision even when nothing changed since the last time
+    insist_memory: bool = False  # knobs beyond the machine's memory by the estimate: warned about, not refused
     repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
     aa: str | None = None        # A/A: both machines run this configuration
     tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
@@ -68,10 +71,70 @@ class Options:
         return self.profile.ramp_up_s if self.warmup_s is None else self.warmup_s
 
 
+# the run options' values as typed: the types lab/cli.py gives argparse
+
+def seconds(text: str) -> int:
+    """'90', '90s', '5m', '1h', '1h30m' → seconds."""
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?", text.strip())
+    if not text.strip() or not m or not any(m.groups()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 90, 90s, 5m, 1h30m)")
+    h, mi, se = (int(g or 0) for g in m.groups())
+    return h * 3600 + mi * 60 + se
+
+
+def rates(text: str) -> tuple:
+    """'10,20,30' → (10, 20, 30): the steps model's stages (req/s)."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of rates, e.g. 10,20,30") from None
+    return tuple(int(v) if v.is_integer() else v for v in values)
+
+
+def milliseconds(text: str) -> int:
+    """'2s', '1500ms', '2' → whole milliseconds, at least 1 (inf, nan and negative times refused)."""
+    t = text.strip()
+    try:
+        ms = float(t[:-2]) if t.endswith("ms") else float(t.rstrip("s")) * 1000
+    except ValueError:
+        ms = math.nan
+    if not math.isfinite(ms) or round(ms) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time of at least 1 ms, e.g. 2s or 1500ms")
+    return round(ms)
+
+
+def contradictions(args) -> list[str]:
+    """The run options (parsed by lab/cli.py) that contradict each other or do nothing together."""
+    problems = []
+    if args.model == "steps" and not args.rates:
+        problems.append("--model steps needs --rates R1,R2,… (req/s per machine of each stage)")
+    if args.model == "closed" and args.rate is not None:
+        problems.append("--rate applies to the open model only (add --model open, or leave --rate out)")
+    if args.model == "open" and args.no_keep_alive:
+        problems.append("--no-keep-alive applies to the closed model only: in the open model every arrival "
+                        "connects anew")
+    if args.model != "closed" and args.users is not None:
+        problems.append("--users applies to the closed model only: the open model sets its pace with --rate")
+    if args.model == "steps" and (args.rate is not None or args.duration is not None or args.no_keep_alive):
+        problems.append("--rate, --duration and --no-keep-alive do not apply to the steps model: --rates and --stage "
+                        "set its stages")
+    if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
+        problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
+    if args.hosts is not None and args.down:
+        problems.append("--down destroys the lab's VMs: with --hosts the machines are your hosts, which the lab never "
+                        "destroys")
+    if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
+        problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
+    return problems
+
+
 def validate(opts: Options, s: settings.Settings) -> None:
     """Every knob of every trial's machines checked (ansible/validate.yml, on this host) before anything is
     built, booted or changed; ValueError naming each bad value. Real hosts are checked first (opts.reached):
     their memory is what the knobs must fit."""
+    generators = len((opts.reached or {}).get("loadgens") or {})
+    if generators:      # each remote engine runs the whole plan with its share (engines.py): refused now, not
+        opts.profile.per_engine(generators)     # after provisioning, the equal start and the engines' start
     known = opts.reached or {"machines": s.machines, "management_network": s.management_network,
                              "memory_mb": s.memory_mb}
     checked = []
@@ -79,7 +142,7 @@ def validate(opts: Options, s: settings.Settings) -> None:
         overrides = t.overrides(opts.sets)
         if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
             checked.append(overrides)
-            playbook.validate(known, overrides, load_id_max=opts.profile.id_max)
+            playbook.validate(known, overrides, load_id_max=opts.profile.id_max, insist_memory=opts.insist_memory)
 
 
 def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
@@ -97,9 +160,9 @@ def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
 def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
     """--repeat N: N trials (each its own run folder), then the combined report in the series folder. An
     interrupted or failed trial ends the series; the trials done so far are still combined."""
-    series_id = record.new_run_id(f"{opts.label}-series" if opts.label else "series")
-    series_dir = paths.RESULTS / series_id
-    series_dir.mkdir(parents=True, exist_ok=False)
+    series_dir = record.make_run_dir(f"{opts.label}-series" if opts.label else "series", paths.RESULTS)
+    series_id = series_dir.name
+    lock.note(series_id)
     trials = opts.trials(series_id)
     print(f"series {series_id}: {opts.repeat} trials, the machines' roles swapped on every second one; "
           f"combined report in {series_dir}", flush=True)

@@ -20,9 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from lab import paths, steps
+from lab import steps
 from lab.experiment import record as run_record
 from lab.experiment import reporting, trial
 from lab.provision import knob_sets, knobs
@@ -104,10 +102,7 @@ def parse_axis(text: str) -> Axis:
     for item in split_values(raw):
         if not item:
             raise ValueError(f"sweep {text!r}: an empty value")
-        try:
-            values.append(yaml.safe_load(item))
-        except yaml.YAMLError as bad:
-            raise ValueError(f"sweep {text!r}: {item!r} is not valid YAML: {bad}") from None
+        values.append(knobs.parse_value(f"sweep {text!r}", knobs.specs()[knob], item))
     if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
         raise ValueError(f"sweep {text!r}: a value is repeated")
     if len(values) < 2:
@@ -217,9 +212,8 @@ def execute(plan: Plan, opts, s, log=steps.note, run_trial=trial.run_trial) -> i
     per_trial = [trial_options(opts, plan, p) for p in plan.points]
     # the label names the folder once: --label ablate on an ablation is <stamp>-ablate, not …-ablate-ablate
     suffix = plan.kind if opts.label in (None, "", plan.kind) else f"{opts.label}-{plan.kind}"
-    sweep_id = run_record.new_run_id(suffix)
-    folder = paths.RESULTS / sweep_id
-    folder.mkdir(parents=True, exist_ok=False)
+    folder = run_record.make_run_dir(suffix)       # a sweep started in the same second gets its own folder
+    sweep_id = folder.name
     record = Record(folder, {
         "sweep_id": sweep_id, "kind": plan.kind, "configuration": plan.configuration, "status": "running",
         "started": run_record.utc_now(), "ended": None, "command": sys.argv[1:],

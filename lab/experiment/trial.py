@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
-from lab import machines, paths, steps
+from lab import lock, machines, paths, steps
 from lab.experiment import (
     check,
     collect,
     design,
+    disk,
     finish,
     instruments,
     liveness,
@@ -40,9 +41,10 @@ class TrialRun:
 
     def __init__(self, opts, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> None:
         self.opts, self.t, self.s, self.log = opts, t, s, log
-        self.run_id = record.new_run_id(label)
-        self.run_dir = paths.RESULTS / self.run_id
-        self.run_dir.mkdir(parents=True, exist_ok=False)
+        self.run_dir = record.make_run_dir(label, paths.RESULTS)     # never another run's, even in one second
+        self.run_id = self.run_dir.name
+        lock.note(self.run_id)
+        self.phase_started = time.time()         # when the running phase began (a full disk's incomplete files)
         record.write_catalog(self.run_dir)
         self.record = record.Record(self.run_dir, {
             "run_id": self.run_id, "label": label or None, "started": record.utc_now(), "ended": None,
@@ -50,6 +52,7 @@ class TrialRun:
             "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
             "load": record.load_record(opts),
             "overrides": {c: o for c, o in opts.sets.items() if o}, "host": record.host_facts(), "phases": {}})
+        self.record.reserve()
         self.overrides = t.overrides(opts.sets)
         self.resolved: dict = {}
         self.addresses: dict[str, str] = {}      # machine → address, once known
@@ -62,6 +65,7 @@ class TrialRun:
     @contextlib.contextmanager
     def phase(self, name: str, title: str) -> Iterator[None]:
         """A phase of the run: run.json says which is running, and phases.<name>_s how long each took."""
+        self.phase_started = time.time()
         self.record.update(phase=name)
         started = time.monotonic()
         try:
@@ -99,7 +103,7 @@ class TrialRun:
         with self.phase("provision", "build and provision both machines (Ansible)"):
             self.record.update(machine_overrides={m: o for m, o in self.overrides.items() if o})
             ran = playbook.run(self.resolved, self.overrides, log=self.log, force=self.opts.provision,
-                               start_services=False, jars=built)
+                               start_services=False, jars=built, insist_memory=self.opts.insist_memory)
         self.record.update(provisioned=f"ran: {ran.describe()}" if ran else
                            "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
@@ -163,12 +167,13 @@ class TrialRun:
 
     def finish(self) -> None:
         """The watches stopped, then collection, dashboards and the report, whatever the trial got to."""
-        if self.watch is not None:
-            self.record.update(load_generator=self.watch.stop())
         dead = {}
-        if self.alive is not None:
-            dead = self.alive.dead()
-            self.record.update(liveness=self.alive.stop())
+        with contextlib.suppress(record.DiskFull):      # run.json says so; the finish goes on from what there is
+            if self.watch is not None:
+                self.record.update(load_generator=self.watch.stop())
+            if self.alive is not None:
+                dead = self.alive.dead()
+                self.record.update(liveness=self.alive.stop())
         finish.finish(self.t, self.record, self.run_dir, self.run_id, self.marked_at, self.log,
                       addresses=self.addresses, dead=dead, ports=self.ssh_ports)
 
@@ -196,21 +201,36 @@ def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps
         rec.update(status="interrupted", stopped_at=rec.data["phase"])
         print(f"\nstart.sh: interrupted during {rec.data['phase']}; collecting what there is", file=sys.stderr)
         trial.exit_code = 130
-    except load.LoadError as failure:
-        if failure.result is not None:
-            rec.update(load=record.load_record(opts, failure.result))
-        rec.update(status="failed", stopped_at="load", error=str(failure))
-        print(f"start.sh: the load failed: {failure}", file=sys.stderr)
-        trial.exit_code = 1
     except Exception as failure:      # noqa: BLE001 - any failure is recorded, then the run folder is finished
-        rec.update(status="failed", stopped_at=rec.data["phase"], error=f"{type(failure).__name__}: {failure}")
-        print(f"start.sh: {rec.data['phase']} failed: {failure}", file=sys.stderr)
         trial.exit_code = 1
+        with contextlib.suppress(record.DiskFull):      # run.json already says the disk filled
+            failed(trial, failure)
     finally:
-        trial.finish()
+        try:
+            trial.finish()
+        finally:
+            rec.release_reserve()
     if trial.exit_code == 0 and rec.data["status"] == "interrupted":     # Ctrl-C after the load
         trial.exit_code = 130
     return trial.exit_code, trial.run_dir
+
+
+def failed(trial: TrialRun, failure: Exception) -> None:
+    """A phase that failed, in run.json: where and why; a full disk as such (a failure with the disk below its
+    floor is one too: Ansible's or JMeter's error then only says what the full disk did to it), with the files
+    it left incomplete."""
+    rec, phase = trial.record, trial.record.data["phase"]
+    if isinstance(failure, load.LoadError) and failure.result is not None:
+        rec.update(load=record.load_record(trial.opts, failure.result))
+    if disk.is_full(failure) or rec.full_at or disk.low(trial.run_dir):
+        rec.disk_full(phase, since=trial.phase_started)
+        print(f"start.sh: the disk filled during {phase}: {failure}", file=sys.stderr)
+    elif isinstance(failure, load.LoadError):
+        rec.update(status="failed", stopped_at="load", error=str(failure))
+        print(f"start.sh: the load failed: {failure}", file=sys.stderr)
+    else:
+        rec.update(status="failed", stopped_at=phase, error=f"{type(failure).__name__}: {failure}")
+        print(f"start.sh: {phase} failed: {failure}", file=sys.stderr)
 
 
 def on_generators_of(run_id: str, run_dir: Path, resolved: dict, stack: contextlib.ExitStack, log):

@@ -8,9 +8,11 @@ way it reaches its VMs, through an ssh_config of its own (Host default, Host tun
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,9 @@ CHECK_PLAYBOOK = paths.ANSIBLE_DIR / "check_hosts.yml"
 CHECK_TIMEOUT_S = 300
 # the host variables that say how to reach a host; the others (become settings, interpreter) pass through as given
 REACH_VARS = ("ansible_host", "ansible_user", "ansible_port", "ansible_ssh_private_key_file", "ansible_connection")
+# Variables the lab does not copy into the files it writes (.lab/hosts/): passwords and other secrets by their name,
+# and anything vault-encrypted. The lab reaches hosts with keys (BatchMode SSH) and needs sudo without a password.
+SECRET_NAME = re.compile(r"pass|secret|token|credential|vault", re.I)
 
 
 class HostsError(RuntimeError):
@@ -137,6 +142,12 @@ def _host(name: str, given: dict) -> Host:
     if connection not in ("ssh", "local"):
         raise ValueError(f"{name}: ansible_connection {connection!r}: the lab reaches hosts over ssh (or local, "
                          "for this machine itself)")
+    secrets = sorted(k for k, v in given.items() if k not in REACH_VARS
+                     and (SECRET_NAME.search(k) or (isinstance(v, dict) and "__ansible_vault" in v)))
+    if secrets:
+        raise ValueError(f"{name}: {', '.join(secrets)}: the lab does not copy secrets from the inventory into the "
+                         "files it writes (.lab/hosts/): reach the host with a key (ansible_ssh_private_key_file or "
+                         "ssh-agent) and give its user sudo without a password, then leave these out")
     return Host(name=name, address=str(given.get("ansible_host", name)), user=given.get("ansible_user"),
                 port=port, key=given.get("ansible_ssh_private_key_file"), connection=connection,
                 extra={k: v for k, v in given.items() if k not in REACH_VARS})
@@ -170,7 +181,10 @@ def ansible_inventory(inv: Inventory, ssh_config_path: Path, networks: list[str]
         if host.connection == "local":       # this machine: as root it needs no sudo (which may not be installed)
             own = {"ansible_become": False} if os.geteuid() == 0 and "ansible_become" not in host.extra else {}
             return {**own, **host.extra, "ansible_connection": "local", "lab_private_ip": host.address}
-        return {**host.extra, "ansible_ssh_common_args": f"-F {ssh_config_path}", "lab_private_ip": host.address}
+        # keys checked whatever the environment says; SSH's shared connections kept by where they really go (%C:
+        # address, port, user), not by Ansible's default, the lab's name alone (`default` may be another host by now)
+        return {**host.extra, "ansible_ssh_common_args": f"-F {ssh_config_path}", "ansible_host_key_checking": True,
+                "ansible_control_path": "%(directory)s/%%C", "lab_private_ip": host.address}
     return {"all": {
         "vars": {"lab_networks": sorted(set(networks))},
         "hosts": {side: {**entry(host), "lab_memory_mb": int(memory_mb.get(side, 512))}
@@ -187,21 +201,54 @@ def source_address(address: str) -> str:
     return found.group(1)
 
 
-def networks(inv: Inventory) -> list[str]:
-    """Who the targets must let in: this controller (by the address each target sees) and every generator (a local
-    one is this controller, already in)."""
-    out = {f"{source_address(h.address)}/32" for h in inv.targets.values()}
-    out |= {f"{h.address}/32" for h in inv.loadgens.values() if h.connection != "local"}
+def networks(inv: Inventory, facts: dict[str, dict]) -> list[str]:
+    """Who the targets must let in: this controller as each target sees it (the client address of the check's SSH
+    session there, facts' controller_address: behind NAT not this machine's own) and every generator (a local one
+    is this controller). A target that is this machine reaches itself over the loopback, which is always let in."""
+    out = set()
+    for side, host in inv.targets.items():
+        if host.connection == "local":
+            continue
+        seen = str(facts.get(side, {}).get("controller_address") or "")
+        try:
+            out |= _one_host_networks(str(ipaddress.ip_address(seen)))
+        except ValueError:
+            raise HostsError(f"{side} ({host.address}): its SSH session did not say where this machine comes from "
+                             f"(SSH_CONNECTION gave {seen!r}): the lab cannot admit itself to its firewall") from None
+    for h in inv.loadgens.values():
+        out |= _one_host_networks(h.address) if h.connection != "local" else set()
     return sorted(out)
 
 
+def _one_host_networks(address: str) -> set[str]:
+    """address as a one-host network (10.0.0.5/32, 2001:db8::5/128); a name as each address it resolves to here."""
+    try:
+        found = {ipaddress.ip_address(address)}
+    except ValueError:
+        try:
+            found = {ipaddress.ip_address(a[4][0].split("%")[0]) for a in socket.getaddrinfo(address, None)}
+        except (OSError, ValueError) as failure:
+            raise HostsError(f"{address}: not resolved here ({failure}): the targets' firewall must admit it") from None
+    return {str(ipaddress.ip_network(getattr(ip, "ipv4_mapped", None) or ip)) for ip in found}
+
+
+def _write_private(path: Path, text: str) -> None:
+    """text into path, readable by this user only (0600) whatever the umask, also when path existed before."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
 def write_state(inv: Inventory, state: Path = STATE) -> tuple[Path, Path]:
-    """The lab's ssh_config and the check's inventory for these hosts, under .lab/hosts/. (ssh_config, inventory)"""
+    """The lab's ssh_config and the check's inventory for these hosts, under .lab/hosts/ (0700, its files 0600).
+    (ssh_config, inventory)"""
     state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o700)
     config = state / "ssh_config"
-    config.write_text(ssh_config(inv, state / "known_hosts"))
+    _write_private(config, ssh_config(inv, state / "known_hosts"))
     check_inventory = state / "check-inventory.yml"
-    check_inventory.write_text(yaml.safe_dump(ansible_inventory(inv, config, [], {}), sort_keys=False))
+    _write_private(check_inventory, yaml.safe_dump(ansible_inventory(inv, config, [], {}), sort_keys=False))
     return config, check_inventory
 
 
@@ -222,7 +269,8 @@ def check(inv: Inventory, state: Path = STATE, timeout_s: float = CHECK_TIMEOUT_
             raise HostsError(f"checking the hosts took over {timeout_s:.0f} s (ansible-playbook check_hosts.yml): "
                              "a host that accepts SSH but does not finish logging in?") from None
         facts = {p.stem: json.loads(p.read_text()) for p in Path(facts_dir).glob("*.json")}
-    problems = {host: _why(result) for host, result in host_failures(done.stdout)}
+    problems = {host: _why(result, inv.hosts.get(host), state / "known_hosts")
+                for host, result in host_failures(done.stdout)}
     for name in inv.hosts:
         if name not in facts and name not in problems:
             problems[name] = "no facts read (ansible-playbook exited " + str(done.returncode) + "):\n    " + \
@@ -250,8 +298,14 @@ def host_failures(output: str) -> list[tuple[str, dict]]:
     return out
 
 
-def _why(result: dict) -> str:
+def _why(result: dict, host: Host | None, known_hosts: Path) -> str:
     msg = " ".join(str(result.get("msg", "")).split())
+    if result.get("unreachable") and re.search(r"REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification "
+                                                 r"failed", msg, re.I) and host is not None:
+        known = host.address if host.port == 22 else f"[{host.address}]:{host.port}"
+        return (f"its SSH host key is not the one the lab learnt on first contact (in {known_hosts}): refused, "
+                "someone may be between this machine and it. If the host was reinstalled or its keys replaced on "
+                f"purpose, forget the old key (ssh-keygen -f {known_hosts} -R '{known}') and run again")
     if result.get("unreachable"):
         return f"unreachable over SSH: {msg.removeprefix('Task failed: ')}"
     if re.search(r"password is required|Missing sudo password|incorrect sudo password", msg, re.I):
@@ -277,8 +331,8 @@ def prepare(path: Path | str, log=print, state: Path = STATE) -> dict:
     config = state / "ssh_config"
     memory = {side: facts[side]["memory_mb"] or 512 for side in inv.targets}
     site = state / "inventory.yml"
-    site.write_text(f"# Generated by ./start.sh --hosts from {inv.path}; do not edit.\n"
-                    + yaml.safe_dump(ansible_inventory(inv, config, networks(inv), memory), sort_keys=False))
+    _write_private(site, f"# Generated by ./start.sh --hosts from {inv.path}; do not edit.\n"
+                   + yaml.safe_dump(ansible_inventory(inv, config, networks(inv, facts), memory), sort_keys=False))
     reach.reach_hosts(config)
     return {"mode": "hosts", "inventory_source": str(inv.path.resolve()), "inventory": str(site),
             "machines": {side: h.address for side, h in inv.targets.items()},

@@ -69,10 +69,12 @@ def write_inventory(resolved: dict, path: Path = INVENTORY) -> Path:
     return path
 
 
-def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None = None) -> None:
+def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None = None,
+             insist_memory: bool = False) -> None:
     """Every knob of both machines (catalog, host_vars, these overrides) checked by ansible/validate.yml on
     this host, with no connection to any machine; ValueError with one line per bad value when any is bad.
-    resolved: the machines' settings as far as known (memory_mb, machines, management_network)."""
+    resolved: the machines' settings as far as known (memory_mb, machines, management_network); insist_memory:
+    knobs whose memory estimate exceeds the machine's are warned about instead of refused (--insist-memory)."""
     with tempfile.TemporaryDirectory(prefix="lab-validate-") as tmp:
         local = inventory(resolved)
         local["all"]["vars"] = {**local["all"]["vars"], "ansible_connection": "local",
@@ -83,7 +85,7 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         values.write_text(json.dumps({"lab_overrides": overrides}))
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(path), "-e", f"@{values}",
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
-                   str(ANSIBLE_DIR / "validate.yml")]
+                   *insist_memory_vars(insist_memory), str(ANSIBLE_DIR / "validate.yml")]
         env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
                # the default callback, each result on one line as JSON (its json callback is not in ansible-core)
                "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
@@ -124,11 +126,15 @@ def _private_network(resolved: dict) -> str:
 
 def ansible_env() -> dict:
     """Ansible's settings for the lab's machines. Mitogen's strategy keeps one Python per machine instead
-    of starting one per task: under emulation that start-up was most of the provisioning time."""
+    of starting one per task: under emulation that start-up was most of the provisioning time. Host keys: checked
+    on real hosts (Mitogen then adds StrictHostKeyChecking yes; without checking it would add `no` and
+    UserKnownHostsFile /dev/null, which beat the lab's ssh_config); not on the lab's own VMs, new machines with new
+    keys on every `up`, reached inside the lab namespace through Vagrant's ssh_config, which checks none."""
     import ansible_mitogen
     strategies = Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"
     return {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"),
             "ANSIBLE_STRATEGY_PLUGINS": str(strategies), "ANSIBLE_STRATEGY": "mitogen_linear",
+            "ANSIBLE_HOST_KEY_CHECKING": str(not reach.reaches_vms()),
             "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "PYTHONUNBUFFERED": "1"}
 
 
@@ -244,12 +250,13 @@ def _read_stamp() -> dict | None:
 
 
 def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, force: bool = True,
-        start_services: bool = True, jars: Future | None = None) -> Scope | None:
+        start_services: bool = True, jars: Future | None = None, insist_memory: bool = False) -> Scope | None:
     """Builds the jars the machines need, then runs site.yml against both machines at once. With
     force=False it runs only what changed since the last successful provisioning of these machines (scope():
     nothing at all, or only the roles of the changed knobs on the machines whose knobs changed).
     start_services=False leaves the app stopped for a caller that starts every service itself right after (the
-    full run's equal start); jars, the jars_beside() the caller started. The Scope that ran, None when nothing did."""
+    full run's equal start); jars, the jars_beside() the caller started; insist_memory, as for validate() (site.yml
+    validates again). The Scope that ran, None when nothing did."""
     try:
         for path in knobs.write_stale():   # an edited default in the catalog must reach group_vars before Ansible
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
@@ -274,7 +281,8 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     # real hosts (lab/provision/hosts.py) come with their own inventory, written when they were checked
     hosts_inventory = resolved.get("inventory")
     command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
-                                             overrides, [*start_services_vars(start_services), *chosen.arguments()]))
+                                             overrides, [*start_services_vars(start_services),
+                                                         *insist_memory_vars(insist_memory), *chosen.arguments()]))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     with open(logfile, "w", buffering=1) as keep:     # line by line: a user may tail it
@@ -306,6 +314,11 @@ def start_services_vars(start_services: bool) -> list[str]:
     """The extra vars that leave the app stopped (group_vars/all/lab.yml lab_start_services). JSON, not
     key=value: a key=value extra var is a string, and Ansible refuses a string as a condition."""
     return [] if start_services else ["-e", json.dumps({"lab_start_services": False})]
+
+
+def insist_memory_vars(insist: bool) -> list[str]:
+    """The extra vars of --insist-memory (roles/knobs/tasks/memory.yml lab_insist_memory): JSON, a boolean."""
+    return ["-e", json.dumps({"lab_insist_memory": True})] if insist else []
 
 
 def _worth_showing(line: str) -> bool:

@@ -160,3 +160,55 @@ def test_this_machines_address_toward_a_host_is_its_route_source():
     assert hosts.source_address("127.0.0.1") == "127.0.0.1"
     with pytest.raises(hosts.HostsError, match="no route"):
         hosts.source_address("not-an-address")
+
+
+def test_secret_variables_are_refused_not_copied(tmp_path):
+    """The lab writes the inventory's variables into .lab/hosts/: a password (SSH, sudo) or another secret there is
+    refused, each named (not its value), when the inventory is read, before anything is written."""
+    message = refused(tmp_path, """
+        all:
+          vars: {ansible_become_password: hunter2}
+          hosts:
+            default: {ansible_host: 10.0.0.11, ansible_password: hunter2, ansible_python_interpreter: /usr/bin/python3}
+            tuned: {ansible_host: 10.0.0.12, app_token: abc}
+        """)
+    assert "default: ansible_become_password, ansible_password: the lab does not copy secrets" in message
+    assert "tuned: ansible_become_password, app_token:" in message and "ssh-agent" in message
+    assert "hunter2" not in message and "ansible_python_interpreter" not in message
+
+
+def test_the_files_the_lab_writes_for_the_hosts_are_private(tmp_path):
+    inv = hosts.read(inventory(tmp_path, """
+        all:
+          hosts: {default: {ansible_host: 10.0.0.11}, tuned: {ansible_host: 10.0.0.12}}
+        """))
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    (state / "ssh_config").write_text("old")
+    (state / "ssh_config").chmod(0o644)
+    before = os.umask(0o022)
+    try:
+        written = hosts.write_state(inv, state)
+    finally:
+        os.umask(before)
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert [oct(p.stat().st_mode & 0o777) for p in written] == [oct(0o600)] * 2
+
+
+def test_the_targets_admit_this_machine_as_they_saw_it_and_every_generator(tmp_path):
+    """Behind NAT a target sees another address than this machine's own: the one its SSH session came from."""
+    inv = hosts.read(inventory(tmp_path, """
+        all:
+          hosts: {default: {ansible_host: 10.0.0.11}, tuned: {ansible_host: 10.0.0.12}}
+          children:
+            loadgen: {hosts: {gen1: {ansible_host: 10.0.0.21}, gen6: {ansible_host: "2001:db8::21"},
+                              me: {ansible_connection: local}}}
+        """))
+    seen = {"default": {"controller_address": "203.0.113.7"}, "tuned": {"controller_address": "::ffff:198.51.100.7"}}
+    assert hosts.networks(inv, seen) == ["10.0.0.21/32", "198.51.100.7/32", "2001:db8::21/128", "203.0.113.7/32"]
+    with pytest.raises(hosts.HostsError, match=r"tuned \(10.0.0.12\): its SSH session did not say where this "
+                                               r"machine comes from \(SSH_CONNECTION gave ''\)"):
+        hosts.networks(inv, {"default": seen["default"], "tuned": {"controller_address": None}})
+    site = hosts.ansible_inventory(inv, tmp_path / "ssh_config", [], {})
+    assert site["all"]["hosts"]["default"]["ansible_host_key_checking"] is True
+    assert "ansible_host_key_checking" not in site["all"]["children"]["loadgen"]["hosts"]["me"]

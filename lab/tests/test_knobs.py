@@ -1,9 +1,16 @@
 """A knob is defined once (ansible/knobs.yml): what is generated from it is current, every knob is read by
-a role, and every knob-like name a role reads is declared somewhere."""
+a role, and every knob-like name a role reads is declared somewhere. --set values are what JSON holds, and
+--insist-memory reaches the validation."""
+import io
+import json
+
 import pytest
 import yaml
 
-from lab.provision import knobs, role_names
+from lab import cli
+from lab.experiment import run
+from lab.machines import settings
+from lab.provision import knobs, playbook, role_names
 
 
 def test_generated_files_are_current():
@@ -144,3 +151,94 @@ def test_a_catalog_entry_without_its_description_is_refused_by_name():
     broken = CATALOG.replace("what: maxThreads, ", "")
     with pytest.raises(ValueError, match="knob tomcat_threads_max lacks what"):
         knobs.specs(broken)
+
+
+# --- --set values are what JSON holds (Ansible gets them as JSON, run.json records them) -------------------------
+
+def test_a_date_for_a_text_knob_is_the_text_as_typed():
+    sets = knobs.parse_overrides(["tuned:base_timezone=2024-01-01", "default:base_timezone= 2024-01-01T10:00:00Z"])
+    assert sets == {"default": {"base_timezone": "2024-01-01T10:00:00Z"}, "tuned": {"base_timezone": "2024-01-01"}}
+
+
+def test_a_run_with_a_date_for_a_text_knob_records_it():
+    """The run's design and run.json take the --set values as JSON: a YAML date once crashed them (a traceback)."""
+    opts = run.Options(overrides=["tuned:base_timezone=2024-01-01"])
+    overrides = opts.trials()[0].overrides(opts.sets)
+    assert overrides["tuned"]["base_timezone"] == "2024-01-01"
+    assert json.loads(json.dumps(overrides)) == overrides
+
+
+@pytest.mark.parametrize("item,says", [
+    ("tuned:jvm_extra_options=[-Xss512k, 2024-01-01]", "YAML reads 2024-01-01 as a date"),
+    ("tomcat_threads_max=2024-01-01", "YAML reads 2024-01-01 as a date"),
+    ("default:base_sysctl={2024-01-01: 1}", "YAML reads 2024-01-01 as a date"),
+    ("tuned:base_sysctl={kernel.hostname: 2024-01-01 10:00:00}", "as a date and time"),
+    ("mock_error_rate=.nan", "YAML reads .nan as a number JSON cannot hold"),
+    ("tuned:mock_error_rate=-.inf", "YAML reads -.inf as a number JSON cannot hold"),
+    ("jvm_extra_options=!!set {-server}", "as a set"),
+])
+def test_a_value_json_cannot_hold_is_refused_naming_the_item(item, says):
+    with pytest.raises(ValueError) as refused:
+        knobs.parse_overrides([item])
+    assert str(refused.value).startswith(f"--set {item!r}: "), refused.value
+    assert says in str(refused.value) and "write it in quotes" in str(refused.value), refused.value
+
+
+# --- --insist-memory: from the command line to the validation play and site.yml ----------------------------------
+
+BEYOND = ["tuned:jvm_heap_max_mb=400"]      # ~524 MB by the estimate on a 512 MB machine
+
+
+@pytest.mark.parametrize("argv", [["--insist-memory"], ["provision", "--insist-memory"], ["--insist-memory", "ablate"],
+                                  ["sweep", "tomcat_threads_max=100,200", "--insist-memory"]])
+def test_insist_memory_is_an_option_of_runs_and_provision(argv):
+    p = cli.parser()
+    args = p.parse_args(argv)
+    assert args.insist_memory is True and not cli.contradictions(args, p)
+    if args.command != "provision":
+        assert cli.run_options(args).insist_memory is True
+    up = p.parse_args(["--insist-memory", "up"])
+    assert cli.contradictions(up, p) == ["--insist-memory is a run option: it does nothing with `./start.sh up`"]
+
+
+def test_memory_beyond_the_machine_is_refused_unless_the_run_insists():
+    """run.validate → playbook.validate → ansible/validate.yml on this host (no machine): refused, exit 2's
+    ValueError naming the estimate and the knob; with insist_memory the same knobs pass."""
+    s = settings.load()
+    with pytest.raises(ValueError) as refused:
+        run.validate(run.Options(overrides=BEYOND), s)
+    said = str(refused.value)
+    assert "tuned: by the lab's estimate these knobs need ~" in said and f"MB on a {s.memory_mb} MB machine" in said
+    assert "heap 400 MB = jvm_heap_max_mb" in said and "--insist-memory" in said
+    run.validate(run.Options(overrides=BEYOND, insist_memory=True), s)
+
+
+def test_provisioning_passes_insist_memory_to_site_yml(monkeypatch, tmp_path):
+    """site.yml validates again: playbook.run gives it lab_insist_memory as a JSON boolean (a key=value extra var
+    would be the string "true"), and nothing when the run does not insist."""
+    commands = []
+
+    class Done:
+        returncode = 0
+        stdout = iter(["PLAY RECAP\n"])
+
+        def wait(self):
+            return 0
+
+    (tmp_path / playbook.profiler.LIBRARY).write_bytes(b"agent")
+    (tmp_path / "app.jar").write_bytes(b"jar")
+    monkeypatch.setattr(playbook.knobs, "write_stale", lambda: [])
+    monkeypatch.setattr(playbook, "STAMP", tmp_path / "provisioned.json")
+    monkeypatch.setattr(playbook, "OVERRIDES", tmp_path / "overrides.json")
+    monkeypatch.setattr(playbook.profiler, "ensure", lambda log=print: tmp_path)
+    monkeypatch.setattr(playbook.app_jars, "ensure_jar", lambda stack, log=print: tmp_path / "app.jar")
+    monkeypatch.setattr(playbook, "_machine_ids", lambda: {"default": "d", "tuned": "t"})
+    monkeypatch.setattr(playbook, "write_inventory", lambda resolved: tmp_path / "inventory.yml")
+    monkeypatch.setattr(playbook.paths, "LOG_DIR", tmp_path / "log")
+    monkeypatch.setattr(playbook.subprocess, "Popen", lambda command, **kw: commands.append(command) or Done())
+    quiet = dict(log=lambda *a: None, out=io.StringIO())
+    playbook.run({"memory_mb": 512}, {}, insist_memory=True, **quiet)
+    playbook.run({"memory_mb": 512}, {}, **quiet)
+    insisted, plain = (" ".join(c) for c in commands)
+    assert '-e {"lab_insist_memory": true}' in insisted and "lab_insist_memory" not in plain
+

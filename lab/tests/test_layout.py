@@ -1,7 +1,7 @@
 """The house's layout, as rules a change cannot break unseen:
 
 - lab/ is in wings whose imports point one way: the command line (lab.cli, lab.__main__) → lab.experiment →
-  lab.provision → lab.machines → the floor (lab.paths, shell, steps, procs, maven); lazy imports inside
+  lab.provision → lab.machines → the floor (lab.paths, shell, steps, procs, maven, lock); lazy imports inside
   functions count too, and no module imports a wing above its own;
 - no import cycle among lab's modules;
 - only `python -m lab` (lab/__main__.py) reaches the command line;
@@ -23,7 +23,7 @@ REPORT = paths.ROOT / "report"
 MAX_LINES = 350
 # The wings from the top down: a module may import its own wing and those below it, never one above.
 WINGS = ("lab.cli", "lab.experiment", "lab.provision", "lab.machines", "floor")
-FLOOR = {"lab", "lab.paths", "lab.shell", "lab.steps", "lab.procs", "lab.maven"}
+FLOOR = {"lab", "lab.paths", "lab.shell", "lab.steps", "lab.procs", "lab.maven", "lab.lock"}
 
 
 def _module_name(path: Path, root: Path = paths.ROOT) -> str:

@@ -578,7 +578,7 @@ def engine_processes(run_id: str) -> list[str]:
 
 
 def test_two_remote_engines_load_both_machines_and_the_controller_writes_the_jtls(app, tmp_path):
-    run_id = f"test-{tmp_path.name}"
+    run_id = f"test-{tmp_path.parent.name}-{tmp_path.name}"   # unique: pytest-N per session
     pair = [engines.Engine("gen1", "127.0.0.1", port=free_port(), object_port=free_port()),
             engines.Engine("gen2", "127.0.0.1", port=free_port(), object_port=free_port())]
     lines: list[str] = []
@@ -586,6 +586,7 @@ def test_two_remote_engines_load_both_machines_and_the_controller_writes_the_jtl
                          log=lines.append) as started:
         assert all(e.pid for e in pair) and len(engine_processes(run_id)) == 2
         props = (Path(engines.WORK) / run_id / "rmi.properties").read_text()
+        assert (Path(engines.WORK) / run_id).stat().st_mode & 0o777 == 0o700       # the two generators took it too
         assert "server.rmi.ssl.disable=false" in props and "server.rmi.ssl.keystore.password=" in props
         profile = load.Profile(users=4, ramp_up_s=1, duration_s=6)
         result = load.run(tmp_path, {"default": app, "tuned": app}, profile, progress=lines.append, engines=started)
@@ -606,7 +607,7 @@ def test_two_remote_engines_load_both_machines_and_the_controller_writes_the_jtl
 
 
 def test_a_generator_without_java_is_named_and_nothing_is_left_running(tmp_path):
-    run_id = f"test-{tmp_path.name}"
+    run_id = f"test-{tmp_path.parent.name}-{tmp_path.name}"   # unique: pytest-N per session
     pair = [engines.Engine("gen1", "127.0.0.1", port=free_port(), object_port=free_port()),
             engines.Engine("nojava", "127.0.0.1", port=free_port(), object_port=free_port())]
     # nojava: a login whose PATH has no java (nor anything else but a shell's builtins)
@@ -619,7 +620,7 @@ def test_a_generator_without_java_is_named_and_nothing_is_left_running(tmp_path)
 
 
 def test_an_engine_that_cannot_start_is_named_with_its_last_words(tmp_path):
-    run_id = f"test-{tmp_path.name}"
+    run_id = f"test-{tmp_path.parent.name}-{tmp_path.name}"   # unique: pytest-N per session
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()

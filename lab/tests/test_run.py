@@ -295,9 +295,10 @@ def test_the_scope_of_a_change_is_the_roles_that_read_its_knobs():
     assert playbook.scope(stamp, "b1", {"tuned": {"base_timezone": "UTC", "tomcat_threads_max": 50}}).roles == ("base",)
     assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "mock_latency": "0"}}).roles == \
         ("mock_service",)
-    # a knob another role reaches through a shared variable: the AJP port is HTTPD's proxy target too
+    # a knob other roles reach through shared variables: the AJP port is HTTPD's proxy target and one of the
+    # ports the lab's firewall table (base role) admits from the lab's networks only
     assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == \
-        ("app", "httpd")
+        ("base", "app", "httpd")
 
 
 def test_a_role_depends_on_the_knobs_inside_the_variables_it_reads(tmp_path, monkeypatch):

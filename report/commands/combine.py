@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from report.output import WriteFailed, write_files
 from report.read.records import VERDICT_JSON
 from report.render.combine import FOREST, forest_png, record, render, verdict_sentence
 from report.render.html import render_html
@@ -14,20 +16,18 @@ from report.stats.runs import load_runs
 
 
 def write(series_folder: str | Path, trial_folders: list[str]) -> tuple[Path, str]:
-    """Writes the series report; returns (summary path, verdict sentence)."""
+    """Writes the series report (summary.md, report.html, verdict.json: all or none, raises WriteFailed);
+    returns (summary path, verdict sentence)."""
     series_folder = Path(series_folder)
-    series_folder.mkdir(parents=True, exist_ok=True)
     trials = load_runs(trial_folders)
     results = combine(trials)
     sentence = verdict_sentence(results, trials)
     summary = render(series_folder, trials, results)
-    (series_folder / "summary.md").write_text(summary, encoding="utf-8")
-    (series_folder / "report.html").write_text(
-        render_html(f"Camel Tuning Lab — {series_folder.name}", summary, [(FOREST, forest_png(trials, results))], {},
-                    charts_title="At a glance"),
-        encoding="utf-8")
-    (series_folder / VERDICT_JSON).write_text(verdict_json(record(series_folder, trials, results, sentence)),
-                                              encoding="utf-8")
+    page = render_html(f"Camel Tuning Lab — {series_folder.name}", summary,
+                       [(FOREST, forest_png(trials, results))], {}, charts_title="At a glance")
+    verdict = verdict_json(record(series_folder, trials, results, sentence))
+    # all rendered: the three files all or none, verdict.json last (report/output.py)
+    write_files(series_folder, {"summary.md": summary, "report.html": page, VERDICT_JSON: verdict})
     return series_folder / "summary.md", sentence
 
 
@@ -40,6 +40,10 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     missing = [t for t in args.trials if not (Path(t) / "run.json").is_file()]
     if missing:
         parser.error(f"not run folders (no run.json): {', '.join(missing)}")
-    summary, sentence = write(args.series_folder, args.trials)
+    try:
+        summary, sentence = write(args.series_folder, args.trials)
+    except WriteFailed as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 1
     print(f"report: {summary.parent / 'report.html'}, {summary}\n{sentence}")
     return 0

@@ -3,8 +3,10 @@ compare.html); changes are against the first run named (report/render/compare.py
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from report.output import WriteFailed, write_files
 from report.render.compare import render
 from report.render.html import render_html
 from report.stats.runs import load_runs
@@ -12,11 +14,10 @@ from report.stats.runs import load_runs
 
 def write(out: str | Path, folders: list[str]) -> tuple[Path, Path]:
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(folders)
     text = render(out, runs)
-    (out / "compare.md").write_text(text, encoding="utf-8")
-    (out / "compare.html").write_text(render_html(f"Camel Tuning Lab — {out.name}", text, [], {}), encoding="utf-8")
+    page = render_html(f"Camel Tuning Lab — {out.name}", text, [], {})
+    write_files(out, {"compare.md": text, "compare.html": page})      # both or neither (report/output.py)
     return out / "compare.html", out / "compare.md"
 
 
@@ -31,6 +32,10 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     bad = [r for r in args.runs if not (Path(r) / "run.json").is_file() and not (Path(r) / "default").is_dir()]
     if bad:
         parser.error(f"not run folders (no run.json, no default/): {', '.join(bad)}")
-    html_path, md_path = write(args.out, args.runs)
+    try:
+        html_path, md_path = write(args.out, args.runs)
+    except WriteFailed as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 1
     print(f"compare: {html_path}, {md_path}")
     return 0

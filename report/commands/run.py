@@ -3,10 +3,12 @@ RUN_FOLDER/verdict.json."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 from report import MACHINES
+from report.output import WriteFailed, warn, write_files
 from report.read.profiles import load_profiles
 from report.read.records import VERDICT_JSON, latest_calibration
 from report.read.runinfo import RunInfo
@@ -22,9 +24,13 @@ from report.stats.runs import analyse_machines
 
 
 def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple[Path, Path]:
-    """Reads the run folder, writes its report.html and summary.md; returns (html path, summary path).
+    """Reads the run folder, renders its report.html, summary.md and verdict.json in memory, then writes them
+    all or none (report/output.py: a failure leaves the previous three untouched; raises WriteFailed); returns
+    (html path, summary path). Files of the folder or its siblings that cannot be read are named on stderr.
     warmup: seconds, 'auto' (from where both machines' throughput settled), or None (run.json's)."""
     run = RunInfo(folder)
+    for problem in run.problems:
+        warn(f"{run.folder}: {problem}")
     if warmup is not None and warmup != "auto":
         warmup_s, source = float(warmup), "--warmup"
     elif run.warmup_s is not None:
@@ -44,17 +50,16 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
     calibration = latest_calibration(folder, run.run_id)
     profiles = load_profiles(run)
     summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration, profiles)
-    (Path(folder) / VERDICT_JSON).write_text(verdict_json(verdict_record(run, machines, analysis, sentence)),
-                                             encoding="utf-8")
+    verdict = verdict_json(verdict_record(run, machines, analysis, sentence))
     charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
     stepped = capacity.chart(run, machines)
     if stepped is not None:
         charts.insert(0, stepped)
     page = render_html(f"Camel Tuning Lab — {run.run_id}", summary, charts, run.dashboards(),
                        flames=flame_sections(profiles))
-    summary_path, html_path = Path(folder) / "summary.md", Path(folder) / "report.html"
-    summary_path.write_text(summary, encoding="utf-8")
-    html_path.write_text(page, encoding="utf-8")
+    # all rendered: now the three files, all or none (verdict.json last: what other reports read)
+    summary_path, html_path, _ = write_files(folder, {"summary.md": summary, "report.html": page,
+                                                      VERDICT_JSON: verdict})
     return html_path, summary_path
 
 
@@ -69,6 +74,11 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     folder = Path(args.run_folder)
     if not folder.is_dir():
         parser.error(f"{folder}: no such run folder")
+    if not any((folder / m).is_dir() for m in MACHINES):
+        run = RunInfo(folder)
+        if not run.data:        # nothing to report on: a mistyped folder, or a run.json that says nothing
+            why = "; ".join(run.problems) or "run.json holds nothing"
+            parser.error(f"{folder} is not a run folder ({why}; no {' or '.join(f'{m}/' for m in MACHINES)})")
     if args.warmup is not None and args.warmup != "auto":
         try:
             args.warmup = float(args.warmup)
@@ -77,7 +87,11 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.warmup < 0:
             parser.error("--warmup must be ≥ 0")
     started = time.monotonic()
-    html_path, summary_path = build_report(folder, args.warmup)
+    try:
+        html_path, summary_path = build_report(folder, args.warmup)
+    except WriteFailed as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 1
     print(f"report: {html_path} ({html_path.stat().st_size / 1024:.0f} KiB), {summary_path} "
           f"in {time.monotonic() - started:.1f} s")
     return 0

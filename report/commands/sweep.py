@@ -3,9 +3,11 @@ from its sweep.json and each trial's verdict.json (each trial is an ordinary run
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from report.read.sweep import SWEEP_JSON, load
+from report.output import WriteFailed, write_files
+from report.read.sweep import SWEEP_JSON, BadSweep, load
 from report.render.html import render_html
 from report.render.sweep import chart, render
 
@@ -14,11 +16,10 @@ def write(folder: str | Path) -> tuple[Path, Path]:
     folder = Path(folder)
     data, trials = load(folder)
     text = render(data, trials)
-    (folder / "sweep.md").write_text(text, encoding="utf-8")
     figure = chart(data, trials)
     html = render_html(f"Camel Tuning Lab — {folder.name}", text, [figure] if figure else [], {},
                        charts_title="Chart")
-    (folder / "sweep.html").write_text(html, encoding="utf-8")
+    write_files(folder, {"sweep.md": text, "sweep.html": html})       # both or neither (report/output.py)
     return folder / "sweep.html", folder / "sweep.md"
 
 
@@ -29,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not (Path(args.folder) / SWEEP_JSON).is_file():
         parser.error(f"{args.folder} is not a sweep folder (no sweep.json)")
-    html_path, md_path = write(args.folder)
+    try:
+        html_path, md_path = write(args.folder)
+    except BadSweep as e:       # sweep.json damaged: named, nothing written
+        parser.error(str(e))
+    except WriteFailed as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 1
     print(f"sweep: {html_path}, {md_path}")
     return 0

@@ -27,7 +27,10 @@ ANON_RSS = re.compile(r"anon-rss:(\d+kB)")
 
 
 def _victim(kill: Event) -> str:
-    """'Killed process 7376 (java), anon-rss 280104kB' from the kernel's OOM line."""
+    """The kernel's account of the kill (report/read/oom.py: whom it killed, the largest process then), else
+    'Killed process 7376 (java), anon-rss 280104kB' from its kill line alone."""
+    if kill.detail:
+        return kill.detail
     found, rss = KILLED.search(kill.line), ANON_RSS.search(kill.line)
     return (found.group(0) if found else kill.line[:80]) + (f", anon-rss {rss.group(1)}" if rss else "")
 
@@ -57,7 +60,6 @@ def restarts(machine_dir: Path, events: list[Event]) -> list[Restart]:
         again = next((r.at for r in events if r.kind == "restart" and unit_of(r) == unit
                       and 0 <= r.at - e.at <= RESTART_AFTER_S), None)
         out.append(Restart(e.at, unit, cause, again))
-    out += [Restart(k.at, "", f"OOM killer ({k.line[k.line.find('Killed process'):][:80]})", None)
-            for k in kills if id(k) not in used_kills]
+    out += [Restart(k.at, "", f"OOM killer ({_victim(k)})", None) for k in kills if id(k) not in used_kills]
     out += [Restart(at, "", f"JVM crash (logs/{name})", None) for at, name in crashes if (at, name) not in used_crashes]
     return sorted(out, key=lambda r: r.at)

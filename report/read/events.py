@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from report.read.oom import read_kills
+
 MAX_LINE = 160
 
 
@@ -18,6 +20,7 @@ class Event:
     kind: str    # one of the KINDS keys
     file: str    # relative to the machine folder, e.g. logs/journal.txt
     line: str    # the message, trimmed
+    detail: str = ""    # an OOM kill: whom it killed and what held the memory (report/read/oom.py)
 
 
 # The timestamp each log starts its lines with; all are UTC on the machines (base_timezone) and on the fixture.
@@ -41,6 +44,7 @@ KINDS = {
     "max_request_workers": ("httpd-error.log", re.compile(r"AH00484|reached MaxRequestWorkers")),
 }
 UNIT = re.compile(r"([\w@.-]+)\.service:")
+KILLED_PID = re.compile(r"Killed process (\d+)")
 
 # pmlogger's own log (pcp/pmlogger*.log): pmcd's state changed (an agent went or came), then the lookups of an
 # agent's metrics failed: pmcd had dropped that agent (a PMDA slower than pmcd's -t is cut off)
@@ -110,7 +114,19 @@ def log_events(machine_dir: Path, year: int) -> list[Event]:
                         at, message = _time(name, line.strip(), year)
                         if at is not None:
                             events.append(Event(float(at), kind, f"logs/{name}", message.strip()[:MAX_LINE]))
+    _oom_details(events, logs / "journal.txt")
     return sorted(events + agents_dropped(machine_dir), key=lambda e: e.at)
+
+
+def _oom_details(events: list[Event], journal: Path) -> None:
+    """Each OOM kill event gets the kernel's account of it: the process killed and the largest one then (when
+    the kernel's process table is in the journal)."""
+    kills = {kill.pid: kill for kill in read_kills(journal)}     # a PID is killed once
+    for e in events:
+        found = KILLED_PID.search(e.line) if e.kind == "oom_kill" else None
+        kill = kills.get(int(found.group(1))) if found else None
+        if kill is not None and kill.tasks:     # without its table the kill line says it all
+            e.detail = kill.words()
 
 
 def agents_dropped(machine_dir: Path) -> list[Event]:

@@ -27,6 +27,13 @@ def _json(path: Path) -> Any:
         return None
 
 
+def _pcp(mdir: Path) -> dict[str, Any]:
+    """The manifest's pcp part; {} when there is none (or it is not an object)."""
+    manifest = _json(mdir / "config" / "manifest.json")
+    pcp = manifest.get("pcp") if isinstance(manifest, dict) else None
+    return pcp if isinstance(pcp, dict) else {}
+
+
 def _positive(value: Any) -> float | None:
     try:
         return float(value) if float(value) > 0 else None
@@ -37,8 +44,7 @@ def _positive(value: Any) -> float | None:
 def sampling_interval(mdir: Path, knobs: Knobs | None = None) -> float | None:
     """pcp_interval_s as the machine had it: its manifest, then its knob (knobs.json, run.json, the run's
     knobs-catalog.json: report/read/knobs.py); None when none of them says."""
-    manifest = _json(mdir / "config" / "manifest.json") or {}
-    value = manifest.get("pcp", {}).get("interval_s")
+    value = _pcp(mdir).get("interval_s")
     if value is None:
         value = (knobs or machine_knobs(mdir)).value("pcp_interval_s")
     return _positive(value)
@@ -85,22 +91,66 @@ def metric_gaps(metrics: Metrics, interval_s: float) -> dict[str, list[Gap]]:
     return out
 
 
+# Logs a machine writes only when a knob turns them on ({log: knob}): absent by configuration is not missing.
+LOG_KNOBS = {"gc.log": "jvm_gc_log"}
+# What a machine folder from before the manifest should hold (its logs gated by LOG_KNOBS like any other)
+BEFORE_MANIFEST = ("jmeter.jtl", "pcp/metrics.csv", "logs/app.log", "logs/gc.log", "logs/httpd-error.log",
+                   "logs/journal.txt")
+
+
+def not_written(mdir: Path, knobs: Knobs | None = None) -> dict[str, str]:
+    """{log: why it is not expected} for the logs LOG_KNOBS gates whose knob is not known to be on: 'not
+    written: jvm_gc_log is false', or 'not checked: jvm_gc_log unknown' when nothing recorded the machine's value
+    (calling it missing could be the very falsehood this avoids)."""
+    knobs = knobs or machine_knobs(mdir)
+    out = {}
+    for log, knob in LOG_KNOBS.items():
+        value = knobs.value(knob)
+        if value is None:
+            out[log] = f"not checked: {knob} unknown"
+        elif not value:
+            out[log] = f"not written: {knob} is {json.dumps(value)}"
+    return out
+
+
+def _collected(mdir: Path, name: str) -> bool:
+    return (mdir / "logs" / name).is_file() or (mdir / "logs" / f"{name}.gz").is_file()
+
+
 def missing_logs(mdir: Path, knobs: Knobs | None = None) -> list[str] | None:
-    """The logs and journals the manifest names that are not in logs/ (a gzipped one counts). gc.log only
-    when the machine wrote one (its knob jvm_gc_log). None without a manifest."""
+    """The logs and journals the manifest names that are not in logs/ (a gzipped one counts), but for those the
+    machine's configuration did not write (not_written). None without a manifest."""
     manifest = _json(mdir / "config" / "manifest.json")
-    if manifest is None:
+    if not isinstance(manifest, dict):
         return None
-    gc_log = (knobs or machine_knobs(mdir)).value("jvm_gc_log")
-    named = list(manifest.get("logs", {})) + list(manifest.get("journals", {}))
-    named = [n for n in named if n != "gc.log" or gc_log]
-    return [n for n in named if not (mdir / "logs" / n).is_file() and not (mdir / "logs" / f"{n}.gz").is_file()]
+    off = not_written(mdir, knobs)
+    named = [*_names(manifest.get("logs")), *_names(manifest.get("journals"))]
+    return [n for n in named if n not in off and not _collected(mdir, n)]
+
+
+def _names(section: Any) -> list[str]:
+    return [str(n) for n in section] if isinstance(section, dict | list) else []
+
+
+def missing_files(mdir: Path, knobs: Knobs | None = None) -> list[str]:
+    """The files this machine folder should hold but does not, relative to it: the JTL, the PCP values, the
+    journal and every log its manifest names (config/manifest.json: what the machine's roles said they would
+    write; a folder from before the manifest: BEFORE_MANIFEST), less the logs its configuration did not write."""
+    manifest = _json(mdir / "config" / "manifest.json")
+    off = not_written(mdir, knobs)
+    if not isinstance(manifest, dict):
+        expected = [f for f in BEFORE_MANIFEST if f.removeprefix("logs/") not in off]
+        return [f for f in expected if not (mdir / f).exists()]
+    absent = [f for f in ("jmeter.jtl", "pcp/metrics.csv") if not (mdir / f).exists()]
+    if not _collected(mdir, "journal.txt"):      # lab/experiment/guest/run.sh writes it on every machine
+        absent.append("logs/journal.txt")
+    return absent + [f"logs/{n}" for n in missing_logs(mdir, knobs) or []]
 
 
 def missing_metrics(mdir: Path, metrics: Metrics | None) -> list[str] | None:
     """The manifest's exported metrics without a value in metrics.csv; None without a manifest."""
-    manifest = _json(mdir / "config" / "manifest.json")
-    if manifest is None:
+    if not isinstance(_json(mdir / "config" / "manifest.json"), dict):
         return None
     have = metrics.by_metric if metrics is not None else {}
-    return [m for m in manifest.get("pcp", {}).get("metrics", []) if m not in have]
+    named = _pcp(mdir).get("metrics")
+    return [m for m in named if isinstance(m, str) and m not in have] if isinstance(named, list) else []

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from report.read.oom import read_kills
+
 MAX_LINE = 240
 # httpd's error lines put the message last, after time, module, pid and client: keep time and message
 HTTPD_LINE = re.compile(r"^\[([^\]]+)\].*?\b(AH\d{5}:.*)$")
@@ -51,6 +53,20 @@ def _scan(path: Path, pattern: re.Pattern[str]) -> tuple[int, str]:
     return count, first
 
 
+def _oom_hints(logs: Path) -> list[Hint]:
+    """The OOM killer's own account (report/read/oom.py): whom it killed and what held the memory. From the
+    journal; from the serial console only when the journal did not come back (its lines are not dated: a kill
+    there may be older than the run)."""
+    kills = [k for k in read_kills(logs / "journal.txt") if k.tasks]      # a kill without its table: nothing new
+    if kills:
+        return [Hint("logs/journal.txt", "OOM killer: what held the memory", len(kills), kills[0].words())]
+    if (logs / "journal.txt").is_file():
+        return []
+    kills = [k for k in read_kills(logs / "serial-console.log") if k.tasks]
+    return [Hint("logs/serial-console.log", "OOM killer: what held the memory (console, not dated: maybe before "
+                 "this run)", len(kills), kills[0].words())] if kills else []
+
+
 def log_hints(machine_dir: Path) -> list[Hint]:
     """The hints of one machine folder, in PATTERNS order; an hs_err file is always a hint."""
     logs = machine_dir / "logs"
@@ -63,6 +79,7 @@ def log_hints(machine_dir: Path) -> list[Hint]:
             count, first = _scan(path, pattern)
             if count:
                 hints.append(Hint(f"logs/{name}", what, count, first))
+    hints += _oom_hints(logs)
     for crash in sorted(logs.glob("hs_err*.log")):
         # the crash file's summary: the signal line and the problematic frame
         lines = [x.strip() for x in crash.read_text(encoding="utf-8", errors="replace").splitlines()[:40]]

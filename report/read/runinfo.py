@@ -1,5 +1,5 @@
-"""What a run folder holds: run.json (tolerantly: any key may be missing), its design, and which expected files
-are absent."""
+"""What a run folder holds: run.json (tolerantly: any key may be missing, a key of the wrong type is named and
+ignored) and its design. Which files a machine folder should have: report/read/integrity.py."""
 from __future__ import annotations
 
 import json
@@ -7,10 +7,28 @@ from pathlib import Path
 from typing import Any
 
 from report import MACHINES
+from report.read.shape import ListOf, MapOf, check
 
-# Files each machine folder should have; the report says which are missing instead of failing.
-EXPECTED_FILES = ("jmeter.jtl", "pcp/metrics.csv", "logs/app.log", "logs/gc.log", "logs/httpd-error.log",
-                  "logs/journal.txt")
+NUMBER = (int, float)
+_LOAD = {"name": str, "model": str, "users": NUMBER, "ramp_up_s": NUMBER, "duration_s": NUMBER, "warmup_s": NUMBER,
+         "rate_per_s": NUMBER, "step_s": NUMBER, "step_rates": ListOf(NUMBER), "p99_target_ms": NUMBER,
+         "keep_alive": bool, "scheme": str, "mix": MapOf(NUMBER), "test_start_ms": NUMBER,
+         "engines": ListOf({"name": str, "address": str})}
+# What the report reads of run.json and the type each field must have (report/read/shape.py); the keys:
+# lab/experiment/record.py and docs/ARCHITECTURE.md (run.json)
+RUN_JSON = {
+    "run_id": str, "label": str, "status": str, "stopped_at": str, "started": str, "ended": str,
+    "git_commit": str, "provider": str, "accelerator": str, "inventory": str,
+    "design": {"kind": str, "configurations": MapOf(str), "machines": MapOf(str), "trial": int, "trials": int,
+               "series": str},
+    "load": {**_LOAD, "profile": _LOAD},
+    "host": {"cpus": NUMBER, "memory_mb": NUMBER},
+    "finish_errors": MapOf(str), "collect_errors": MapOf((str, list)), "loadgen_problems": MapOf(str),
+    "liveness": MapOf({"probes": int, "failed": int, "dead_at": NUMBER, "back_at": NUMBER, "deaths": int}),
+    "service_starts": {"spread_s": NUMBER},
+    "load_generator": dict, "knob_diff": dict,
+    "machines": MapOf({"knobs": dict, "versions": dict}),
+}
 
 
 class RunInfo:
@@ -21,12 +39,19 @@ class RunInfo:
         path = self.folder / "run.json"
         if not path.exists():
             self.problems.append("run.json is missing")
-        else:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                self.data = data if isinstance(data, dict) else {}
-            except ValueError as e:
-                self.problems.append(f"run.json is not valid JSON ({e})")
+            return
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:     # JSON or UTF-8
+            self.problems.append(f"run.json is not valid JSON ({e})")
+            return
+        except OSError as e:
+            self.problems.append(f"run.json cannot be read ({e.strerror or e})")
+            return
+        # a field of another type is dropped and named (run.json is the lab's; an edited or damaged one happens)
+        checked, found = check(data, RUN_JSON) if data is not None else (None, ["`(the whole file)` is null"])
+        self.data = checked or {}
+        self.problems += [f"run.json: {problem} (ignored)" for problem in found]
 
     def get(self, *keys: str, default: Any = None) -> Any:
         """Nested lookup, e.g. get('load', 'warmup_s'); default when any level is missing or null."""
@@ -62,18 +87,6 @@ class RunInfo:
     def machine_dir(self, machine: str) -> Path:
         return self.folder / machine
 
-    def missing_files(self) -> list[str]:
-        """['default/logs/journal.txt', ...]: expected files absent from the folder (whole machine folders
-        are named once)."""
-        missing = []
-        for machine in MACHINES:
-            mdir = self.machine_dir(machine)
-            if not mdir.is_dir():
-                missing.append(f"{machine}/ (the whole machine folder)")
-                continue
-            missing += [f"{machine}/{name}" for name in EXPECTED_FILES if not (mdir / name).exists()]
-        return missing
-
     def dashboards(self) -> dict[str, str]:
         """{machine: relative link} of JMeter's own HTML dashboards that exist."""
         links = {}
@@ -89,8 +102,8 @@ def design(run: RunInfo) -> dict[str, Any]:
 
     Results are labelled by configuration: a run folder's default/ and tuned/ hold what ran the default and the
     tuned configuration, whichever machine that was (`machines` says which)."""
-    d = run.get("design", default={}) or {}
-    return {"kind": d.get("kind", "ab"),
-            "configurations": d.get("configurations") or {m: m for m in MACHINES},
-            "machines": d.get("machines") or {m: m for m in MACHINES},
+    d = run.get("design", default={})
+    return {"kind": d.get("kind") or "ab",
+            "configurations": {m: m for m in MACHINES} | (d.get("configurations") or {}),
+            "machines": {m: m for m in MACHINES} | (d.get("machines") or {}),
             "trial": d.get("trial"), "trials": d.get("trials"), "series": d.get("series")}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from report.read.records import read_record
+from report.read.shape import ListOf, check
 
 SWEEP_JSON = "sweep.json"
 
@@ -30,10 +31,38 @@ class Trial:
         return bool(self.effect("tps"))
 
 
+NUMBER = (int, float)
+# what the report reads of sweep.json (lab/experiment/sweep.py writes it), with the types it needs
+SHAPE = {"kind": str, "sweep_id": str, "status": str, "configuration": str, "warmup_s": NUMBER, "load": dict,
+         "rule": {"max_error_pct": NUMBER, "best": str},
+         "points": ListOf({"label": str, "about": str, "values": dict, "tier": str, "run_dir": str, "exit_code": int})}
+
+
+class BadSweep(ValueError):
+    """sweep.json cannot be read or lacks what the report needs; str(): the file and the fields."""
+
+
+REQUIRED = ("kind", "sweep_id", "status", "configuration", "points")
+POINT_REQUIRED = ("label", "about")
+
+
 def load(folder: str | Path) -> tuple[dict[str, Any], list[Trial]]:
-    """(sweep.json, its trials in its order)."""
+    """(sweep.json, its trials in its order). BadSweep naming the file and the field when sweep.json cannot be
+    read or lacks what the report needs; a trial's damaged verdict.json is named on stderr and that trial has
+    no verdict (report/read/records.py)."""
     folder = Path(folder)
-    data = json.loads((folder / SWEEP_JSON).read_text(encoding="utf-8"))
+    path = folder / SWEEP_JSON
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise BadSweep(f"{path}: cannot be read ({e})") from e
+    data, problems = check(raw, SHAPE) if isinstance(raw, dict) else (None, ["`(the whole file)` is not an object"])
+    if data is not None:
+        problems += [f"`{k}` is missing" for k in REQUIRED if data.get(k) is None]
+        problems += [f"`points[{i}].{k}` is missing" for i, p in enumerate(data.get("points") or [])
+                     for k in POINT_REQUIRED if p.get(k) is None]
+    if problems:
+        raise BadSweep(f"{path}: {'; '.join(problems)}")
     trials = []
     for p in data["points"]:
         run_dir = Path(p["run_dir"]) if p.get("run_dir") else None

@@ -15,7 +15,7 @@ def _num(value: float | None, unit: str = "") -> str:
 
 def lines(run: RunInfo, machines: dict[str, Machine]) -> list[str]:
     """Markdown: '## Load generators', or nothing for a run the controller loaded itself."""
-    engines = (run.get("load") or {}).get("engines") or []
+    engines = [e for e in (run.get("load") or {}).get("engines") or [] if e.get("name")]
     if not engines:
         return []
     problems = run.get("loadgen_problems") or {}

@@ -12,6 +12,7 @@ from report.read.integrity import (
     metric_gaps,
     missing_logs,
     missing_metrics,
+    not_written,
     sample_gaps,
     sampling_interval,
 )
@@ -78,6 +79,8 @@ def machine_lines(machine: Machine, mdir: Path, knobs: Knobs | None = None) -> l
     else:
         lines.append("- metrics the manifest names: " + (
             f"**no values for {', '.join(absent_metrics)}**" if absent_metrics else "all have values"))
+        off = not_written(mdir, knobs)
         lines.append("- logs the manifest names: " + (
-            f"**not collected: {', '.join(absent_logs)}**" if absent_logs else "all collected"))
+            f"**not collected: {', '.join(absent_logs)}**" if absent_logs else "all collected")
+            + "".join(f"; {log} {why}" for log, why in off.items()))
     return lines

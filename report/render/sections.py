@@ -9,6 +9,7 @@ from report import MACHINES
 from report.explain.restarts import Restart, restarts
 from report.fmt import utc_clock
 from report.read.events import log_events
+from report.read.integrity import missing_files
 from report.read.knobs import read_knobs
 from report.read.runinfo import RunInfo
 from report.render.integrity import machine_lines
@@ -130,7 +131,16 @@ def integrity_section(run: RunInfo, machines: dict[str, Machine]) -> list[str]:
 
 
 def missing_section(run: RunInfo, machines: dict[str, Machine]) -> list[str]:
-    items = list(run.problems) + run.missing_files()
+    """What the run folder should hold but does not (report/read/integrity.py missing_files: from each
+    machine's manifest and knobs, so a log its configuration never writes is not called missing), and what
+    could not be read."""
+    items = list(run.problems)
+    for m in machines.values():
+        mdir = run.machine_dir(m.name)
+        if not mdir.is_dir():
+            items.append(f"{m.name}/ (the whole machine folder)")
+            continue
+        items += [f"{m.name}/{name}" for name in missing_files(mdir, read_knobs(m, run))]
     items += [f"{m.name}: {note}" for m in machines.values() for note in m.notes]
     if not items:
         return []

@@ -48,19 +48,31 @@ def _status_lines(run: RunInfo) -> list[str]:
     after = run.get("finish_errors", default=None) or {}
     if after:
         lines += ["> **After the load**: " + "; ".join(f"{step} {what}" for step, what in after.items()) + ".", ""]
-    # machines that stopped answering the host's liveness probe during the load (lab/liveness.py)
+    # machines that stopped answering the host's liveness probe during the load (lab/experiment/liveness.py)
     for vm, probe in (run.get("liveness", default=None) or {}).items():
-        if isinstance(probe, dict) and probe.get("dead_at"):
-            back = (f"answered again at {utc_clock(probe['back_at'])} UTC" if probe.get("back_at")
-                    else "never answered again")
-            lines += [f"> **Machine {vm} died during the load**: no answer to the host's liveness probe from "
-                      f"{utc_clock(probe['dead_at'])} UTC; {back} ({probe.get('failed')} of {probe.get('probes')} "
-                      "probes failed).", ""]
+        if probe.get("dead_at"):
+            lines += [liveness_line(vm, probe), ""]
     collect_errors = run.get("collect_errors", default=None) or {}
     for machine, problems in collect_errors.items():
         listed = problems if isinstance(problems, list) else [problems]
         lines += [f"> **Not collected from {machine}**: " + "; ".join(map(str, listed)) + ".", ""]
     return lines
+
+
+def liveness_line(vm: str, probe: dict[str, Any]) -> str:
+    """A machine that stopped answering the host's liveness probe (run.json liveness: its last outage), said
+    as the probe saw it: for how long and whether it came back; it died only as far as the probe can tell, so
+    a machine that answered again is not called dead."""
+    dead_at, back_at = probe["dead_at"], probe.get("back_at")
+    deaths = probe.get("deaths") or 0
+    times = f" ({deaths} outages; the last)" if deaths > 1 else ""
+    failed = f"{probe.get('failed')} of {probe.get('probes')} probes failed"
+    if back_at is not None:
+        return (f"> **Machine {vm} stopped answering for {back_at - dead_at:.0f} s and came back**{times}: no answer "
+                f"to the host's liveness probe from {utc_clock(dead_at)} UTC until {utc_clock(back_at)} UTC "
+                f"({failed}).")
+    return (f"> **Machine {vm} stopped answering during the load and never answered again**{times}: no answer to "
+            f"the host's liveness probe from {utc_clock(dead_at)} UTC ({failed}).")
 
 
 def _run_line(run: RunInfo) -> str:

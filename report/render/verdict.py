@@ -98,7 +98,7 @@ def calibration_words(calibration: dict[str, Any] | None) -> str:
     if calibration is None:
         return "No A/A run in this results folder yet: the twins' own bias is unmeasured (./start.sh --aa)."
     e = calibration["tps"]
-    if e.get("low") is None:
+    if any(e.get(k) is None for k in ("estimate", "low", "high")):
         return f"Latest A/A run ({calibration['run_id']}) gave no interval."
     bound = 100.0 * max(abs(e["low"] - 1.0), abs(e["high"] - 1.0))
     return (f"Latest A/A run ({calibration['run_id']}): the twins differed by {pct(e['estimate'])} in successful TPS "

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from report import MACHINES
+from report.output import warn
 from report.read.runinfo import RunInfo, design
 from report.stats.machine import Machine, load_machine
 from report.stats.uncertainty import SEED, Analysis, Paired, analyse, paired_windows
@@ -54,6 +55,8 @@ def load_runs(folders: list[str] | list[Path], warmup: float | None = None) -> l
     loaded = []
     for i, folder in enumerate(folders):
         run = RunInfo(folder)
+        for problem in run.problems:        # named, and the run read as far as it can be (never fatal)
+            warn(f"{run.folder}: {problem}")
         warmup_s = float(warmup) if warmup is not None else float(run.warmup_s or 0.0)
         machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
         paired = analyse_window(machines)

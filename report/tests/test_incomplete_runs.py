@@ -35,8 +35,22 @@ def test_what_went_wrong_after_the_load_is_on_top(run_copy):
     assert "**Run interrupted** — stopped at phase `collect`" in first
     assert "**After the load**: collect interrupted (Ctrl-C); dashboards RuntimeError: out of memory." in first
     assert "**Not collected from tuned**: ssh: connect to host 192.168.56.12 port 22: No route to host." in first
-    assert ("**Machine tuned died during the load**: no answer to the host's liveness probe from 16:00:00 UTC; "
-            "never answered again (40 of 90 probes failed).") in first and "Machine default died" not in first
+    assert ("**Machine tuned stopped answering during the load and never answered again**: no answer to the host's "
+            "liveness probe from 16:00:00 UTC (40 of 90 probes failed).") in first and "Machine default" not in first
+
+
+def test_a_machine_that_stopped_answering_and_came_back_is_not_called_dead(run_copy):
+    run = json.loads((run_copy / "run.json").read_text())
+    run["liveness"] = {"tuned": {"probes": 90, "failed": 5, "dead_at": 1764000000.0, "back_at": 1764000045.0,
+                                 "deaths": 1},
+                       "default": {"probes": 90, "failed": 9, "dead_at": 1764000300.0, "back_at": 1764000330.0,
+                                   "deaths": 2}}
+    (run_copy / "run.json").write_text(json.dumps(run))
+    first = summary_of(run_copy).split("\n## ", 1)[0]
+    assert ("**Machine tuned stopped answering for 45 s and came back**: no answer to the host's liveness probe "
+            "from 16:00:00 UTC until 16:00:45 UTC (5 of 90 probes failed).") in first
+    assert "**Machine default stopped answering for 30 s and came back** (2 outages; the last): " in first
+    assert "died" not in first
 
 
 def test_a_machine_folder_missing_entirely(run_copy):

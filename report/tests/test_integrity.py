@@ -101,7 +101,7 @@ def test_every_finding_is_said_with_where_it_happened(tmp_path):
     assert "**1 gap(s) longer than 3 s** at +59 s (41 s)" in text
     assert "**3 unreadable rows** in metrics.csv" in text
     assert "**no values for mem.util.used**" in text
-    assert "logs the manifest names: all collected" in text
+    assert "logs the manifest names: all collected; gc.log not checked: jvm_gc_log unknown" in text
 
 
 def test_metrics_with_the_same_hole_are_said_once_with_where(tmp_path):
@@ -123,3 +123,22 @@ def test_the_report_has_the_section(fixture_report):
     _, summary = fixture_report
     section = summary.split("## Data integrity")[1].split("\n## ")[0]
     assert section.count("no gap longer than 3 s") == 2 and "samples read, no unreadable row" in section
+
+
+def test_the_files_a_machine_should_hold_come_from_its_manifest_and_knobs(tmp_path):
+    mdir = machine_dir(tmp_path, MANIFEST, knobs={"jvm_gc_log": False}, logs=("app.log", "audit.log.gz", "mock.log"))
+    assert integrity.missing_files(mdir) == ["jmeter.jtl", "pcp/metrics.csv", "logs/journal.txt"]
+    assert integrity.not_written(mdir) == {"gc.log": "not written: jvm_gc_log is false"}
+    (mdir / "config" / "knobs.json").write_text(json.dumps({"jvm_gc_log": True}))
+    assert "logs/gc.log" in integrity.missing_files(mdir) and integrity.not_written(mdir) == {}
+    (mdir / "config" / "knobs.json").unlink()      # nothing says what the machine was given: not claimed missing
+    assert "logs/gc.log" not in integrity.missing_files(mdir)
+    assert integrity.not_written(mdir) == {"gc.log": "not checked: jvm_gc_log unknown"}
+
+
+def test_a_folder_from_before_the_manifest_is_held_to_the_old_list_less_what_its_knobs_turned_off(run_copy):
+    (run_copy / "default" / "logs" / "gc.log").unlink()
+    # the fixture's knobs come from its run.json and its catalog snapshot: jvm_gc_log false
+    assert integrity.missing_files(run_copy / "default") == ["logs/journal.txt"]
+    (run_copy / "default" / "config" / "knobs.json").write_text(json.dumps({"jvm_gc_log": True}))
+    assert integrity.missing_files(run_copy / "default") == ["logs/gc.log", "logs/journal.txt"]

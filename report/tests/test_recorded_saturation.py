@@ -71,7 +71,8 @@ def test_default_story_in_order(fell):
     assert order == sorted(order), story
     symptoms = story.split("Symptoms, in time order:", 1)[1]
     steps = ["the app's own metrics stop at +440 s", "PCP lost agents", "stopped answering at +649 s",
-             "OOM kill (journal: Out of memory: Killed process 7376 (java)", "camel-app restarted (journal) at +852 s"]
+             "OOM kill (journal: java (pid 7376) was killed holding 274 MiB; it was the largest process",
+             "camel-app restarted (journal) at +852 s"]
     at = [symptoms.index(s) for s in steps]
     assert at == sorted(at), symptoms
     assert "pmcd cut that agent off 38 s later (pcp/pmlogger-20261124.12.34.56.log)" in symptoms
@@ -108,8 +109,30 @@ def test_the_processes_that_ended_are_listed_with_cause_and_restart(fell):
     text = "\n".join(logs_section(fell["run"], fell["machines"]))
     default = text.split("**default**", 1)[1].split("**tuned**", 1)[0]
     tuned = text.split("**tuned**", 1)[1]
-    assert ("- 12:49:16 UTC camel-app ended — OOM killer (Killed process 7376 (java), anon-rss 280104kB); "
-            "code=killed, status=9/KILL; restarted 12:49:21 UTC") in default
+    assert ("- 12:49:16 UTC camel-app ended — OOM killer (java (pid 7376) was killed holding 274 MiB; it was the "
+            "largest process (274 MiB of the 357 MiB all processes held)); code=killed, status=9/KILL; "
+            "restarted 12:49:21 UTC") in default
     assert "- 12:45:31 UTC lab-pmlogger ended — code=exited, status=1/FAILURE; restarted 12:45:37 UTC" in default
-    assert "- 12:51:58 UTC camel-app ended — OOM killer (Killed process 7727 (java)" in tuned
+    assert "- 12:51:58 UTC camel-app ended — OOM killer (java (pid 7727) was killed holding 289 MiB" in tuned
     assert tuned.count(" ended — ") == 2, tuned
+
+
+def test_a_log_its_configuration_never_writes_is_not_missing(fell):
+    """default ran with jvm_gc_log false (its config/knobs.json) and wrote no gc.log; tuned had it on and did."""
+    from report.render.integrity import machine_lines
+    from report.render.sections import missing_section
+    missing = missing_section(fell["run"], fell["machines"])
+    assert "- default/logs/gc.log" not in missing and "- tuned/logs/gc.log" not in missing
+    assert "- default/logs/app.log" not in missing and "- default/logs/journal.txt" not in missing
+    default = fell["machines"]["default"]
+    lines = machine_lines(default, default.folder, read_knobs(default, fell["run"]))
+    logs = next(line for line in lines if line.startswith("- logs the manifest names"))
+    assert logs.endswith("; gc.log not written: jvm_gc_log is false"), logs
+
+
+def test_the_oom_kill_names_what_held_the_memory(fell):
+    hints = {h.what: h for h in fell["machines"]["default"].hints}
+    told = hints["OOM killer: what held the memory"]
+    assert (told.file, told.count) == ("logs/journal.txt", 1)
+    assert told.first == ("java (pid 7376) was killed holding 274 MiB; it was the largest process (274 MiB of the "
+                          "357 MiB all processes held)")

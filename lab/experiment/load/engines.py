@@ -19,6 +19,8 @@ import io
 import os
 import secrets
 import shlex
+import shutil
+import stat
 import subprocess
 import tarfile
 import time
@@ -42,6 +44,13 @@ READY_TIMEOUT_S = 120
 STOP_GRACE_S = 10
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KEY_ALIAS = "rmi"                           # JMeter's default server.rmi.ssl.keystore.alias
+# `private DIR MASK` (a shell function, for the generators): DIR made 0700, or taken when it is a folder of this user
+# with none of MASK's mode bits; else DIR is named and the script exits 3. /tmp and /var/tmp are everyone's: a folder
+# or symlink planted there would receive the run's keystore and password, or hold a JMeter the engine would run.
+PRIVATE_SH = ('private() { mkdir -m 700 "$1" 2>/dev/null && return 0; [ -d "$1" ] && [ ! -L "$1" ] && '
+              '[ "$(stat -c %u "$1")" = "$(id -u)" ] && [ $(( 0$(stat -c %a "$1") & $2 )) -eq 0 ] && return 0; '
+              'echo "$1 is a symlink, not $(id -un)\'s or open to others: the lab will not use it; remove it"; '
+              'exit 3; }; ')
 
 
 class EngineError(LoadError):
@@ -101,6 +110,8 @@ class Engines:
         self.remote_home = f"{JMETER_ON_GENERATOR}/{pom_hash()}"     # the same JMeter on every generator
         self.local_work = Path(self.work)
         self.problems: dict[str, str] = {}      # what stopping or fetching could not do, per generator
+        self._made = False                      # local_work is the lab's: made by this run (only then removed)
+        self._prepared: set[str] = set()        # the generators whose run folder this run made or took
 
     # -- the controller's side ---------------------------------------------------------------------------------
 
@@ -137,8 +148,28 @@ class Engines:
     def __exit__(self, *exc) -> None:
         self._stop_all()
 
+    def _make_private_work(self) -> None:
+        """local_work made anew, 0700, in a parent only this user can change; EngineError naming the path when the
+        parent is a symlink, another user's or writable by others, or local_work exists already (nothing made)."""
+        parent = self.local_work.parent
+        try:
+            parent.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        found = os.lstat(parent)
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o022:
+            raise EngineError(f"{parent} is a symlink, not this user's or writable by others: the lab keeps the run's "
+                              "RMI keystore and its password there and will not use it; remove it and run again")
+        try:
+            self.local_work.mkdir(mode=0o700)
+        except FileExistsError:
+            raise EngineError(f"{self.local_work} exists already (a symlink, or left by another run?): the lab makes "
+                              "this folder anew for the run's keystore; remove it and run again") from None
+        self._made = True
+        self.local_work.chmod(0o700)
+
     def _make_keystore(self) -> None:
-        self.local_work.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._make_private_work()
         password = secrets.token_urlsafe(24)
         keystore = self.local_work / "rmi_keystore.jks"
         done = subprocess.run(["keytool", "-genkeypair", "-alias", KEY_ALIAS, "-keyalg", "RSA", "-keysize", "2048",
@@ -171,10 +202,12 @@ class Engines:
         and Java there."""
         remote = self.remote_for(engine)
         target_home = self.remote_home
-        probe = remote.run(f"command -v {shlex.quote(self.java)} >/dev/null || echo no-java; "
+        probe = remote.run(f"{PRIVATE_SH}command -v {shlex.quote(self.java)} >/dev/null || echo no-java; "
+                           f"private {JMETER_ON_GENERATOR} 022; private {target_home} 022; "
                            f"test -f {target_home}/{LAUNCHER} || echo no-home")
         if probe.returncode != 0:
-            raise EngineError(f"load generator {engine.name} ({engine.address}) does not answer: {_text(probe)}")
+            raise EngineError(f"load generator {engine.name} ({engine.address}) "
+                              + ("" if probe.returncode == 3 else "does not answer: ") + _text(probe))
         said = probe.stdout.decode()
         if "no-java" in said:
             raise EngineError(f"load generator {engine.name} ({engine.address}) has no `{self.java}`: JMeter's engine "
@@ -182,13 +215,16 @@ class Engines:
         copy_home = "no-home" in said
         if copy_home:
             self.log(f"load: copying JMeter to {engine.name}:{target_home}")
-        script = (f"set -e; umask 077; mkdir -p {self.work}; tmp=$(mktemp -d {self.work}/in.XXXX); "
+        # the run's folder: this run's own (the controller's, when a generator is this machine)
+        script = (f"set -e; umask 077; {PRIVATE_SH}private {WORK} 022; private {self.work} 077; "
+                  f"tmp=$(mktemp -d {self.work}/in.XXXX); "
                   "tar -x -C \"$tmp\"; mv \"$tmp\"/run/* " + self.work + "/; "
-                  + (f"mkdir -p {JMETER_ON_GENERATOR}; chmod 755 \"$tmp\"; rm -rf {target_home}; "
+                  + (f"chmod 755 \"$tmp\"; rm -rf {target_home}; "
                      f"mv \"$tmp\"/home {target_home}; " if copy_home else "") + "rm -rf \"$tmp\"")
         done = remote.run(script, data=self._bundle(home if copy_home else None), timeout=600)
         if done.returncode != 0:
             raise EngineError(f"load generator {engine.name}: could not copy the run's files: {_text(done)}")
+        self._prepared.add(engine.name)
 
     def _engine_dir(self, engine: Engine) -> str:
         return f"{self.work}/{engine.name}"
@@ -259,12 +295,11 @@ class Engines:
                         tar.extractall(into, filter="data")
                 except tarfile.TarError as failure:
                     self.problems.setdefault(engine.name, f"logs not unpacked: {failure}")
-        for engine in self.engines:
-            attempt(engine, "its run files not removed", lambda remote: remote.run(f"rm -rf {self.work}"))
-        for path in self.local_work.glob("*"):
-            path.unlink(missing_ok=True)
-        if self.local_work.exists():
-            self.local_work.rmdir()
+        for engine in self.engines:     # only where this run made or took the folder: never a planted one
+            if engine.name in self._prepared:
+                attempt(engine, "its run files not removed", lambda remote: remote.run(f"rm -rf {self.work}"))
+        if self._made and self.local_work.is_dir() and not self.local_work.is_symlink():
+            shutil.rmtree(self.local_work)      # symlinks in it are removed, never followed
 
     def record(self) -> list[dict]:
         """For run.json: each engine, where it ran, and what could not be done at its end."""

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.experiment import collect
-from lab.experiment.load.engines import WORK, Engine, Remote
+from lab.experiment.load.engines import PRIVATE_SH, WORK, Engine, Remote
 
 INTERVAL_S = 2
 METRICS = ("kernel.all.cpu.idle", "kernel.all.cpu.user", "kernel.all.cpu.sys", "hinv.ncpu", "kernel.all.load",
@@ -48,7 +48,8 @@ class GeneratorRecording:
             script = ("set -e; "
                       "command -v pmlogger >/dev/null || { echo 'no pmlogger (PCP is not installed)'; exit 3; }; "
                       f"pmprobe hinv.ncpu >/dev/null 2>&1 || {{ echo 'pmcd does not answer here'; exit 3; }}; "
-                      f"mkdir -p {d}; cat > {d}/config; cd {d}; "
+                      f"umask 077; {PRIVATE_SH}private {WORK} 022; private {self.work} 077; private {d} 077; "
+                      f"cat > {d}/config; cd {d}; "
                       f"setsid nohup pmlogger -c {d}/config -l {d}/pmlogger.log {d}/archive > /dev/null 2>&1 "
                       "< /dev/null & echo $!")
             try:

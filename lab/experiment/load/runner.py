@@ -2,6 +2,7 @@
 every few seconds from the growing JTLs), stopped on Ctrl-C, and what it did summed up (LoadResult)."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime
 import os
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lab.experiment import disk
 from lab.experiment.load.jmeter import (
     LAB_PROPERTIES,
     PLAN,
@@ -46,7 +48,8 @@ class LoadResult:
                                         # the hold runs from +ramp_up_s to +ramp_up_s+duration_s
     ended_at: str = ""
     interrupted: bool = False           # stopped by Ctrl-C before its planned end
-    ended_by: str = "completed"         # completed | shutdown | stoptestnow | sigterm | sigkill | failed
+    ended_by: str = "completed"         # completed | shutdown | stoptestnow | sigterm | sigkill | failed |
+                                        # disk full
     exit_code: int | None = None
     samples: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
@@ -104,10 +107,18 @@ class _Console:
         self._thread.start()
 
     def _pump(self, stream, out_file: Path) -> None:
-        with open(out_file, "a", encoding="utf-8") as out:
-            for line in stream:
-                out.write(line)
-                out.flush()
+        with contextlib.ExitStack() as files:
+            try:
+                out = files.enter_context(open(out_file, "a", encoding="utf-8"))
+            except OSError:
+                out = None
+            for line in stream:     # drained whatever becomes of jmeter.out: JMeter must never block on its console
+                if out is not None:
+                    try:
+                        out.write(line)
+                        out.flush()
+                    except OSError:         # a full disk: jmeter.out ends here, its tail is still kept
+                        out = None
                 self.tail.append(line.rstrip())
                 if line.startswith(("Starting standalone test", "Starting distributed test")):
                     self.started_at = time.monotonic()
@@ -176,11 +187,16 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     tails = {m: JtlTail(p) for m, p in jtls.items()}
     if beside is not None:
         beside.started(proc.pid)
+    full = None
     try:
-        _watch(proc, console, tails, stats, profile, progress, progress_every_s)
+        _watch(proc, console, tails, stats, profile, progress, progress_every_s, run_dir)
     except KeyboardInterrupt:
         result.interrupted = True
         result.ended_by = _stop(proc, console, stats, wrap, profile, progress)
+    except DiskLow as low:      # JMeter's own writes fail silently: the load stops while its JTLs are whole
+        full = f"disk full at load: {low}; JMeter stopped ({_stop(proc, console, stats, wrap, profile, progress)})"
+        progress(f"load: {full}")
+        result.ended_by = "disk full"
     except BaseException:
         _stop(proc, console, stats, wrap, profile, progress)    # never leave JMeter running behind
         raise
@@ -194,10 +210,13 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
         result.trimmed_bytes[machine] = final.trim_partial_tail()
         result.samples[machine], result.errors[machine] = final.samples, final.errors
         result.by_label[machine] = dict(sorted(final.by_label.items()))
-        if not final.header_ok:
+        if not final.header_ok and not full:
             raise LoadError(f"{jtl}: unexpected JTL header {final.header} (want {','.join(JTL_COLUMNS)}): "
                             f"were the saveservice properties of {LAB_PROPERTIES} applied?", result)
     result.jmeter_peak_rss_mb, result.jmeter_cpu_s = stats.peak_rss_mb, stats.cpu_s
+    if full:
+        raise LoadError(f"{full}; the JTLs keep {sum(result.samples.values())} samples, cut where the disk "
+                        "filled", result)
     progress("load: " + ("stopped early" if result.interrupted else "done") + "; " + "; ".join(
         f"{m} {result.samples[m]} samples, {_percent(result.errors[m], result.samples[m])} errors" for m in MACHINES))
     if not result.interrupted and (result.exit_code != 0 or not sum(result.samples.values())):
@@ -212,13 +231,23 @@ def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f} %" if whole else "-"
 
 
+class DiskLow(Exception):
+    """The run folder's disk fell below disk.FLOOR_BYTES during the load."""
+
+
 def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: _ProcessStats, profile: Profile,
-           progress: Progress, every_s: float) -> None:
-    """Waits for JMeter to end, printing a progress line every every_s seconds."""
-    last = time.monotonic()
+           progress: Progress, every_s: float, run_dir: Path) -> None:
+    """Waits for JMeter to end, printing a progress line every every_s seconds; DiskLow when the run folder's
+    disk runs low (looked at every second)."""
+    last = looked = time.monotonic()
     while proc.poll() is None:
         time.sleep(0.2)
         now = time.monotonic()
+        if now - looked >= 1:
+            looked = now
+            low = disk.low(run_dir)
+            if low:
+                raise DiskLow(low)
         if now - last < every_s:
             continue
         stats.sample()

@@ -88,7 +88,7 @@ def symptoms(r: Reader) -> list[Finding]:
             groups.setdefault((e.kind, unit_of(e)), []).append(e)
     for (kind, unit), events in groups.items():
         first, times = events[0], f" ×{len(events)}" if len(events) > 1 else ""
-        text = {"oom_kill": f"OOM kill{times} (journal: {_journal_message(first)})",
+        text = {"oom_kill": f"OOM kill{times} (journal: {first.detail or _journal_message(first)})",
                 "exited": f"{unit or 'a service'} exited{times} (journal: {_journal_message(first)})",
                 "restart": f"{unit or 'a service'} restarted{times} (journal)",
                 "full_gc": f"full GC{times} (gc.log)",
