@@ -9,6 +9,7 @@ import csv
 import ipaddress
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -453,6 +454,7 @@ def test_the_ajp_secret_stays_in_the_lab(short_run):
 # ansible_connection local). Last: its provisioning admits only this host and the generator to the machines.
 # --tls: the load over HTTPD's 443 front, checked on this run too (a run of its own cost CI 7 minutes)
 HOSTS_RUN = ["--users", "4", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-hosts", "--tls"]
+FOREIGN_TABLE = "someone_else"           # planted on tuned before the hosts run
 
 
 def ssh_settings(name: str) -> dict:
@@ -493,6 +495,10 @@ def hosts_run(short_run, tmp_path_factory):
     # the lab learns real hosts' keys once and refuses a changed one: these are machines made by this test run,
     # whose keys an earlier run of the e2e on this checkout could not know
     (ROOT / ".lab" / "hosts" / "known_hosts").unlink(missing_ok=True)
+    # a table of the host's own (a container runtime's, fail2ban's): the lab must leave it as it is
+    planted = in_lab("tuned", f"sudo nft add table inet {FOREIGN_TABLE} && sudo nft 'add chain inet {FOREIGN_TABLE} "
+                              "input { type filter hook input priority 10; policy accept; }'")
+    assert planted.returncode == 0, planted.stderr
     pmcd_before = pmcd_pid()
     results = ROOT / "results"
     before = set(results.iterdir())
@@ -507,7 +513,7 @@ def hosts_run(short_run, tmp_path_factory):
     made = sorted(set(results.iterdir()) - before)
     assert run.returncode == 0, f"./start.sh --hosts failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
     assert len(made) == 1, made
-    return {"result": run, "folder": made[0], "private": private, "generator": host_side}
+    return {"result": run, "folder": made[0], "private": private, "generator": host_side, "inventory": inventory}
 
 
 def test_a_run_on_hosts_loads_them_from_a_remote_engine_and_reports_it(hosts_run):
@@ -548,3 +554,39 @@ def test_a_load_over_tls_goes_through_httpds_443_front(hosts_run):
                                  capture_output=True, text=True, timeout=120)
         assert fetched.stdout.split() == ["200", "HTTPS"], fetched.stdout + fetched.stderr
     assert "over HTTPS (HTTPD's TLS front)" in (hosts_run["folder"] / "summary.md").read_text()
+
+
+def test_a_hosts_own_nftables_table_survives_the_lab(hosts_run):
+    """The lab's firewall is a table of its own (inet camel_lab): provisioning and the run leave the host's tables."""
+    for table in (FOREIGN_TABLE, "camel_lab"):
+        listed = in_lab("tuned", f"sudo nft list table inet {table}")
+        assert listed.returncode == 0, f"table inet {table} is gone: {listed.stderr}"
+
+
+def test_a_changed_host_key_is_refused_naming_the_host(hosts_run, tmp_path):
+    """The hosts' keys were learnt on first contact into .lab/hosts/known_hosts; a host that then shows another key
+    is refused before anything is changed on it (no run folder), by name."""
+    known = ROOT / ".lab" / "hosts" / "known_hosts"
+    kept = known.read_text()
+    address = hosts_run["private"]["tuned"]
+    found = subprocess.run(["ssh-keygen", "-F", address, "-f", str(known)], capture_output=True, text=True)
+    lines = {int(n) for n in re.findall(r"found: line (\d+)", found.stdout)}
+    assert lines, f"no key learnt for {address}: {found.stdout}"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    other = (tmp_path / "other.pub").read_text().split()[1]
+    forged = [line.rsplit(" ", 1)[0].split(" ", 1)[0] + " ssh-ed25519 " + other if i in lines else line
+              for i, line in enumerate(kept.splitlines(), 1)]
+    known.write_text("\n".join(forged) + "\n")
+    results = ROOT / "results"
+    before = set(results.iterdir())
+    try:
+        run = subprocess.run(["ip", "netns", "exec", "camel-lab", START, "--hosts", str(hosts_run["inventory"]),
+                              *[a for a in HOSTS_RUN if a not in ("--label", "e2e-hosts")],
+                              "--label", "e2e-forged-key"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=15 * 60)
+    finally:
+        known.write_text(kept)
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "tuned" in said and "key" in said.lower(), said[-3000:]
+    assert set(results.iterdir()) == before, "a run folder was made for hosts that were refused"
+
