@@ -589,4 +589,3 @@ def test_a_changed_host_key_is_refused_naming_the_host(hosts_run, tmp_path):
     said = run.stdout + run.stderr
     assert run.returncode != 0 and "tuned" in said and "key" in said.lower(), said[-3000:]
     assert set(results.iterdir()) == before, "a run folder was made for hosts that were refused"
-
