@@ -111,7 +111,10 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="command")
     sub.add_parser("up", help="bring both machines up")
     sub.add_parser("status", help="show the machines")
-    sub.add_parser("down", help="destroy the machines, stop the lab")
+    dn = sub.add_parser("down", help="destroy the machines, stop the lab (with --hosts: the lab's firewall table and "
+                                     "HTTPD off your hosts, nothing else)")
+    dn.add_argument("--hosts", type=Path, default=argparse.SUPPRESS, metavar="INVENTORY",
+                    help="the inventory of a --hosts run: delete the lab's nftables table and stop HTTPD there")
     sub.add_parser("prereqs", help="install missing host prerequisites")
     pv = sub.add_parser("provision", help="provision both machines (Ansible)")
     pv.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
@@ -166,14 +169,15 @@ def cmd_exec(argv: list[str]) -> int:
 
 
 # a command's own options that share a name (dest) with a run option
-COMMAND_OPTIONS = {"provision": {"overrides", "insist_memory"}, "report": {"warmup"}, "sweep": "run", "ablate": "run"}
+COMMAND_OPTIONS = {"provision": {"overrides", "insist_memory"}, "report": {"warmup"}, "sweep": "run", "ablate": "run",
+                   "down": {"hosts"}}
 
 
 def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
     """Options that contradict each other or do nothing where they were given: refused, not ignored."""
-    if args.command in ("up", "down") and getattr(args, "hosts", None) is not None:
-        return [f"`./start.sh {args.command}` brings the lab's VMs up or destroys them: with --hosts the machines are "
-                "your hosts, which the lab neither brings up nor destroys (run `./start.sh --hosts INVENTORY`)"]
+    if args.command == "up" and getattr(args, "hosts", None) is not None:
+        return ["`./start.sh up` brings the lab's VMs up: with --hosts the machines are your hosts, which the lab "
+                "does not bring up (run `./start.sh --hosts INVENTORY`)"]
     if args.command is not None:
         own = COMMAND_OPTIONS.get(args.command, set())
         if own == "run":        # sweep, ablate: every trial is a full run
@@ -285,6 +289,10 @@ def dispatch(args, opts: run.Options | None) -> int:
         sweep.validate(plan, opts, s, run)
     elif opts is not None:
         run.validate(opts, s)        # bad knobs are named before anything else is looked at
+    if args.command == "down" and args.hosts is not None:    # real hosts: the lab's firewall and HTTPD off them
+        with steps.step(f"the lab off the hosts of {args.hosts} (its firewall table, HTTPD)"):
+            hosts.down(args.hosts, steps.note)
+        return 0
     owner = netns.foreign_owner() if opts is None or opts.hosts is None else None   # hosts: no namespace
     if owner and args.command in ("up", "down", "exec", "sweep", "ablate", None):
         raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
@@ -293,8 +301,7 @@ def dispatch(args, opts: run.Options | None) -> int:
         return run.execute(opts, s)
     if plan is not None:
         code = sweep.execute(plan, opts, s)     # validates every trial first
-        if opts.down:
-            lifecycle.down()
+        run.take_down(opts)
         return code
     if args.command == "up":
         lifecycle.up(s)

@@ -589,3 +589,15 @@ def test_a_changed_host_key_is_refused_naming_the_host(hosts_run, tmp_path):
     said = run.stdout + run.stderr
     assert run.returncode != 0 and "tuned" in said and "key" in said.lower(), said[-3000:]
     assert set(results.iterdir()) == before, "a run folder was made for hosts that were refused"
+
+
+def test_down_on_hosts_deletes_the_lab_table_and_nothing_else(hosts_run):
+    """`./start.sh down --hosts INVENTORY` (last: it stops HTTPD on the hosts): the lab's table inet camel_lab is gone
+    from both, HTTPD stopped, the host's own table still there."""
+    done = subprocess.run(["ip", "netns", "exec", "camel-lab", START, "down", "--hosts", str(hosts_run["inventory"])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=15 * 60)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for side in ("default", "tuned"):
+        assert in_lab(side, "sudo nft list table inet camel_lab").returncode != 0, f"{side}: the lab's table remains"
+        assert in_lab(side, "systemctl is-active apache2").stdout.strip() != "active", f"{side}: HTTPD still runs"
+    assert in_lab("tuned", f"sudo nft list table inet {FOREIGN_TABLE}").returncode == 0, "the host's table is gone"

@@ -22,7 +22,7 @@ from lab import lock, paths, steps
 from lab.experiment import design, load, record, reporting
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
-from lab.provision import knob_sets, knobs, playbook
+from lab.provision import hosts, knob_sets, knobs, playbook
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 
@@ -120,9 +120,6 @@ def contradictions(args) -> list[str]:
                         "set its stages")
     if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
         problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
-    if args.hosts is not None and args.down:
-        problems.append("--down destroys the lab's VMs: with --hosts the machines are your hosts, which the lab never "
-                        "destroys")
     if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
         problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
     return problems
@@ -152,9 +149,20 @@ def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
         exit_code, _ = run_trial(opts, opts.trials(repeat=1)[0], s, opts.label, log)
     else:
         exit_code = run_series(opts, s, log)
-    if opts.down:
-        lifecycle.down()
+    take_down(opts, log)
     return exit_code
+
+
+def take_down(opts: Options, log=steps.note) -> None:
+    """--down: the VMs destroyed; real hosts (--hosts) keep everything but lose the lab's firewall table and HTTPD
+    (hosts.down), as `./start.sh down --hosts` does."""
+    if not opts.down:
+        return
+    if opts.hosts is None:
+        lifecycle.down()
+        return
+    with steps.step(f"the lab off the hosts of {opts.hosts} (its firewall table, HTTPD)"):
+        hosts.down(opts.hosts, log)
 
 
 def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:

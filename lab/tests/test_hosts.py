@@ -212,3 +212,25 @@ def test_the_targets_admit_this_machine_as_they_saw_it_and_every_generator(tmp_p
     site = hosts.ansible_inventory(inv, tmp_path / "ssh_config", [], {})
     assert site["all"]["hosts"]["default"]["ansible_host_key_checking"] is True
     assert "ansible_host_key_checking" not in site["all"]["children"]["loadgen"]["hosts"]["me"]
+
+
+def test_down_runs_its_playbook_on_every_host_and_names_one_it_cannot_reach(tmp_path):
+    """hosts.down checks the hosts as a run does, then runs down_hosts.yml on them (here: this machine twice, with no
+    HTTPD and no lab table, so nothing is found to remove); an unreachable host is named and nothing runs."""
+    said = []
+    hosts.down(inventory(tmp_path, """
+        all:
+          hosts:
+            default: {ansible_connection: local, ansible_host: 127.0.0.2}
+            tuned: {ansible_connection: local, ansible_host: 127.0.0.3}
+        """), log=said.append, state=tmp_path / "state")
+    assert said[-2:] == ["default (default): no unit of the lab found: nothing to remove",
+                         "tuned (tuned): no unit of the lab found: nothing to remove"]
+    with pytest.raises(hosts.HostsError) as failure:
+        hosts.down(inventory(tmp_path, """
+            all:
+              hosts:
+                default: {ansible_connection: local}
+                tuned: {ansible_host: 127.0.0.1, ansible_port: 9}
+            """, "bad.yml"), log=said.append, state=tmp_path / "state")
+    assert "tuned (127.0.0.1): unreachable over SSH" in str(failure.value)

@@ -97,3 +97,24 @@ def test_users_that_do_not_divide_between_the_generators_are_refused_before_anyt
     assert cli.main(["--hosts", str(inventory), "--users", "5", "--duration", "1m"]) == 2
     assert "5 users per machine do not divide between 2 load generators" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
+
+
+def test_down_with_hosts_takes_the_lab_off_them_and_up_with_hosts_is_refused(tmp_path, monkeypatch, capsys):
+    """`down --hosts INV` (either order) runs hosts.down on that inventory, never the VMs' down nor the namespace
+    check; `up --hosts` is refused (exit 2), and --down is a run option that works with --hosts."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("# read by the stand-in only\n")
+    calls = []
+    monkeypatch.setattr(hosts, "down", lambda path, log: calls.append(("hosts.down", path)))
+    monkeypatch.setattr(cli.lifecycle, "down", lambda: calls.append(("vms.down",)))
+    monkeypatch.setattr(cli.netns, "foreign_owner", lambda: calls.append(("netns",)))
+    assert cli.main(["down", "--hosts", str(inventory)]) == 0
+    assert cli.main(["--hosts", str(inventory), "down"]) == 0
+    assert calls == [("hosts.down", inventory)] * 2
+    assert cli.main(["--hosts", str(inventory), "up"]) == 2
+    assert "`./start.sh up` brings the lab's VMs up" in capsys.readouterr().err
+    args = cli.parser().parse_args(["--hosts", str(inventory), "--down"])
+    assert cli.contradictions(args, cli.parser()) == []
+    opts = run.Options(hosts=inventory, down=True)
+    run.take_down(opts, log=lambda line: None)
+    assert calls[-1] == ("hosts.down", inventory)
