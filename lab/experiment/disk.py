@@ -12,6 +12,8 @@ load under TCG, ~38 req/s per machine) and a 20-user, 210 s run of 2026-11-27 (r
 """
 from __future__ import annotations
 
+import contextlib
+import csv
 import errno
 import shutil
 from pathlib import Path
@@ -86,3 +88,41 @@ def check(profile, trials: int, where: Path) -> None:
                       f"needs ~{need / MB:.0f} MB ({per}{one / MB:.0f} MB: {how}; plus {FLOOR_BYTES // MB} MB kept "
                       "free). Free some space (old run folders in results/) or shorten the load; nothing was "
                       "started")
+
+
+class CsvFile:
+    """A watch's CSV, one row at a time, flushed: when the disk fills (or the file cannot be written for another
+    reason) it stops writing and says why in `cut`, and the watch beside it goes on counting in memory, so
+    run.json still gets its summary and lists the file as incomplete."""
+
+    def __init__(self, path: Path, header: list[str]) -> None:
+        self.path = Path(path)
+        self.cut: str | None = None
+        self._file = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "w", newline="")      # noqa: SIM115 (closed in close())
+            self._out = csv.writer(self._file)
+        except OSError as failure:
+            self._stop(failure)
+            return
+        self.write(header)
+
+    def write(self, row) -> None:
+        if self._file is None:
+            return
+        try:
+            self._out.writerow(row)
+            self._file.flush()
+        except OSError as failure:
+            self._stop(failure)
+
+    def _stop(self, failure: OSError) -> None:
+        self.cut = ("the disk filled" if is_full(failure) else f"not writable: {failure.strerror or failure}")
+        self.close()
+
+    def close(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):      # its last buffered row on a full disk: already said in cut
+                self._file.close()
+            self._file = None

@@ -7,11 +7,12 @@ its cores) and the timer lag: how late a thread that sleeps TICK_S wakes up, wor
 `load_generator` sums it up and says whether the generator was saturated (see SATURATED_*)."""
 from __future__ import annotations
 
-import csv
 import os
 import threading
 import time
 from pathlib import Path
+
+from lab.experiment import disk
 
 TICK_S = 0.05                   # the sleeper's period: the timer lag's resolution
 # The generator counts as saturated when JMeter used ≥ 90 % of the host's cores, or threads woke ≥ 100 ms
@@ -45,6 +46,7 @@ class LoadGeneratorWatch:
         self.path = Path(run_dir) / "host" / "load-generator.csv"
         self.rows: list[tuple[float, float | None, float, float, float]] = []
         self.pid: int | None = None
+        self.file: disk.CsvFile | None = None       # made when sampling starts; its `cut` says if it stopped
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="load-generator-watch", daemon=True)
 
@@ -53,13 +55,11 @@ class LoadGeneratorWatch:
         self._thread.start()
 
     def _loop(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         cpus = os.cpu_count() or 1
         last_cpu, (last_busy, last_total), last = _process_cpu_s(self.pid), _host_cpu(), time.monotonic()
-        with open(self.path, "w", newline="") as f:
-            out = csv.writer(f)
-            out.writerow(["time", "jmeter_cpu_pct", "host_busy_pct", "host_cpus", "timer_lag_ms_max",
-                          "timer_lag_ms_mean"])
+        out = self.file = disk.CsvFile(self.path, ["time", "jmeter_cpu_pct", "host_busy_pct", "host_cpus",
+                                                   "timer_lag_ms_max", "timer_lag_ms_mean"])
+        try:
             while not self._stop.is_set():
                 lags = []
                 until = last + 1.0
@@ -73,10 +73,11 @@ class LoadGeneratorWatch:
                 host = 100 * (busy - last_busy) / (total - last_total) if total > last_total else 0.0
                 row = (round(time.time(), 3), None if jmeter is None else round(jmeter, 1), round(host, 1), cpus,
                        round(max(lags, default=0.0), 1), round(sum(lags) / len(lags), 2) if lags else 0.0)
-                out.writerow(row)
-                f.flush()
+                out.write(row)
                 self.rows.append(row)
                 last_cpu, last_busy, last_total, last = cpu, busy, total, now
+        finally:
+            out.close()
 
     def stop(self) -> dict:
         """Ends the sampling; the summary for run.json (None figures when it never sampled)."""

@@ -9,12 +9,13 @@ its first failed probe; one that answers again is back. host/liveness.csv holds 
 machine that is still dead (lab/experiment/collect.py)."""
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from lab.experiment import disk
 
 PERIOD_S = 10.0
 TIMEOUT_S = 5.0
@@ -69,26 +70,26 @@ class MachineWatch:
                           "back_at": None, "deaths": 0} for m in self.addresses}
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
+        self.file: disk.CsvFile | None = None
         self._thread = threading.Thread(target=self._read, name="machine-watch", daemon=True)
 
     def start(self) -> MachineWatch:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = disk.CsvFile(self.path, ["time", "machine", "answered", "ms"])   # `cut` says if it stopped
         self._proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self._thread.start()
         return self
 
     def _read(self) -> None:
-        with open(self.path, "w", newline="") as f:
-            out = csv.writer(f)
-            out.writerow(["time", "machine", "answered", "ms"])
+        try:
             for line in self._proc.stdout:
                 try:
                     probe = json.loads(line)
                 except ValueError:
                     continue
-                out.writerow([probe["t"], probe["machine"], int(probe["ok"]), probe["ms"]])
-                f.flush()
+                self.file.write([probe["t"], probe["machine"], int(probe["ok"]), probe["ms"]])
                 self._count(probe["machine"], probe["ok"], probe["t"])
+        finally:
+            self.file.close()
 
     def _count(self, machine: str, ok: bool, at: float) -> None:
         with self._lock:

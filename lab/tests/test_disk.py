@@ -10,6 +10,7 @@ import http.server
 import io
 import json
 import os
+import socket
 import subprocess
 import tarfile
 import threading
@@ -237,3 +238,43 @@ def test_the_load_stops_before_the_disk_is_full_and_its_jtls_stay_whole(small_fs
         with open(jtl, newline="") as f:
             records = list(csv.reader(f))
         assert all(len(r) == 17 for r in records) and len(records) - 1 == result.samples[machine] > 0
+
+
+def test_the_watches_go_on_counting_when_the_disk_fills_and_their_csvs_are_listed_incomplete(small_fs, monkeypatch):
+    """The load generator's and the machines' watches write their CSVs on the results' disk: when it fills they
+    stop writing (no exception in their threads; here from their first row) and go on counting, so run.json gets their summaries, and the
+    trial lists both CSVs in run.json's incomplete."""
+    from lab.experiment import instruments, liveness
+    fs = small_fs(2)
+    run_dir = fs / "run"
+    rec = started_record(run_dir)
+    busy = subprocess.Popen(["python3", "-c", "import time\nend = time.time() + 8\nwhile time.time() < end: pass"])
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    watch = instruments.LoadGeneratorWatch(run_dir)
+    alive = liveness.MachineWatch(run_dir, {"default": "127.0.0.1", "tuned": "127.0.0.1"}, period_s=0.1,
+                                  timeout_s=1.0, port=server.getsockname()[1])
+    try:
+        rec.release_reserve()
+        fill(fs)            # before they start: their first rows need a new block (a page's slack hides a few)
+        watch.started(busy.pid)
+        alive.start()
+        time.sleep(3.5)
+        t = trial.TrialRun.__new__(trial.TrialRun)
+        t.watch, t.alive, t.record, t.run_dir = watch, alive, rec, run_dir
+        t.t = t.run_id = t.marked_at = t.log = None
+        t.addresses, t.ssh_ports = {}, {}
+        monkeypatch.setattr(finish, "finish", lambda *args, **kwargs: None)
+        os.truncate(fs / "filler", (fs / "filler").stat().st_size - 256 * 1024)     # room for run.json
+        t.finish()
+    finally:
+        busy.kill()
+        busy.wait()
+        server.close()
+    assert watch.file.cut == "the disk filled" and alive.file.cut == "the disk filled"
+    assert len(watch.rows) >= 3 and rec.data["load_generator"]["seconds"] >= 3
+    assert all(s["probes"] > len((run_dir / "host" / "liveness.csv").read_text().splitlines()) / 2
+               for s in rec.data["liveness"].values())
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert {"host/load-generator.csv", "host/liveness.csv"} <= set(saved["incomplete"])

@@ -17,7 +17,8 @@ _LOAD = {"name": str, "model": str, "users": NUMBER, "ramp_up_s": NUMBER, "durat
 # What the report reads of run.json and the type each field must have (report/read/shape.py); the keys:
 # lab/experiment/record.py and docs/ARCHITECTURE.md (run.json)
 RUN_JSON = {
-    "run_id": str, "label": str, "status": str, "stopped_at": str, "started": str, "ended": str,
+    "run_id": str, "label": str, "status": str, "stopped_at": str, "started": str, "ended": str, "error": str,
+    "incomplete": ListOf(str),
     "git_commit": str, "provider": str, "accelerator": str, "inventory": str,
     "design": {"kind": str, "configurations": MapOf(str), "machines": MapOf(str), "trial": int, "trials": int,
                "series": str},

@@ -132,8 +132,8 @@ def integrity_section(run: RunInfo, machines: dict[str, Machine]) -> list[str]:
 
 def missing_section(run: RunInfo, machines: dict[str, Machine]) -> list[str]:
     """What the run folder should hold but does not (report/read/integrity.py missing_files: from each
-    machine's manifest and knobs, so a log its configuration never writes is not called missing), and what
-    could not be read."""
+    machine's manifest and knobs, so a log its configuration never writes is not called missing), what could
+    not be read, and the files run.json lists as incomplete (a full disk)."""
     items = list(run.problems)
     for m in machines.values():
         mdir = run.machine_dir(m.name)
@@ -142,6 +142,8 @@ def missing_section(run: RunInfo, machines: dict[str, Machine]) -> list[str]:
             continue
         items += [f"{m.name}/{name}" for name in missing_files(mdir, read_knobs(m, run))]
     items += [f"{m.name}: {note}" for m in machines.values() for note in m.notes]
+    why = run.get("error", default="its writer stopped")     # run.json names them: written when the disk filled,
+    items += [f"{name} — may be incomplete ({why})" for name in run.get("incomplete", default=[])]   # or a watch's
     if not items:
         return []
     return ["## Missing or unreadable", ""] + [f"- {i}" for i in items] + [""]

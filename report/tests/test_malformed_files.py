@@ -115,3 +115,21 @@ def test_a_damaged_sweep_json_is_named_and_nothing_written(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"{sweep / 'sweep.json'}: `points` is a string, not a list" in done.stderr
     assert not (sweep / "sweep.md").exists()
+
+
+def test_files_run_json_lists_as_incomplete_are_named_with_why(run_copy):
+    """A run whose disk filled lists the files it left half-written (run.json incomplete): the report names each
+    under "Missing or unreadable" with run.json's error; a malformed list is named and ignored."""
+    record = json.loads((run_copy / "run.json").read_text())
+    record.update(status="failed", stopped_at="load", error="disk full at load: 40.0 MB free on /r",
+                  incomplete=["host/liveness.csv", "tuned/jmeter.jtl"])
+    (run_copy / "run.json").write_text(json.dumps(record))
+    done = report("run", run_copy)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    missing = (run_copy / "summary.md").read_text().split("## Missing or unreadable", 1)[1]
+    for name in ("host/liveness.csv", "tuned/jmeter.jtl"):
+        assert f"- {name} — may be incomplete (disk full at load: 40.0 MB free on /r)" in missing
+    record["incomplete"] = "tuned/jmeter.jtl"
+    (run_copy / "run.json").write_text(json.dumps(record))
+    done = report("run", run_copy)
+    assert done.returncode == 0 and "run.json: `incomplete` is a string, not a list" in done.stderr
