@@ -242,8 +242,8 @@ def test_the_load_stops_before_the_disk_is_full_and_its_jtls_stay_whole(small_fs
 
 def test_the_watches_go_on_counting_when_the_disk_fills_and_their_csvs_are_listed_incomplete(small_fs, monkeypatch):
     """The load generator's and the machines' watches write their CSVs on the results' disk: when it fills they
-    stop writing (no exception in their threads; here from their first row) and go on counting, so run.json gets their summaries, and the
-    trial lists both CSVs in run.json's incomplete."""
+    stop writing (no exception in their threads; here from their first row) and go on counting, so run.json
+    gets their summaries, and the trial lists both CSVs in run.json's incomplete."""
     from lab.experiment import instruments, liveness
     fs = small_fs(2)
     run_dir = fs / "run"
