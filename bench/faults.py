@@ -10,22 +10,34 @@ Faults (all on the machine `tuned`, or the whole run):
   interrupt-provision  Ctrl-C (SIGINT to start.sh's process group) while Ansible provisions (--provision)
   interrupt-load       Ctrl-C once the load runs
   interrupt-collect    Ctrl-C when collection starts, and again when the report starts
+  second-start         an impatient user, once the load runs: a second ./start.sh and ./start.sh down (the lock)
+  backend-outage       the mock backend on tuned stopped for OUTAGE_S, then started again
+  network-cut          every link of tuned set down (virsh domif-setlink) for OUTAGE_S, then up again
+  recorder-killed      SIGKILL to tuned's PCP recorder (lab-pmlogger) and pmcd once the load runs
+  memory-hog           a process on tuned that grows until the kernel's OOM killer acts
+  disk-full            the results' disk fills once the load runs: results/ is a small tmpfs for that run (mounted
+                       over the real folder, which the run cannot see meanwhile; the run folder is moved onto the
+                       real disk and the tmpfs unmounted after it, whatever happens)
 Prints a table: fault, run folder, exit status, run.json status / stopped_at, what the summary's top says.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 from lab import paths
+from lab.experiment import disk
 from lab.machines import netns, reach, vagrant
 
 START = str(paths.ROOT / "start.sh")
@@ -35,6 +47,9 @@ COLLECTING = re.compile(r"^\[\d+:\d\d\] >> collect logs")
 REPORTING = re.compile(r"^\[\d+:\d\d\] >> report")
 MACHINE = "tuned"
 SETTLE_S = 40                               # into the load before the fault (past the first requests)
+OUTAGE_S = 60                               # a backend or a network away for longer than the liveness watch's 30 s
+DISK_MB = 256                               # the results' tmpfs of disk-full: above a 2-minute run's estimated need
+DISK_LEFT_MB = 8                            # what disk-full leaves free: below the lab's floor, so it must react
 
 
 def _kill_jvm(_proc) -> str:
@@ -53,21 +68,123 @@ def _ctrl_c(proc) -> str:
     return "SIGINT to start.sh's process group"
 
 
-# fault: (extra start.sh options, [(line that triggers, seconds after it, action)])
-# fault: (extra start.sh options, [(line that triggers, seconds after it, action)]); in this order each run is
-# also the recovery check of the one before (a full provisioning after the interrupted one, a boot after the
-# power-off at the end: the first run of whatever comes next)
+def _on_tuned(command: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(reach.ssh_command(MACHINE, command), capture_output=True, text=True, timeout=timeout)
+
+
+def _second_start(_proc) -> str:
+    """What an impatient user types while a run goes on: both must be refused, naming the run that holds the lab."""
+    said = []
+    for argv in ([START, "--duration", "1m", "--label", "fault-intruder"], [START, "down"]):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        said.append(f"`{' '.join(['./start.sh', *argv[1:]])}` exit {done.returncode}: "
+                    + " ".join((done.stderr or done.stdout).strip().splitlines()[-1:]))
+    return "; ".join(said)
+
+
+def _backend_outage(_proc) -> str:
+    stopped = _on_tuned("sudo systemctl stop mock-service")
+    time.sleep(OUTAGE_S)
+    started = _on_tuned("sudo systemctl start mock-service")
+    return (f"mock-service stopped (exit {stopped.returncode}) for {OUTAGE_S} s, started again "
+            f"(exit {started.returncode})")
+
+
+def _links(domain: str) -> list[str]:
+    listed = netns.virsh("domiflist", domain).stdout.splitlines()
+    return [line.split()[0] for line in listed[2:] if line.split() and line.split()[0] != "-"]
+
+
+def _network_cut(_proc) -> str:
+    domain = vagrant.DOMAIN_PREFIX + MACHINE
+    links = _links(domain)
+    codes = [netns.virsh("domif-setlink", domain, link, "down").returncode for link in links]
+    time.sleep(OUTAGE_S)
+    codes += [netns.virsh("domif-setlink", domain, link, "up").returncode for link in links]
+    return f"links {', '.join(links)} of {domain} down for {OUTAGE_S} s, then up (virsh exits {codes})"
+
+
+def _recorder_killed(_proc) -> str:
+    done = _on_tuned("sudo systemctl kill -s KILL lab-pmlogger pmcd")
+    return f"systemctl kill -s KILL lab-pmlogger pmcd on {MACHINE}: exit {done.returncode}"
+
+
+HOG = "import time\nkept = []\nwhile True:\n    kept.append(b'\\1' * (8 << 20))\n    time.sleep(0.2)\n"
+
+
+def _memory_hog(_proc) -> str:
+    done = _on_tuned(f"sudo systemd-run --unit=lab-fault-hog --collect python3 -c \"{HOG}\"")
+    return f"systemd-run --unit=lab-fault-hog (40 MB/s until the OOM killer acts) on {MACHINE}: exit {done.returncode}"
+
+
+def _fill_results(_proc) -> str:
+    free = disk.free_bytes(paths.RESULTS)
+    leave = DISK_LEFT_MB * disk.MB
+    with open(paths.RESULTS / "fault-filler", "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, max(0, free - leave))
+    return f"results/ filled: {(free - leave) / disk.MB:.0f} MB written, {DISK_LEFT_MB} MB left"
+
+
+def _after_hog() -> None:
+    with contextlib.suppress(subprocess.SubprocessError):
+        _on_tuned("sudo systemctl stop lab-fault-hog")
+
+
+@contextlib.contextmanager
+def _small_results():
+    """results/ as a DISK_MB tmpfs for one run; after it, what the run wrote moved onto the real disk (the filler
+    left behind), the tmpfs unmounted: the real results/ is never written by the fault."""
+    results = paths.RESULTS
+    results.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "lab-fault-disk", str(results)], check=True)
+    kept = Path(tempfile.mkdtemp(prefix="lab-fault-disk-", dir=paths.ROOT))
+    try:
+        yield
+    finally:
+        try:
+            (results / "fault-filler").unlink(missing_ok=True)
+            for folder in results.iterdir():
+                shutil.move(str(folder), kept / folder.name)
+        finally:
+            if subprocess.run(["umount", str(results)]).returncode != 0:
+                subprocess.run(["umount", "-l", str(results)], check=True)
+        for folder in kept.iterdir():
+            shutil.move(str(folder), results / folder.name)
+        kept.rmdir()
+
+
+# fault: (extra start.sh options, [(line that triggers, seconds after it, action)], around the run, after it). In
+# this order each run is also the recovery check of the one before (a full provisioning after the interrupted
+# one, a boot after the power-off at the end: the first run of whatever comes next).
 FAULTS = {
-    "interrupt-provision": (["--provision"], [(PROVISIONING, 20, _ctrl_c)]),
-    "interrupt-load": ([], [(LOAD_RUNS, SETTLE_S, _ctrl_c)]),
-    "interrupt-collect": ([], [(COLLECTING, 5, _ctrl_c), (REPORTING, 1, _ctrl_c)]),
-    "kill-jvm": ([], [(LOAD_RUNS, SETTLE_S, _kill_jvm)]),
-    "power-off": ([], [(LOAD_RUNS, SETTLE_S, _power_off)]),
+    "interrupt-provision": (["--provision"], [(PROVISIONING, 20, _ctrl_c)], None, None),
+    "interrupt-load": ([], [(LOAD_RUNS, SETTLE_S, _ctrl_c)], None, None),
+    "interrupt-collect": ([], [(COLLECTING, 5, _ctrl_c), (REPORTING, 1, _ctrl_c)], None, None),
+    "kill-jvm": ([], [(LOAD_RUNS, SETTLE_S, _kill_jvm)], None, None),
+    "second-start": ([], [(LOAD_RUNS, SETTLE_S, _second_start)], None, None),
+    "backend-outage": ([], [(LOAD_RUNS, SETTLE_S, _backend_outage)], None, None),
+    "network-cut": ([], [(LOAD_RUNS, SETTLE_S, _network_cut)], None, None),
+    "recorder-killed": ([], [(LOAD_RUNS, SETTLE_S, _recorder_killed)], None, None),
+    "memory-hog": ([], [(LOAD_RUNS, SETTLE_S, _memory_hog)], None, _after_hog),
+    "disk-full": ([], [(LOAD_RUNS, SETTLE_S, _fill_results)], _small_results, None),
+    "power-off": ([], [(LOAD_RUNS, SETTLE_S, _power_off)], None, None),
 }
 
 
 def run_with_fault(name: str, duration: str, users: int, log) -> dict:
-    extra, triggers = FAULTS[name]
+    around = FAULTS[name][2]
+    with around() if around else contextlib.nullcontext():
+        found = _run_with_fault(name, duration, users, log)
+    after = FAULTS[name][3]
+    if after:
+        after()
+    if found["run"]:        # read where the run folder is now (disk-full moved it onto the real disk)
+        found.update(_what_the_folder_says(paths.RESULTS / found["run"]))
+    return found
+
+
+def _run_with_fault(name: str, duration: str, users: int, log) -> dict:
+    extra, triggers = FAULTS[name][:2]
     argv = [START, "--users", str(users), "--ramp-up", "20s", "--duration", duration, "--label", f"fault-{name}",
             *extra]
     started = time.time()
@@ -89,18 +206,25 @@ def run_with_fault(name: str, duration: str, users: int, log) -> dict:
                     log(f"fault {name}: {done_actions[-1]}")
             threading.Thread(target=fire, daemon=True).start()
     code = proc.wait()
-    record = json.loads((run_dir / "run.json").read_text()) if run_dir and (run_dir / "run.json").exists() else {}
-    summary = (run_dir / "summary.md").read_text() if run_dir and (run_dir / "summary.md").exists() else ""
-    top = [ln for ln in summary.split("\n## ", 1)[0].splitlines() if ln.startswith(">")]
-    ended = [ln for ln in summary.splitlines() if " ended — " in ln]
     return {"fault": name, "run": run_dir.name if run_dir else None, "exit": code,
-            "minutes": round((time.time() - started) / 60, 1),
-            "status": record.get("status"), "stopped_at": record.get("stopped_at"), "phase": record.get("phase"),
+            "minutes": round((time.time() - started) / 60, 1), "actions": done_actions}
+
+
+def _what_the_folder_says(run_dir: Path) -> dict:
+    record = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    summary = (run_dir / "summary.md").read_text() if (run_dir / "summary.md").exists() else ""
+    top = [ln for ln in summary.split("\n## ", 1)[0].splitlines() if ln.startswith(">")]
+    ended = [ln for ln in summary.splitlines() if " ended — " in ln or "came back" in ln or "killed" in ln]
+    missing = summary.split("## Missing or unreadable", 1)[1].split("\n## ", 1)[0] if "## Missing or" in summary \
+        else ""
+    return {"status": record.get("status"), "stopped_at": record.get("stopped_at"), "phase": record.get("phase"),
+            "error": record.get("error"), "incomplete": record.get("incomplete"),
             "finish_errors": record.get("finish_errors"), "collect_errors": record.get("collect_errors"),
-            "liveness": {m: {k: v for k, v in s.items() if k in ("dead_at", "back_at", "failed")}
+            "liveness": {m: {k: v for k, v in s.items() if k in ("dead_at", "back_at", "deaths")}
                          for m, s in (record.get("liveness") or {}).items()},
-            "report": bool(run_dir and (run_dir / "report.html").exists()), "actions": done_actions,
-            "summary_top": top, "ended": ended[:4]}
+            "report": (run_dir / "report.html").exists(), "summary_top": top, "ended": ended[:6],
+            "missing": [ln[2:] for ln in missing.splitlines() if ln.startswith("- ")][:8],
+            "files": sum(1 for p in run_dir.rglob("*") if p.is_file())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,11 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n==== fault {name}", flush=True)
         results.append(run_with_fault(name, args.duration, args.users, log=lambda m: print(m, flush=True)))
         print(json.dumps(results[-1], indent=2), flush=True)
-    print("\n| fault | run folder | exit | status | stopped at | report | minutes |\n"
-          "| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| fault | run folder | exit | status | stopped at | report | files | minutes |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        print(f"| {r['fault']} | {r['run']} | {r['exit']} | {r['status']} | {r['stopped_at']} | "
-              f"{'yes' if r['report'] else 'no'} | {r['minutes']} |")
+        print(f"| {r['fault']} | {r['run']} | {r['exit']} | {r.get('status')} | {r.get('stopped_at')} | "
+              f"{'yes' if r.get('report') else 'no'} | {r.get('files')} | {r['minutes']} |")
     return 0
 
 
