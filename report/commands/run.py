@@ -9,9 +9,10 @@ from pathlib import Path
 
 from report import MACHINES
 from report.output import WriteFailed, warn, write_files
+from report.read.calibrations import matching_aa
 from report.read.profiles import load_profiles
-from report.read.records import VERDICT_JSON, latest_calibration
-from report.read.runinfo import RunInfo
+from report.read.records import VERDICT_JSON
+from report.read.runinfo import RunInfo, design
 from report.render import capacity
 from report.render.charts import render
 from report.render.flame import flame_sections
@@ -19,6 +20,7 @@ from report.render.html import render_html
 from report.render.panels import CHARTS
 from report.render.summary import render_summary
 from report.render.verdict import verdict_json, verdict_record, verdict_sentence
+from report.stats import between
 from report.stats.machine import load_machine
 from report.stats.runs import analyse_machines
 
@@ -46,11 +48,14 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
         else:
             source += "; --warmup auto kept it: not every machine reached a steady state"
     analysis = analyse_machines(machines)
+    # the A/A runs of this load beside it: their between-run variance widens an A/B run's intervals
+    calibration = between.calibrate(matching_aa(folder, run))
+    if design(run)["kind"] != "aa":
+        between.apply(analysis, calibration)
     sentence = verdict_sentence(run, machines, analysis)
-    calibration = latest_calibration(folder, run.run_id)
     profiles = load_profiles(run)
     summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration, profiles)
-    verdict = verdict_json(verdict_record(run, machines, analysis, sentence))
+    verdict = verdict_json(verdict_record(run, machines, analysis, sentence, calibration))
     charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
     stepped = capacity.chart(run, machines)
     if stepped is not None:

@@ -1,7 +1,7 @@
-"""The verdict.json files of run folders (written by report/render/verdict.py): one folder's, and the newest A/A
-run beside a run (its calibration line). A verdict.json that cannot be read, or whose fields the readers use
-have another type, is named on stderr (file, field) and skipped: one damaged folder never stops the report of
-another."""
+"""The verdict.json files of run folders (written by report/render/verdict.py), as compare, sweep and the A/A
+calibration of a run's intervals (report/read/calibrations.py) read them. A verdict.json that cannot be read, or
+whose fields the readers use have another type, is named on stderr (file, field) and skipped: one damaged folder
+never stops the report of another."""
 from __future__ import annotations
 
 import json
@@ -44,25 +44,3 @@ def read_record(folder: str | Path) -> dict[str, Any] | None:
         warn(f"{path}: {'; '.join(problems)}: skipped")
         return None
     return data
-
-
-def latest_calibration(folder: str | Path, run_id: str) -> dict[str, Any] | None:
-    """verdict.json of the newest A/A run beside this one that is older than it, or None. Siblings whose
-    verdict.json is damaged are named on stderr and passed over."""
-    best = None
-    try:
-        siblings = sorted(Path(folder).resolve().parent.iterdir())
-    except OSError as e:
-        warn(f"{Path(folder).resolve().parent}: cannot list it ({e.strerror or e}): no A/A calibration looked up")
-        return None
-    for other in siblings:
-        if other.name >= str(run_id) or not other.is_dir():
-            continue
-        data = read_record(other)
-        if data is None:
-            continue
-        design, tps = data.get("design") or {}, (data.get("effects") or {}).get("tps")
-        if design.get("kind") == "aa" and tps:
-            if best is None or other.name > best["run_id"]:
-                best = {"run_id": other.name, "tps": tps}
-    return best

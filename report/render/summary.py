@@ -4,6 +4,7 @@ This module holds the document's order and its top (status, run, warm-up, design
 state); the later sections come from report/render/sections.py and the other render modules."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from report.render.sections import (
     versions_section,
 )
 from report.render.verdict import calibration_words, effect_text, signed
+from report.stats.between import Calibration
 from report.stats.figures import PROCESS_GROUPS
 from report.stats.machine import Machine
 from report.stats.steady import BIN_S, MAX_DRIFT
@@ -158,7 +160,9 @@ def uncertainty_lines(analysis: Analysis | None) -> list[str]:
             f"(seed {analysis.seed}), Student t with (windows ÷ block − 1) degrees of freedom on the log ratio "
             "(errors: on the difference in percentage points). Latency percentiles are compared only when both "
             "machines served enough successful requests (p50 ≥ 20, p95 ≥ 200, p99 ≥ 1,000). "
-            "See report/README.md (Uncertainty).", ""]
+            + ("The intervals above also hold the between-run variance of the matching A/A trials (line under the "
+               "verdict). " if any(not math.isnan(e.within_low) for e in analysis.effects.values()) else "")
+            + "See report/README.md (Uncertainty).", ""]
 
 
 def steady_lines(machines: dict[str, Machine]) -> list[str]:
@@ -223,13 +227,13 @@ def _gc(machine: Machine) -> str:
 
 
 def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, warmup_source: str, sentence: str,
-                   analysis: Analysis | None = None, calibration: dict[str, Any] | None = None,
+                   analysis: Analysis | None = None, calibration: Calibration | None = None,
                    profiles: Profiles | None = None) -> str:
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
     lines += [f"**Verdict:** {sentence}", ""]
-    if design(run)["kind"] != "aa":
-        lines += [calibration_words(calibration), ""]
+    if calibration is not None:
+        lines += [calibration_words(calibration, design(run)["kind"]), ""]
     lines += [_run_line(run), "", _warmup_line(warmup_s, warmup_source), ""]
     lines += design_lines(run)
     lines += ["## Results", ""] + resultstable(machines, analysis) + [""]

@@ -1,6 +1,7 @@
-"""The verdict in words a tuner can quote: tuned vs default with 95 % intervals (report/stats/uncertainty.py), each
-machine that stopped, a machine that never settled, the A/A calibration line; and verdict.json for machines
-(combined trials, run comparisons, the next runs' A/A calibration line).
+"""The verdict in words a tuner can quote: tuned vs default with 95 % intervals (report/stats/uncertainty.py, widened by
+the matching A/A trials' between-run variance: report/stats/between.py), each machine that stopped, a machine that
+never settled, the line saying what the intervals include; and verdict.json for machines (combined trials, run
+comparisons, the A/A calibration of other runs).
 
 Results are labelled by configuration: a run folder's default/ and tuned/ hold what ran the default and the
 tuned configuration, whichever machine that was (run.json `design.machines` says which).
@@ -13,8 +14,10 @@ from typing import Any
 
 from report.fmt import utc_clock
 from report.read.runinfo import RunInfo, design
+from report.stats.between import Calibration
+from report.stats.between import record as calibration_record
 from report.stats.machine import Machine
-from report.stats.uncertainty import CI, FIGURES, WINDOW_S, Analysis, Effect
+from report.stats.uncertainty import CI, FIGURES, WINDOW_S, Analysis, Effect, kind_of
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}
@@ -94,16 +97,66 @@ def steady_words(machines: dict[str, Machine]) -> str:
     return "; ".join(clauses)
 
 
-def calibration_words(calibration: dict[str, Any] | None) -> str:
-    if calibration is None:
-        return "No A/A run in this results folder yet: the twins' own bias is unmeasured (./start.sh --aa)."
-    e = calibration["tps"]
-    if any(e.get(k) is None for k in ("estimate", "low", "high")):
-        return f"Latest A/A run ({calibration['run_id']}) gave no interval."
-    bound = 100.0 * max(abs(e["low"] - 1.0), abs(e["high"] - 1.0))
-    return (f"Latest A/A run ({calibration['run_id']}): the twins differed by {pct(e['estimate'])} in successful TPS "
-            f"({CI} {pct(e['low'])[:-2]} … {pct(e['high'])}): a single run cannot tell an effect within "
-            f"±{bound:.0f} % from twin bias; --repeat (crossover) cancels it.")
+AA_HINT = "run ./start.sh --aa with the same load"
+
+
+def spread_text(figure: str, tau: float) -> str:
+    """A between-run standard deviation in the figure's words: '±12 %' (a ratio's, from the log scale), '±1.50 pt'."""
+    if kind_of(figure) == "ratio":
+        change = 100.0 * (math.exp(tau) - 1.0)
+        return f"±{change:.{0 if change >= 10 else 1}f} %"
+    return f"±{tau:.2f} pt"
+
+
+def interval_basis(calibration: Calibration, kind: str) -> str:
+    """What the run's intervals include, in verdict.json's words (`interval`) and the summary's."""
+    names = calibration.trials
+    if kind == "aa":
+        others = f" (matching A/A trials beside it: {', '.join(names)})" if names else ""
+        return f"within-run noise only: an A/A run calibrates the A/B runs of its load{others}"
+    if calibration.applied:
+        return (f"within-run noise + between-run variance from {len(names)} matching A/A "
+                f"trial{'s' if len(names) != 1 else ''} ({', '.join(names)})")
+    if names:
+        return f"within-run noise only: {len(names)} matching A/A trials ({', '.join(names)}), but no interval to widen"
+    why = f"; {calibration.lookup.why_none}" if calibration.lookup.why_none else ""
+    return f"within-run noise only: no A/A calibration of this load ({AA_HINT}){why}"
+
+
+def _spreads(calibration: Calibration) -> str:
+    """'±12 % in successful TPS, ±0.40 pt in errors, …': τ₀ of each figure some A/A trial measured."""
+    return ", ".join(f"{spread_text(f, math.sqrt(c.tau2))} in {FIGURE_NAMES[f]}"
+                     for f, c in calibration.figures.items() if c.k)
+
+
+def _dl_words(calibration: Calibration) -> str:
+    """'; around their mean of −3.9 % TPS, DerSimonian–Laird's τ = ±18 %' (two A/A trials or more)."""
+    c = calibration.figures["tps"]
+    if c.k < 2:
+        return ""
+    return (f"; around their mean of {pct(math.exp(c.aa_mean))} successful TPS, DerSimonian–Laird's τ = "
+            f"{spread_text('tps', math.sqrt(c.tau2_dl))}")
+
+
+def calibration_words(calibration: Calibration, kind: str) -> str:
+    """The summary's line under the verdict: what the intervals include, from which A/A trials, how much the
+    twins differed between runs beyond their own noise, which A/A runs of this folder did not count and why."""
+    text = f"**Intervals:** {interval_basis(calibration, kind)}."
+    if kind != "aa" and calibration.applied:
+        text += (f" Beyond their own noise, the A/A trials' differences spread by τ = {_spreads(calibration)} "
+                 f"(around no difference, so a steady twin bias counts in{_dl_words(calibration)}). Each interval: "
+                 "estimate ± t·√(se² + τ²), t with Satterthwaite's degrees of freedom (few A/A trials: wide).")
+        if min(c.k for c in calibration.figures.values() if c.k) == 1:
+            text += (" One A/A trial gives a very uncertain τ (used rather than none): repeat the A/A "
+                     "(./start.sh --aa --repeat 3).")
+        text += " The within-run intervals alone: verdict.json `ci_within`."
+    elif kind != "aa" and not calibration.trials:
+        text += (" A single run's interval does not include how much the twins differ from one run to the next "
+                 "(report/README.md, Uncertainty).")
+    if calibration.lookup.unused:
+        text += " A/A runs here that do not calibrate this one: " + "; ".join(
+            f"{name} ({why})" for name, why in calibration.lookup.unused.items()) + "."
+    return text
 
 
 def verdict_sentence(run: RunInfo, machines: dict[str, Machine], analysis: Analysis | None) -> str:
@@ -144,10 +197,13 @@ def _num(x: Any) -> Any:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysis | None,
-                   sentence: str) -> dict[str, Any]:
-    """verdict.json: the design, the paired window, each effect with its interval, steady states."""
+def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysis | None, sentence: str,
+                   calibration: Calibration) -> dict[str, Any]:
+    """verdict.json: the design, the paired window, each effect with its interval (and the within-run one), what the
+    intervals include and the A/A calibration behind them, steady states."""
+    kind = design(run)["kind"]
     record = {"run_id": run.run_id, "status": run.status, "design": design(run), "verdict": sentence,
+              "interval": interval_basis(calibration, kind), "calibration": calibration_record(calibration),
               "effects": {}, "steady": {}, "stopped": {}}
     if analysis is not None:
         record["method"] = {"window_s": WINDOW_S, "windows": analysis.paired.n, "start": analysis.paired.start,
@@ -158,7 +214,8 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
             record["effects"][figure] = {
                 "kind": e.kind, "default": _num(e.default), "tuned": _num(e.tuned), "estimate": _num(e.estimate),
                 "low": _num(e.low) if e.has_interval else None, "high": _num(e.high) if e.has_interval else None,
-                "detectable": e.detectable, "why_not": e.why_not or None}
+                "detectable": e.detectable, "why_not": e.why_not or None, "df": _num(e.df) if e.has_interval else None,
+                "ci_within": dict(zip(("low", "high"), map(_num, e.within), strict=True)) if e.has_interval else None}
     for m in machines.values():
         if m.steady is not None:
             record["steady"][m.name] = {"settled": m.steady.settled, "start_s": _num(m.steady.start_s),

@@ -186,6 +186,14 @@ class Effect:
     low: float = math.nan
     high: float = math.nan
     why_not: str = ""             # why there is no interval (too few windows or requests)
+    df: float = math.nan          # degrees of freedom of the t quantile behind low … high
+    within_low: float = math.nan  # the within-run interval, once low … high also hold the between-run variance
+    within_high: float = math.nan     # (report/stats/between.py)
+
+    @property
+    def within(self) -> tuple[float, float]:
+        """The interval of the within-run noise alone."""
+        return (self.low, self.high) if math.isnan(self.within_low) else (self.within_low, self.within_high)
 
     @property
     def has_interval(self) -> bool:
@@ -248,7 +256,7 @@ def effect_from(figure: str, point_d: float, point_t: float, rep_d: np.ndarray, 
                 df: int) -> Effect:
     """An Effect from both sides' point figures and their (paired) resampled figures."""
     kind = kind_of(figure)
-    effect = Effect(figure, kind, point_d, point_t)
+    effect = Effect(figure, kind, point_d, point_t, df=df)
     if any(map(math.isnan, (point_d, point_t))):
         effect.why_not = "not measured on both machines"
         return effect

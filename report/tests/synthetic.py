@@ -7,6 +7,12 @@ noise; every noise is an AR(1) process, so per-second figures are autocorrelated
 - latency: tuned's latencies are default's distribution scaled by `latency_factor` (so every percentile
   ratio is exactly that factor);
 - errors: each side fails a request with its own expected probability (`error_default`, `error_tuned`).
+
+Between runs (Kalibera & Jones 2013: each JVM invocation is a random effect), a run can carry its own true
+effect on top of that truth: with `run_sd_tps`, `run_sd_latency` (log scale) or `run_sd_error_pt` (percentage
+points) above 0, the run draws u ~ N(0, sd²) per figure (run_effects) and tuned's rate is multiplied by exp(u),
+its latencies by exp(u), its error probability raised by u points. Across many runs the truth is then the fixed
+part, and an interval of one run must also cover the run's own u.
 """
 import numpy as np
 
@@ -28,15 +34,26 @@ def lognormal_rate(base, noise, sigma):
     return base * np.exp(noise - sigma * sigma / 2.0)
 
 
+def run_effects(seed, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0):
+    """The run's own random effects {figure group: u}, drawn from a stream of their own (seeded by the run's
+    seed), so that a run without them is the very run it was before they existed."""
+    rng = np.random.default_rng([seed, 36])
+    return {"tps": rng.normal(0.0, run_sd_tps), "error_pt": rng.normal(0.0, run_sd_error_pt),
+            "latency": rng.normal(0.0, run_sd_latency)}
+
+
 def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_factor=1.0,
                    error_default=0.02, error_tuned=0.02, phi=0.8, common_sigma=0.25, own_sigma=0.15,
-                   median_ms=200.0, t0=1_795_000_000.0):
+                   median_ms=200.0, t0=1_795_000_000.0, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0):
     """{'default': Samples, 'tuned': Samples} of one simulated run started at t0 on both machines."""
     rng = np.random.default_rng(seed)
+    u = run_effects(seed, run_sd_tps, run_sd_error_pt, run_sd_latency)
     common = ar1(rng, seconds, phi, common_sigma)
     sides = {}
+    tuned_error = float(np.clip(error_tuned + u["error_pt"] / 100.0, 0.0, 0.95)) if run_sd_error_pt else error_tuned
     for name, factor, lat_factor, error in (("default", 1.0, 1.0, error_default),
-                                            ("tuned", effect * bias, latency_factor, error_tuned)):
+                                            ("tuned", effect * bias * np.exp(u["tps"]),
+                                             latency_factor * np.exp(u["latency"]), tuned_error)):
         own = ar1(rng, seconds, phi, own_sigma)
         sigma = np.hypot(common_sigma, own_sigma)
         offered = lognormal_rate(rate * factor, common + own, sigma)
