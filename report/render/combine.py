@@ -9,31 +9,42 @@ from pathlib import Path
 from typing import Any
 
 from report.render.html import Figure
-from report.render.verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct
+from report.render.verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, spread_text
 from report.stats.combine import AGREEMENT_P, Combined
 from report.stats.runs import LoadedRun
 from report.stats.uncertainty import CI, FIGURES, Effect
 
 
+def _between_words(c: Combined) -> str:
+    """'; between trials τ = ±6.0 % (DerSimonian–Laird), in the interval (×1.4)', or that there is none."""
+    if math.isnan(c.tau2):
+        return ""
+    if c.tau2 == 0:
+        return "; no between-trial variance beyond their own noise (DerSimonian–Laird τ = 0)"
+    return (f"; between trials τ = {spread_text(c.figure, math.sqrt(c.tau2))} (DerSimonian–Laird), included in the "
+            f"interval (×{c.inflated:.1f})")
+
+
 def agreement_words(c: Combined) -> str:
     if c.q_df >= 1 and not math.isnan(c.q_p):
         if c.q_p >= AGREEMENT_P:
-            return f"the trials agree (Cochran's Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.2f})"
+            return f"the trials agree (Cochran's Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.2f}){_between_words(c)}"
         return (f"the trials DISAGREE beyond their own noise (Q = {c.q:.1f}, {c.q_df} df, p = {c.q_p:.3f}): something "
-                f"changed between trials; the interval is widened ×{c.inflated:.1f} for it")
+                f"changed between trials{_between_words(c)}")
     if c.q_df >= 1:
         return "agreement not tested (a trial's resampled figure does not vary)"
     if c.bias is not None:
-        return ("one trial per orientation: agreement cannot be tested beyond the machine bias it estimates "
-                "(--repeat 4 or more tests it)")
-    return "one trial: agreement is not tested"
+        return ("one trial per orientation: agreement cannot be tested beyond the machine bias it estimates, nor "
+                "the between-trial variance estimated: within-trial noise only (--repeat 4 or more tests both)")
+    return "one trial: agreement is not tested, the between-trial variance not estimated"
 
 
 def agreement_cell(c: Combined) -> str:
     """agreement_words in a few words, for the table."""
     if c.q_df >= 1 and not math.isnan(c.q_p):
-        return (f"agree (p = {c.q_p:.2f})" if c.q_p >= AGREEMENT_P
-                else f"DISAGREE (p = {c.q_p:.3f}); interval ×{c.inflated:.1f}")
+        widened = f"; interval ×{c.inflated:.1f} for τ" if c.tau2 > 0 else ""
+        return (f"agree (p = {c.q_p:.2f}){widened}" if c.q_p >= AGREEMENT_P
+                else f"DISAGREE (p = {c.q_p:.3f}){widened}")
     return "not testable" + (" (one trial per orientation)" if c.bias is not None and c.q_df < 1 else "")
 
 
@@ -76,7 +87,9 @@ def render(series_folder: str | Path, trials: list[LoadedRun], results: dict[str
              "alternate between the two machines (crossover), so a difference that belongs to a machine cancels "
              "out of the combined figure (A/A series are not swapped: their columns are the machines). The "
              "trials' intervals here are drawn with seeds of their own (independent resamples), so their last "
-             "digits can differ from each trial's own report. Method: report/README.md (Uncertainty, Crossover).",
+             "digits can differ from each trial's own report. With more trials than fitted terms, the combined "
+             "intervals also hold the variance between trials (random effects, DerSimonian–Laird); the "
+             "within-trial ones alone: verdict.json `ci_within`. Method: report/README.md (Uncertainty, Crossover).",
              "",
              "## Combined", "",
              f"| figure | tuned vs default ({CI}) | machine tuned vs machine default | agreement |",
@@ -107,9 +120,10 @@ def record(series_folder: str | Path, trials: list[LoadedRun], results: dict[str
     def eff(e: Effect | None) -> dict[str, Any] | None:
         if e is None:
             return None
+        within = dict(zip(("low", "high"), e.within, strict=True)) if e.has_interval else None
         return {"kind": e.kind, "estimate": None if math.isnan(e.estimate) else e.estimate,
                 "low": e.low if e.has_interval else None, "high": e.high if e.has_interval else None,
-                "detectable": e.detectable, "why_not": e.why_not or None}
+                "detectable": e.detectable, "why_not": e.why_not or None, "ci_within": within}
     kind = "aa-series" if all(t.design["kind"] == "aa" for t in trials) else "crossover"
     return {"run_id": Path(series_folder).name, "design": {"kind": kind, "trials": len(trials)},
             "verdict": sentence, "trials": [Path(t.folder).name for t in trials],
@@ -117,7 +131,8 @@ def record(series_folder: str | Path, trials: list[LoadedRun], results: dict[str
             "effects": {f: eff(c.effect) for f, c in results.items()},
             "machine_bias": {f: eff(c.bias) for f, c in results.items()},
             "agreement": {f: {"q": None if math.isnan(c.q) else c.q, "df": c.q_df,
-                              "p": None if math.isnan(c.q_p) else c.q_p} for f, c in results.items()}}
+                              "p": None if math.isnan(c.q_p) else c.q_p,
+                              "tau2": None if math.isnan(c.tau2) else c.tau2} for f, c in results.items()}}
 
 
 FOREST_FIGURES = ("tps", "p50", "p95", "p99")      # ratios, on one log axis

@@ -5,10 +5,11 @@ run.json `design.machines` says which machine ran which (from the second trial o
 crossover). Per figure, trial i measured L_i = effect + s_i·bias (logs of ratios; differences for error %),
 s_i = +1 when each configuration ran on its namesake machine, −1 when swapped. With both orientations the
 effect is the mean of the two orientation means, which cancels a machine bias (Mytkowicz et al. 2009: setup
-bias; swap it out), and half their difference estimates that bias. The interval: t × the σ of the same
-combination over the trials' independent bootstrap replicates, with the trials' degrees of freedom summed.
-Whether the trials agree: Cochran's Q of the trials around the fitted effect and bias (needs more trials than
-fitted terms).
+bias; swap it out), and half their difference estimates that bias. The within-trial interval: t × the σ of the
+same combination over the trials' independent bootstrap replicates, with the trials' degrees of freedom summed.
+Each trial is also a random draw of the JVMs (Kalibera & Jones 2013): with more trials than fitted terms, the
+between-trial variance τ² (DerSimonian & Laird 1986, around the fitted effect and bias) joins the interval.
+Whether the trials agree: Cochran's Q of the same fit.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from report.stats.between import dl_regression, on_scale, widen, within_se
 from report.stats.runs import LoadedRun, back, log_or_raw
 from report.stats.uncertainty import FIGURES, Effect, interval, kind_of
 
@@ -34,7 +36,8 @@ class Combined:
     q: float = math.nan                 # Cochran's Q, its degrees of freedom and p-value
     q_df: int = 0
     q_p: float = math.nan
-    inflated: float = 1.0               # the interval's widening for disagreeing trials (Birge ratio)
+    tau2: float = math.nan              # DerSimonian–Laird's between-trial variance (analysis scale)
+    inflated: float = 1.0               # the interval's widening by it, against the within-trial interval
     per_trial: list[Effect | None] = field(default_factory=list)   # the trials' own Effects
 
 
@@ -67,34 +70,52 @@ def combine_figure(trials: list[LoadedRun], figure: str) -> Combined:
     df = sum(t.analysis.df(figure) for t in usable)
     d_mean = float(np.mean([t.analysis.effects[figure].default for t in usable]))
     t_mean = float(np.mean([t.analysis.effects[figure].tuned for t in usable]))
-    e = Effect(figure, kind, d_mean, t_mean, estimate=back(kind, effect))
+    e = Effect(figure, kind, d_mean, t_mean, estimate=back(kind, effect), df=df)
     scale = (lambda x: np.exp(x)) if kind == "ratio" else (lambda x: x)
     e.low, e.high = interval(e.estimate, scale(effect_reps), df, log_scale=kind == "ratio")
     combined = Combined(figure, kind, e, per_trial=per_trial)
     if not math.isnan(bias):
-        b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias))
+        b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias), df=df)
         b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
         combined.bias = b
-    # agreement: Cochran's Q of the trials around the weighted least-squares fit of effect + s·bias (weights:
-    # each trial's bootstrap variance), χ² with N − fitted terms df; when it says they disagree, the interval
-    # is widened by the Birge ratio √(Q/df) (the trials spread more than their own noise explains)
-    var = np.nanvar(reps, axis=1, ddof=1)
-    both = not math.isnan(bias)
-    combined.q_df = len(usable) - (2 if both else 1)
-    if combined.q_df >= 1 and np.all(var > 0):
-        design = np.column_stack([np.ones(len(usable)), signs])[:, :2 if both else 1]
-        w = 1.0 / var
-        coef = np.linalg.solve(design.T @ (design * w[:, None]), design.T @ (w * points))
-        combined.q = float(np.sum(w * (points - design @ coef) ** 2))
-        combined.q_p = float(stats.chi2.sf(combined.q, combined.q_df))
-        inflate = math.sqrt(max(1.0, combined.q / combined.q_df))
-        if combined.q_p < AGREEMENT_P and e.has_interval:
-            centre = log_or_raw(kind, e.estimate)
-            lo, hi = log_or_raw(kind, e.low), log_or_raw(kind, e.high)
-            e.low = back(kind, centre - (centre - lo) * inflate)
-            e.high = back(kind, centre + (hi - centre) * inflate)
-            combined.inflated = inflate
+    _random_effects(combined, points, np.nanvar(reps, axis=1, ddof=1), signs)
     return combined
+
+
+def _coefficients(signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The weights c_i of the trials in the effect (the mean of the orientation means) and in the bias (half their
+    difference); one orientation: the effect is the plain mean, no bias."""
+    plus, minus = signs > 0, signs < 0
+    if plus.any() and minus.any():
+        effect = np.where(plus, 0.5 / plus.sum(), 0.5 / minus.sum())
+        return effect, np.where(plus, effect, -effect)
+    return np.full(len(signs), 1.0 / len(signs)), np.zeros(len(signs))
+
+
+def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, signs: np.ndarray) -> None:
+    """Agreement and the between-trial variance: Cochran's Q of the trials around the weighted least-squares fit of
+    effect + s·bias (weights: 1 / each trial's bootstrap variance), χ² with N − fitted terms df; DerSimonian–Laird's
+    τ² from the same fit (Q − df over the weights' trace); the effect Σ c_i L_i then has variance Σ c_i² (s_i² + τ²),
+    so its interval (and the bias's) becomes estimate ± t·√(se² + τ² Σ c_i²), t with Satterthwaite's degrees of
+    freedom (the trials' for se², N − fitted terms for τ²). Without N > fitted terms τ² cannot be estimated: the
+    within-trial interval stays, and the report says so."""
+    both = combined.bias is not None
+    combined.q_df = len(points) - (2 if both else 1)
+    if combined.q_df < 1 or not np.all(var > 0):
+        return
+    design = np.column_stack([np.ones(len(points)), signs])[:, :2 if both else 1]
+    _, combined.q, combined.tau2 = dl_regression(points, var, design)
+    combined.q_p = float(stats.chi2.sf(combined.q, combined.q_df))
+    c_effect, c_bias = _coefficients(signs)
+    for e, c in ((combined.effect, c_effect), (combined.bias, c_bias)):
+        if e is None or not e.has_interval:
+            continue
+        se = within_se(e.kind, e.low, e.high, e.df)
+        half = on_scale(e.kind, e.high) - on_scale(e.kind, e.estimate)
+        e.within_low, e.within_high = e.low, e.high
+        e.low, e.high, e.df = widen(e.kind, e.estimate, se, e.df, combined.tau2 * float(np.sum(c * c)), combined.q_df)
+        if e is combined.effect and half > 0:
+            combined.inflated = (on_scale(e.kind, e.high) - on_scale(e.kind, e.estimate)) / half
 
 
 def combine(trials: list[LoadedRun]) -> dict[str, Combined]:

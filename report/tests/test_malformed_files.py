@@ -34,9 +34,18 @@ def results(tmp_path_factory):
     bad_run = root / "20261123T083000Z-badrun"
     bad_run.mkdir()
     (bad_run / "run.json").write_text('{"run_id": "20261123T083000Z-badrun", "status": ')
+    # an A/A whose verdict.json is whole but whose run.json (its load) is not; one whose method.df is not a map
+    aa_cut_run = root / "20261123T084000Z-aa-cut-run"
+    aa_cut_run.mkdir()
+    (aa_cut_run / "verdict.json").write_text(whole)
+    (aa_cut_run / "run.json").write_text((good / "run.json").read_text()[:40])
+    aa_bad_df = root / "20261123T085000Z-aa-bad-df"
+    aa_bad_df.mkdir()
+    (aa_bad_df / "verdict.json").write_text(json.dumps({**json.loads(whole), "method": {"df": "many"}}))
+    (aa_bad_df / "run.json").write_text((good / "run.json").read_text())
     ab = write_run(root / "20261123T090000Z-ab", paired_samples(5, seconds=120, effect=1.3))
     return {"root": root, "good": good, "cut": cut, "null": null, "bad_run": bad_run, "ab": ab,
-            "done": report("run", ab)}
+            "aa_cut_run": aa_cut_run, "aa_bad_df": aa_bad_df, "done": report("run", ab)}
 
 
 def test_damaged_siblings_do_not_stop_a_report_and_the_good_calibration_is_found(results):
@@ -44,7 +53,19 @@ def test_damaged_siblings_do_not_stop_a_report_and_the_good_calibration_is_found
     assert done.returncode == 0, done.stderr                  # before: AttributeError on "design": null
     assert "Traceback" not in done.stderr
     summary = (results["ab"] / "summary.md").read_text()
-    assert "Latest A/A run (20261123T080000Z-aa)" in summary
+    assert ("**Intervals:** within-run noise + between-run variance from 1 matching A/A trial "
+            "(20261123T080000Z-aa).") in summary
+    assert json.loads((results["ab"] / "verdict.json").read_text())["calibration"]["trials"] == ["20261123T080000Z-aa"]
+
+
+def test_a_damaged_aa_sibling_is_named_and_not_used(results):
+    """An A/A run whose run.json (its load) cannot be read is named and listed as not calibrating; one whose
+    verdict.json method.df has another type is named with its field and skipped."""
+    stderr, summary = results["done"].stderr, (results["ab"] / "summary.md").read_text()
+    assert f"{results['aa_cut_run']}: run.json is not valid JSON (" in stderr
+    assert "20261123T084000Z-aa-cut-run (its run.json cannot be read)" in summary
+    assert f"{results['aa_bad_df'] / 'verdict.json'}: `method.df` is a string, not an object: skipped" in stderr
+    assert "20261123T085000Z-aa-bad-df" not in summary
 
 
 def test_each_damaged_sibling_is_named_with_its_field(results):

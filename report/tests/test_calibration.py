@@ -1,0 +1,179 @@
+"""The A/A calibration of a run's intervals: which A/A runs match its load (read/calibrations.py fingerprint), the
+variance components they give (stats/between.py: known-zero mean; DerSimonian–Laird), checked against values
+computed by hand, and what a run's report makes of them (python -m report run)."""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from report.read.calibrations import fingerprint, mismatch, unknown
+from report.read.runinfo import RunInfo
+from report.stats.between import dersimonian_laird, dl_regression, satterthwaite, tau2_known_zero, within_se
+
+from .conftest import REPO
+from .synthetic import paired_samples
+from .test_verdict_folders import HOST, LOAD, write_run
+
+AA = {"kind": "aa", "configurations": {"default": "default", "tuned": "default"}}
+SECONDS = 120
+
+
+def run_with(tmp_path, load=None, **host):
+    """A RunInfo whose run.json says the given load (over LOAD) and host facts (over HOST)."""
+    folder = tmp_path / "run"
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"load": {**LOAD, **(load or {})}, **HOST, **host}
+    (folder / "run.json").write_text(json.dumps({k: v for k, v in record.items() if v is not None}))
+    return fingerprint(RunInfo(folder))
+
+
+@pytest.mark.parametrize(("load", "host", "why"), [
+    ({"users": 20}, {}, "users 20, not 150"),
+    ({"ramp_up_s": 30}, {}, "ramp-up (s) 30, not 150"),
+    ({"duration_s": 700}, {}, "hold (s) 700, not 300 (not within ×2)"),
+    ({"duration_s": 120}, {}, "hold (s) 120, not 300 (not within ×2)"),
+    ({"keep_alive": False}, {}, "keep-alive False, not True"),
+    ({"model": "open", "rate_per_s": 50}, {}, "load model open, not closed"),
+    ({}, {"accelerator": "tcg"}, "accelerator tcg, not kvm"),
+    ({}, {"provider": "hosts"}, "provider hosts, not libvirt"),
+    ({}, {"host": {"cpus": 8}}, "host CPUs 8, not 2"),
+    ({"ramp_up_s": None}, {}, "its run.json does not record the ramp-up (s)"),
+])
+def test_an_aa_of_another_load_or_host_does_not_match(tmp_path, load, host, why):
+    mine = run_with(tmp_path / "a")
+    assert mismatch(mine, run_with(tmp_path / "b", load, **host)) == why
+
+
+def test_the_same_load_matches_with_a_hold_within_a_factor_of_two(tmp_path):
+    mine = run_with(tmp_path / "a")
+    for hold in (150, 300, 600):
+        assert mismatch(mine, run_with(tmp_path / f"h{hold}", {"duration_s": hold})) is None
+    steps = {"model": "steps", "step_rates": [10, 20, 40], "step_s": 120}
+    assert mismatch(run_with(tmp_path / "s1", steps), run_with(tmp_path / "s2", {**steps, "step_s": 200})) is None
+    assert mismatch(run_with(tmp_path / "s1", steps),
+                    run_with(tmp_path / "s3", {**steps, "step_rates": [10, 20, 30]})) == \
+        "stage rates (req/s) 10, 20, 30, not 10, 20, 40"
+    hosts = run_with(tmp_path / "r1", provider="hosts", accelerator=None)
+    assert "accelerator" not in hosts and mismatch(hosts, run_with(tmp_path / "r2", provider="hosts")) is None
+
+
+def test_a_run_whose_load_is_not_recorded_matches_nothing(tmp_path):
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"load": {"warmup_s": 20}}))
+    assert unknown(fingerprint(RunInfo(folder))) == ["load model", "ramp-up (s)", "hold (s)", "provider", "host CPUs",
+                                                     "accelerator"]
+
+
+# three A/A trials' differences (log ratios) and within-run standard errors, and what they give, by hand:
+# w = 1/s² = 400, 625, 156.25 (Σ 1181.25); Σ w d = 40 − 31.25 + 31.25 = 40, mean = 40 / 1181.25 = 0.0338624;
+# Σ w d² = 4 + 1.5625 + 6.25 = 11.8125; Q = 11.8125 − 40² / 1181.25 = 10.4580026;
+# Σ w² / Σ w = 575039.0625 / 1181.25 = 486.8055556, so Σ w − that = 694.4444444;
+# DL τ² = (Q − 2) / 694.4444444 = 0.0121795; known-zero τ₀² = (11.8125 − 3) / 1181.25 = 0.0074603
+D, S = np.array([0.10, -0.05, 0.20]), np.array([0.05, 0.04, 0.08])
+
+
+def test_dersimonian_laird_against_a_hand_computed_value():
+    mean, tau2 = dersimonian_laird(D, S)
+    assert mean == pytest.approx(0.0338624, abs=1e-7)
+    assert tau2 == pytest.approx(0.0121795, abs=1e-7)
+    assert tau2_known_zero(D, S) == pytest.approx(0.0074603, abs=1e-7)
+    # one trial, mean known to be 0: d² − s², never below 0
+    assert tau2_known_zero(np.array([0.2]), np.array([0.05])) == pytest.approx(0.04 - 0.0025)
+    assert tau2_known_zero(np.array([0.02]), np.array([0.05])) == 0.0
+    # trials that agree within their noise: no between-run variance
+    assert dersimonian_laird(np.array([0.01, -0.01, 0.0]), S)[1] == 0.0
+
+
+def test_the_meta_regression_form_reduces_to_dersimonian_laird():
+    coef, q, tau2 = dl_regression(D, S ** 2, np.ones((3, 1)))
+    assert (coef[0], q, tau2) == pytest.approx((0.0338624, 10.4580026, 0.0121795), abs=1e-7)
+    _, _, none = dl_regression(D[:2], S[:2] ** 2, np.column_stack([np.ones(2), [1, -1]]))
+    assert math.isnan(none)             # as many fitted terms as trials: τ² cannot be estimated
+
+
+def test_the_within_run_se_is_recovered_from_an_interval():
+    t = stats.t.ppf(0.975, 7)
+    assert within_se("ratio", 1.2 * math.exp(-t * 0.05), 1.2 * math.exp(t * 0.05), 7) == pytest.approx(0.05)
+    assert within_se("difference", -1.0 - t * 0.3, -1.0 + t * 0.3, 7) == pytest.approx(0.3)
+    assert math.isnan(within_se("ratio", None, 1.3, 7))
+
+
+def test_satterthwaite():
+    assert satterthwaite([(1.0, 10), (0.0, 1)]) == 10            # no between-run variance: the run's own df
+    assert satterthwaite([(1.0, 10), (1.0, 2)]) == pytest.approx(4.0 / (0.1 + 0.5))
+
+
+def report(folder):
+    done = subprocess.run([sys.executable, "-m", "report", "run", str(folder)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads((folder / "verdict.json").read_text()), (folder / "summary.md").read_text()
+
+
+def aa_d_s(folder, figure="tps"):
+    """An A/A verdict.json's log ratio and within-run se, recomputed here from its interval and df."""
+    record = json.loads((folder / "verdict.json").read_text())
+    e, df = record["effects"][figure], record["method"]["df"][figure]
+    s = (math.log(e["ci_within"]["high"]) - math.log(e["ci_within"]["low"])) / 2 / stats.t.ppf(0.975, df)
+    return math.log(e["estimate"]), s
+
+
+def widened_by_hand(record, tau2, k, figure="tps"):
+    e, df = record["effects"][figure], record["method"]["df"][figure]
+    lo, hi = math.log(e["ci_within"]["low"]), math.log(e["ci_within"]["high"])
+    se = (hi - lo) / 2 / stats.t.ppf(0.975, df)
+    total = se ** 2 + tau2
+    df_total = total ** 2 / (se ** 4 / df + tau2 ** 2 / k)
+    half = stats.t.ppf(0.975, df_total) * math.sqrt(total)
+    return e["estimate"] * math.exp(-half), e["estimate"] * math.exp(half)
+
+
+def test_a_150_user_run_is_calibrated_by_the_150_user_aa_runs_only(tmp_path):
+    """A 20-user A/A beside a 150-user A/B run is named and not used; one 150-user A/A gives τ² = d² − s²; a
+    second gives the known-zero estimate over both, with DerSimonian–Laird's beside; the interval is widened by
+    hand the same way."""
+    aa20 = write_run(tmp_path / "20261123T070000Z-aa20", paired_samples(31, seconds=SECONDS, bias=1.3), design=AA,
+                     load={"users": 20})
+    aa1 = write_run(tmp_path / "20261123T080000Z-aa", paired_samples(32, seconds=SECONDS, bias=1.2), design=AA)
+    ab = write_run(tmp_path / "20261123T090000Z-ab", paired_samples(33, seconds=SECONDS, effect=1.1))
+    for folder in (aa20, aa1):
+        report(folder)
+    record, summary = report(ab)
+    assert record["calibration"]["trials"] == [aa1.name]
+    assert record["calibration"]["unused"] == {aa20.name: "users 20, not 150"}
+    assert f"A/A runs here that do not calibrate this one: {aa20.name} (users 20, not 150)." in summary
+    assert f"within-run noise + between-run variance from 1 matching A/A trial ({aa1.name})" in record["interval"]
+    d, s = aa_d_s(aa1)
+    tau2 = max(0.0, d * d - s * s)
+    assert tau2 > 0 and record["calibration"]["figures"]["tps"]["tau2"] == pytest.approx(tau2, rel=1e-9)
+    tps = record["effects"]["tps"]
+    assert (tps["low"], tps["high"]) == pytest.approx(widened_by_hand(record, tau2, 1), rel=1e-9)
+    assert tps["low"] < tps["ci_within"]["low"] and tps["high"] > tps["ci_within"]["high"]
+
+    aa2 = write_run(tmp_path / "20261123T100000Z-aa", paired_samples(34, seconds=SECONDS, bias=0.95), design=AA)
+    aa_record, aa_summary = report(aa2)  # later than the A/B run: it calibrates it too
+    record, summary = report(ab)
+    assert record["calibration"]["trials"] == [aa1.name, aa2.name]
+    (d1, s1), (d2, s2) = aa_d_s(aa1), aa_d_s(aa2)
+    w1, w2 = 1 / s1 ** 2, 1 / s2 ** 2
+    tau0 = max(0.0, (w1 * d1 ** 2 + w2 * d2 ** 2 - 2) / (w1 + w2))
+    mean = (w1 * d1 + w2 * d2) / (w1 + w2)
+    q = w1 * (d1 - mean) ** 2 + w2 * (d2 - mean) ** 2
+    tau_dl = max(0.0, (q - 1) / (w1 + w2 - (w1 ** 2 + w2 ** 2) / (w1 + w2)))
+    figures = record["calibration"]["figures"]["tps"]
+    assert figures["tau2"] == pytest.approx(tau0, rel=1e-9) and figures["aa_mean"] == pytest.approx(mean, rel=1e-9)
+    assert figures["tau2_dl"] == pytest.approx(tau_dl, rel=1e-9, abs=1e-15)
+    tps = record["effects"]["tps"]
+    assert (tps["low"], tps["high"]) == pytest.approx(widened_by_hand(record, tau0, 2), rel=1e-9)
+    assert "DerSimonian–Laird's τ" in summary and "from 2 matching A/A trials" in summary
+
+    # an A/A run keeps its within-run interval, and names the matching A/A runs beside it
+    assert aa_record["effects"]["tps"]["low"] == aa_record["effects"]["tps"]["ci_within"]["low"]
+    assert not aa_record["calibration"]["applied"]
+    assert (f"**Intervals:** within-run noise only: an A/A run calibrates the A/B runs of its load (matching A/A "
+            f"trials beside it: {aa1.name})") in aa_summary
