@@ -177,3 +177,36 @@ def test_a_150_user_run_is_calibrated_by_the_150_user_aa_runs_only(tmp_path):
     assert not aa_record["calibration"]["applied"]
     assert (f"**Intervals:** within-run noise only: an A/A run calibrates the A/B runs of its load (matching A/A "
             f"trials beside it: {aa1.name})") in aa_summary
+
+
+def test_a_crossover_series_adds_its_own_between_trial_variance():
+    """Four trials, two per orientation, one of them 30 % off: τ² by DerSimonian–Laird around the orientation
+    groups' weighted means (what a fit of effect + s·bias is with two orientations), computed here per group; the
+    combined interval is the within-trial one widened by τ²·Σc², c = 1/4 per trial."""
+    from report.stats.combine import combine
+
+    from .test_uncertainty import _trial
+    trials = [_trial(2000, False, 1.0, 1.2), _trial(2001, True, 1.0, 1.2), _trial(2002, False, 1.3, 1.2),
+              _trial(2003, True, 1.0, 1.2)]
+    c = combine(trials)["tps"]
+    points = np.array([math.log(t.analysis.effects["tps"].estimate) for t in trials])
+    var = np.array([np.var(np.log(t.analysis.replicates["tuned"]["tps"] / t.analysis.replicates["default"]["tps"]),
+                           ddof=1) for t in trials])
+    w = 1 / var
+    q, trace = 0.0, w.sum()
+    for group in ([0, 2], [1, 3]):          # straight, swapped
+        mean = np.sum(w[group] * points[group]) / np.sum(w[group])
+        q += np.sum(w[group] * (points[group] - mean) ** 2)
+        trace -= np.sum(w[group] ** 2) / np.sum(w[group])
+    tau2 = max(0.0, (q - 2) / trace)
+    assert c.q == pytest.approx(q, rel=1e-9) and c.tau2 == pytest.approx(tau2, rel=1e-9) and tau2 > 0
+    e = c.effect
+    df = sum(t.analysis.df("tps") for t in trials)
+    se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
+    between = tau2 * 4 * (1 / 4) ** 2
+    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 2)
+    half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
+    assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
+    assert c.inflated > 1.5
+    two = combine(trials[:2])["tps"]       # one trial per orientation: τ² cannot be estimated, nothing added
+    assert math.isnan(two.tau2) and math.isnan(two.effect.within_low)
