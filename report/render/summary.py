@@ -232,7 +232,7 @@ def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, 
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
     lines += [f"**Verdict:** {sentence}", ""]
-    if calibration is not None:
+    if calibration is not None and analysis is not None:     # without a paired window there is no interval
         lines += [calibration_words(calibration, design(run)["kind"]), ""]
     lines += [_run_line(run), "", _warmup_line(warmup_s, warmup_source), ""]
     lines += design_lines(run)

@@ -146,7 +146,7 @@ def calibration_words(calibration: Calibration, kind: str) -> str:
         text += (f" Beyond their own noise, the A/A trials' differences spread by τ = {_spreads(calibration)} "
                  f"(around no difference, so a steady twin bias counts in{_dl_words(calibration)}). Each interval: "
                  "estimate ± t·√(se² + τ²), t with Satterthwaite's degrees of freedom (few A/A trials: wide).")
-        if min(c.k for c in calibration.figures.values() if c.k) == 1:
+        if min((c.k for c in calibration.figures.values() if c.k), default=0) == 1:
             text += (" One A/A trial gives a very uncertain τ (used rather than none): repeat the A/A "
                      "(./start.sh --aa --repeat 3).")
         text += " The within-run intervals alone: verdict.json `ci_within`."

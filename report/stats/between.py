@@ -139,13 +139,15 @@ def calibrate(lookup: AALookup) -> Calibration:
     return Calibration(lookup, {figure: _figure(lookup, figure) for figure in FIGURES})
 
 
-def widen_effect(effect: Effect, cal: FigureCalibration) -> None:
-    """The effect's interval with the between-run variance; its within-run interval kept in within_low/high."""
+def widen_effect(effect: Effect, cal: FigureCalibration) -> bool:
+    """The effect's interval with the between-run variance (True), its within-run interval kept in within_low/high;
+    False when there is nothing to widen."""
     if not effect.has_interval or not cal.k or (effect.kind == "difference" and effect.default == effect.tuned == 0):
-        return      # nothing to widen; or no errors on either machine: exactly none, said so
+        return False    # no interval, no calibration of this figure; or no errors on either machine: exactly none
     se = within_se(effect.kind, effect.low, effect.high, effect.df)
     effect.within_low, effect.within_high = effect.low, effect.high
     effect.low, effect.high, effect.df = widen(effect.kind, effect.estimate, se, effect.df, cal.tau2, cal.k)
+    return True
 
 
 def apply(analysis: Analysis | None, calibration: Calibration) -> None:
@@ -153,9 +155,8 @@ def apply(analysis: Analysis | None, calibration: Calibration) -> None:
     own: it is what calibrates the others)."""
     if analysis is None or not calibration.trials:
         return
-    for figure, effect in analysis.effects.items():
-        widen_effect(effect, calibration.figures[figure])
-    calibration.applied = True
+    widened = [widen_effect(effect, calibration.figures[figure]) for figure, effect in analysis.effects.items()]
+    calibration.applied = any(widened)
 
 
 def record(calibration: Calibration) -> dict[str, Any]:
