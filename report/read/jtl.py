@@ -39,7 +39,8 @@ def error_name(code: str, message: str, failure_message: str) -> str:
         return f"{exception}: {detail}" if detail and detail != exception else exception
     if code.isdigit():
         if code.startswith(("4", "5")) or not failure_message:
-            return f"HTTP {code} {message}".rstrip()
+            reason = "" if message == code else message     # a reason phrase that only repeats the code
+            return f"HTTP {code} {reason}".rstrip()
         return f"assertion: {failure_message[:80]}"
     return code or failure_message[:80] or "unknown error"
 

@@ -28,8 +28,16 @@ PATTERNS = (
     # systemd's words for a service that died or was restarted (a plain "Started" is a normal start)
     ("journal.txt", "service failed or restarted",
      re.compile(r"Main process exited|Failed with result|Scheduled restart job|restart counter is at")),
+    # the journal starts at the mark before the load: a service stopped in it was stopped during the run (but the
+    # lab's own recorder, which collection stops)
+    ("journal.txt", "service stopped during the run",
+     re.compile(r"systemd\[1\]: Stopped (?!lab-pmlogger)\S+\.service")),
     ("app.log", "OutOfMemoryError", re.compile(r"OutOfMemoryError")),
     ("app.log", "ERROR lines", re.compile(r"\bERROR\b")),
+    # the HTTP client's I/O failures toward the external service (logged at INFO by its retry handler)
+    ("app.log", "calls to the backend failed",
+     re.compile(r"NoHttpResponseException|HttpHostConnectException|ConnectException|Connection refused|"
+                r"SocketTimeoutException|Read timed out")),
     ("gc.log", "full GCs", re.compile(r"Pause Full")),
     ("gc.log", "to-space exhausted / evacuation failure", re.compile(r"To-space exhausted|Evacuation Failure", re.I)),
     ("httpd-error.log", "proxy errors", re.compile(r"\[proxy[^\]]*:error\]|AH0(0898|1102|0957|1114|0940)")),

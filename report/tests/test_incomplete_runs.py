@@ -147,3 +147,23 @@ def test_a_machine_that_never_answered_is_called_so(run_copy):
     jtl.write_text("\n".join([lines[0], *failed]) + "\n")
     first = summary_of(run_copy).splitlines()[2]
     assert "tuned never answered successfully (from " in first and "+0 s): 100 % HTTP 503 Service Unavailable" in first
+
+
+def test_log_hints_name_a_stopped_backend_and_the_calls_that_failed(run_copy):
+    """Lines as a backend outage left them (run 20261127T155529Z-fault-backend-outage): systemd stopping the mock,
+    Apache HttpClient's retry handler logging the failed calls at INFO; the lab's own recorder stopping at
+    collection is not a hint."""
+    from report.read.logs import log_hints
+    logs = run_copy / "tuned" / "logs"
+    (logs / "journal.txt").write_text(
+        "2026-11-27T16:00:57+0000 lab-tuned systemd[1]: Stopped mock-service.service - Mock of the external "
+        "service the Camel routes call.\n"
+        "2026-11-27T16:02:40+0000 lab-tuned systemd[1]: Stopped lab-pmlogger.service - PCP archive of lab run x.\n")
+    with open(logs / "app.log", "a") as f:
+        f.write("2026-11-27 16:00:52,527 INFO  [Camel (camel-tuning-app) thread #4 - compose] o.a.http.impl.execchain."
+                "RetryExec - I/O exception (org.apache.http.NoHttpResponseException) caught when processing request "
+                "to {}->http://127.0.0.1:9080: The target server failed to respond\n")
+    hints = {h.what: h for h in log_hints(run_copy / "tuned")}
+    assert hints["service stopped during the run"].count == 1
+    assert "mock-service.service" in hints["service stopped during the run"].first
+    assert hints["calls to the backend failed"].count >= 1 and "9080" in hints["calls to the backend failed"].first

@@ -15,6 +15,7 @@ HEADER = ("timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataT
      "org.apache.http.NoHttpResponseException: 127.0.0.1:8081 failed to respond"),
     ("Non HTTP response code: java.net.ConnectException", "", "", "java.net.ConnectException"),
     ("502", "Bad Gateway", "", "HTTP 502 Bad Gateway"),
+    ("502", "502", "", "HTTP 502"),          # seen: the app's 502 through AJP came with the code as its reason
     ("404", "", "", "HTTP 404"),
     ("200", "OK", "Test failed: text expected to contain /customerId/",
      "assertion: Test failed: text expected to contain /customerId/"),
