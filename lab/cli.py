@@ -13,7 +13,7 @@ from lab import lock, machines, paths, steps
 from lab.experiment import check, disk, load, record, reporting, run, sweep
 from lab.experiment.run import milliseconds, rates, seconds
 from lab.machines import box, lifecycle, memory, netns, prereqs, settings, vagrant
-from lab.provision import hosts, jars, knob_sets, knobs, playbook
+from lab.provision import hosts, hosts_down, jars, knob_sets, knobs, playbook
 
 DESCRIPTION = """\
 Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) under the same load.
@@ -291,7 +291,7 @@ def dispatch(args, opts: run.Options | None) -> int:
         run.validate(opts, s)        # bad knobs are named before anything else is looked at
     if args.command == "down" and args.hosts is not None:    # real hosts: the lab's firewall and HTTPD off them
         with steps.step(f"the lab off the hosts of {args.hosts} (its firewall table, HTTPD)"):
-            hosts.down(args.hosts, steps.note)
+            hosts_down.down(args.hosts, steps.note)
         return 0
     owner = netns.foreign_owner() if opts is None or opts.hosts is None else None   # hosts: no namespace
     if owner and args.command in ("up", "down", "exec", "sweep", "ablate", None):

@@ -22,7 +22,7 @@ from lab import lock, paths, steps
 from lab.experiment import design, load, record, reporting
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
-from lab.provision import hosts, knob_sets, knobs, playbook
+from lab.provision import hosts_down, knob_sets, knobs, playbook
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 
@@ -155,14 +155,14 @@ def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
 
 def take_down(opts: Options, log=steps.note) -> None:
     """--down: the VMs destroyed; real hosts (--hosts) keep everything but lose the lab's firewall table and HTTPD
-    (hosts.down), as `./start.sh down --hosts` does."""
+    (hosts_down.down), as `./start.sh down --hosts` does."""
     if not opts.down:
         return
     if opts.hosts is None:
         lifecycle.down()
         return
     with steps.step(f"the lab off the hosts of {opts.hosts} (its firewall table, HTTPD)"):
-        hosts.down(opts.hosts, log)
+        hosts_down.down(opts.hosts, log)
 
 
 def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:

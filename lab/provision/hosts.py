@@ -28,10 +28,7 @@ from lab.provision import playbook
 LOADGEN = "loadgen"                              # the inventory group of JMeter's remote engines
 STATE = paths.STATE_DIR / "hosts"               # ssh_config, known_hosts, inventory.yml of the hosts mode
 CHECK_PLAYBOOK = paths.ANSIBLE_DIR / "check_hosts.yml"
-DOWN_PLAYBOOK = paths.ANSIBLE_DIR / "down_hosts.yml"   # the lab's firewall table and HTTPD gone, nothing else
 CHECK_TIMEOUT_S = 300
-DOWN_TIMEOUT_S = 600
-DOWN_SAID = re.compile(r'^ok: \[(?P<host>[^\]]+)\] => (?P<json>\{.*"lab-down: .*\})\s*$')   # down_hosts.yml's last line
 # the host variables that say how to reach a host; the others (become settings, interpreter) pass through as given
 REACH_VARS = ("ansible_host", "ansible_user", "ansible_port", "ansible_ssh_private_key_file", "ansible_connection")
 # Variables the lab does not copy into the files it writes (.lab/hosts/): passwords and other secrets by their name,
@@ -272,7 +269,7 @@ def check(inv: Inventory, state: Path = STATE, timeout_s: float = CHECK_TIMEOUT_
             raise HostsError(f"checking the hosts took over {timeout_s:.0f} s (ansible-playbook check_hosts.yml): "
                              "a host that accepts SSH but does not finish logging in?") from None
         facts = {p.stem: json.loads(p.read_text()) for p in Path(facts_dir).glob("*.json")}
-    problems = {host: _why(result, inv.hosts.get(host), state / "known_hosts")
+    problems = {host: why(result, inv.hosts.get(host), state / "known_hosts")
                 for host, result in host_failures(done.stdout)}
     for name in inv.hosts:
         if name not in facts and name not in problems:
@@ -301,7 +298,7 @@ def host_failures(output: str) -> list[tuple[str, dict]]:
     return out
 
 
-def _why(result: dict, host: Host | None, known_hosts: Path) -> str:
+def why(result: dict, host: Host | None, known_hosts: Path) -> str:
     msg = " ".join(str(result.get("msg", "")).split())
     if result.get("unreachable") and re.search(r"REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification "
                                                  r"failed", msg, re.I) and host is not None:
@@ -342,36 +339,3 @@ def prepare(path: Path | str, log=print, state: Path = STATE) -> dict:
             "hosts": {side: h.name for side, h in inv.targets.items()}, "memory_mb": memory, "facts": facts,
             "ssh_ports": {side: h.port for side, h in inv.targets.items()},
             "loadgens": {name: {"address": h.address, "connection": h.connection} for name, h in inv.loadgens.items()}}
-
-
-def down(path: Path | str, log=print, state: Path = STATE) -> None:
-    """`./start.sh down --hosts INVENTORY`: the hosts checked as for a run (their keys too), then down_hosts.yml
-    deletes the lab's table inet camel_lab and stops HTTPD, which needs it; no other table or rule of a host is
-    touched and the lab's packages and files stay. HostsError naming the hosts where it failed."""
-    reached = prepare(path, log, state)
-    command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", reached["inventory"], str(DOWN_PLAYBOOK)]
-    env = {**playbook.ansible_env(), "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-           "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false"}
-    try:
-        done = subprocess.run(command, cwd=paths.ANSIBLE_DIR, env=env, capture_output=True, text=True,
-                              timeout=DOWN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise HostsError(f"removing the lab from the hosts took over {DOWN_TIMEOUT_S} s "
-                         f"(ansible-playbook {DOWN_PLAYBOOK.name})") from None
-    failed = host_failures(done.stdout)
-    if done.returncode != 0 or failed:
-        inv = read(path)
-        lines = [f"  {name}: {_why(result, inv.hosts.get(name), state / 'known_hosts')}" for name, result in failed]
-        tail = "\n    ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
-        raise HostsError("the lab could not be removed from every host (the others are done):\n"
-                         + ("\n".join(lines) or f"  ansible-playbook exited {done.returncode}:\n    {tail}"))
-    removed = {}
-    for line in done.stdout.splitlines():
-        said = DOWN_SAID.match(line)
-        if said:
-            removed[said.group("host")] = json.loads(said.group("json")).get("msg", "").removeprefix("lab-down: ")
-    for side, name in reached["hosts"].items():
-        units = [u for u in removed.get(side, "").split(",") if u]
-        log(f"{side} ({name}): " + (f"stopped and disabled {', '.join(units)} (the table inet camel_lab goes with "
-                                    f"its unit); nothing else touched" if units else
-                                    "no unit of the lab found: nothing to remove"))

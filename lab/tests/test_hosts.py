@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import yaml
 
-from lab.provision import hosts
+from lab.provision import hosts, hosts_down
 
 
 def inventory(tmp_path, text: str, name: str = "hosts.yml"):
@@ -215,10 +215,10 @@ def test_the_targets_admit_this_machine_as_they_saw_it_and_every_generator(tmp_p
 
 
 def test_down_runs_its_playbook_on_every_host_and_names_one_it_cannot_reach(tmp_path):
-    """hosts.down checks the hosts as a run does, then runs down_hosts.yml on them (here: this machine twice, with no
-    HTTPD and no lab table, so nothing is found to remove); an unreachable host is named and nothing runs."""
+    """hosts_down.down checks the hosts as a run does, then runs down_hosts.yml on them (here: this machine twice,
+    with no HTTPD and no lab table, so nothing is found to remove); an unreachable host is named, nothing runs."""
     said = []
-    hosts.down(inventory(tmp_path, """
+    hosts_down.down(inventory(tmp_path, """
         all:
           hosts:
             default: {ansible_connection: local, ansible_host: 127.0.0.2}
@@ -227,7 +227,7 @@ def test_down_runs_its_playbook_on_every_host_and_names_one_it_cannot_reach(tmp_
     assert said[-2:] == ["default (default): no unit of the lab found: nothing to remove",
                          "tuned (tuned): no unit of the lab found: nothing to remove"]
     with pytest.raises(hosts.HostsError) as failure:
-        hosts.down(inventory(tmp_path, """
+        hosts_down.down(inventory(tmp_path, """
             all:
               hosts:
                 default: {ansible_connection: local}

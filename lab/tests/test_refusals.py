@@ -8,7 +8,7 @@ import pytest
 
 from lab import cli, paths
 from lab.experiment import record, run, trial
-from lab.provision import hosts, playbook
+from lab.provision import hosts, hosts_down, playbook
 
 FIXTURE = paths.ROOT / "report" / "tests" / "fixtures" / "20261122T215957Z-fixture"
 
@@ -100,12 +100,12 @@ def test_users_that_do_not_divide_between_the_generators_are_refused_before_anyt
 
 
 def test_down_with_hosts_takes_the_lab_off_them_and_up_with_hosts_is_refused(tmp_path, monkeypatch, capsys):
-    """`down --hosts INV` (either order) runs hosts.down on that inventory, never the VMs' down nor the namespace
+    """`down --hosts INV` (either order) runs hosts_down.down on that inventory, never the VMs' down nor the namespace
     check; `up --hosts` is refused (exit 2), and --down is a run option that works with --hosts."""
     inventory = tmp_path / "hosts.yml"
     inventory.write_text("# read by the stand-in only\n")
     calls = []
-    monkeypatch.setattr(hosts, "down", lambda path, log: calls.append(("hosts.down", path)))
+    monkeypatch.setattr(hosts_down, "down", lambda path, log: calls.append(("hosts.down", path)))
     monkeypatch.setattr(cli.lifecycle, "down", lambda: calls.append(("vms.down",)))
     monkeypatch.setattr(cli.netns, "foreign_owner", lambda: calls.append(("netns",)))
     assert cli.main(["down", "--hosts", str(inventory)]) == 0
