@@ -119,14 +119,17 @@ class Record:
         """The disk filled during `phase`: the run failed there (unless it already had), and the files written
         since `since` (epoch s; the phase's start) may be incomplete."""
         self.full_at = self.full_at or phase
-        incomplete = sorted(set(self.data.get("incomplete") or []) | set(written_since(self.path.parent, since)))
-        changes = {"incomplete": incomplete or None}
+        changes = {"incomplete": self.with_incomplete(written_since(self.path.parent, since)) or None}
         if self.data.get("status") in ("running", "complete"):     # else the first thing that went wrong stays
             changes.update(status="failed", stopped_at=phase, error=f"disk full at {phase}: "
                            + (disk.low(self.path.parent) or "no space left on the device"))
         self.data.update(changes)
         if save:
             self.save()
+
+    def with_incomplete(self, names: list[str]) -> list[str]:
+        """run.json's incomplete files (paths inside the run folder) and these, sorted, each once."""
+        return sorted(set(self.data.get("incomplete") or []) | set(names))
 
     def reserve(self, size: int = RESERVE_BYTES) -> None:
         """Room for the last run.json, freed when the disk fills (release_reserve)."""

@@ -177,7 +177,7 @@ class TrialRun:
             cut = [str(w.file.path.relative_to(self.run_dir)) for w in (self.watch, self.alive)
                    if w is not None and w.file is not None and w.file.cut]
             if cut:         # a watch that could not write its CSV went on counting: run.json has its summary
-                self.record.update(incomplete=sorted(set(self.record.data.get("incomplete") or []) | set(cut)))
+                self.record.update(incomplete=self.record.with_incomplete(cut))
         finish.finish(self.t, self.record, self.run_dir, self.run_id, self.marked_at, self.log,
                       addresses=self.addresses, dead=dead, ports=self.ssh_ports)
 

@@ -260,8 +260,7 @@ def check(inv: Inventory, state: Path = STATE, timeout_s: float = CHECK_TIMEOUT_
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(check_inventory),
                    "-e", json.dumps({"lab_facts_dir": facts_dir}), str(CHECK_PLAYBOOK)]
         env = {**os.environ, "ANSIBLE_CONFIG": str(paths.ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-               "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-               "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false", "ANSIBLE_HOST_KEY_CHECKING": "True"}
+               **playbook.JSON_RESULTS, "ANSIBLE_HOST_KEY_CHECKING": "True"}
         try:
             done = subprocess.run(command, cwd=paths.ANSIBLE_DIR, env=env, capture_output=True, text=True,
                                   timeout=timeout_s)

@@ -22,8 +22,7 @@ def down(path: Path | str, log=print, state: Path = hosts.STATE) -> None:
     host's outcome logged. hosts.HostsError naming the hosts where it failed."""
     reached = hosts.prepare(path, log, state)
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", reached["inventory"], str(DOWN_PLAYBOOK)]
-    env = {**playbook.ansible_env(), "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-           "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false"}
+    env = {**playbook.ansible_env(), **playbook.JSON_RESULTS}
     try:
         done = subprocess.run(command, cwd=paths.ANSIBLE_DIR, env=env, capture_output=True, text=True,
                               timeout=DOWN_TIMEOUT_S)

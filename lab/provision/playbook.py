@@ -37,6 +37,10 @@ STAMP = paths.STATE_DIR / "provisioned.json"
 FULL_PLAY = "Provision the lab machines"       # site.yml's play of the machines' roles
 
 
+# Ansible's default callback, each result on one line as JSON (its json callback is not in ansible-core): what
+# FAILED_LINE and the readers of a play's results parse
+JSON_RESULTS = {"ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
+                "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false"}
 FAILED_LINE = re.compile(r"^(?:failed|fatal): \[(?P<host>[^\]]+)\].*? => (?P<json>\{.*\})\s*$")
 
 
@@ -86,10 +90,7 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(path), "-e", f"@{values}",
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
                    *insist_memory_vars(insist_memory), str(ANSIBLE_DIR / "validate.yml")]
-        env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-               # the default callback, each result on one line as JSON (its json callback is not in ansible-core)
-               "ANSIBLE_STDOUT_CALLBACK": "default", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
-               "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false"}
+        env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
         done = subprocess.run(command, cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True)
     if done.returncode == 0:
         return
