@@ -74,6 +74,8 @@ def add_run_options(add) -> None:
         help=f"steps model: a stage is sustained only with p99 at or under this (default "
              f"{d.p99_target_ms / 1000:g}s; also errors ≤ 0.1 %% and ≥ 90 %% of the offered rate served)")
     add("--no-keep-alive", action="store_true", help="a new connection per request (closed model)")
+    add("--cores", choices=("swap", "fixed"), default="swap", help="swap (default): pinned machines trade host "
+        "cores half-way through the measured window (a core's bias cancels); fixed: each keeps its own")
     add("--tls", action="store_true",
         help="the load over HTTPS through HTTPD's TLS front (443, the lab's self-signed certificate)")
     add("--label", default="", help="added to the run folder's name, e.g. threads200")
@@ -201,7 +203,7 @@ def run_options(args) -> run.Options:
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
                        knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts,
-                       insist_memory=args.insist_memory)
+                       insist_memory=args.insist_memory, cores=args.cores)
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
 
 

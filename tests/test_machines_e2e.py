@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the report package, to read what it wrote
 from lab.experiment import collect  # noqa: E402
-from lab.machines import netns, settings  # noqa: E402
+from lab.machines import netns, settings, vagrant  # noqa: E402
 from report import CHARTS, RunInfo, load_machine, read_metrics  # noqa: E402
 from report.tests.test_metric_list import read_by_report  # noqa: E402
 
@@ -332,6 +332,19 @@ def test_the_start_was_equal_and_the_verdict_has_intervals(short_run):
     effects = json.loads((short_run["folder"] / "verdict.json").read_text())["effects"]
     tps = effects["tps"]
     assert tps["low"] is not None and tps["low"] <= tps["estimate"] <= tps["high"]
+
+
+def test_the_machines_traded_host_cores_half_way_through_the_measured_window(short_run):
+    """Issue 36: a core's bias falls on both machines within one trial; each has its own cores back after."""
+    record = run_json(short_run)
+    swap = record["core_swap"]
+    assert swap["mode"] == "swap" and swap["at_s"] == 120 and not swap["error"], swap   # 30 s + (210 - 30) s / 2
+    started = record["load"]["test_start_ms"] / 1000
+    assert started + 100 < swap["swapped_at"] < started + 140, (started, swap)
+    assert "host cores swapped between the machines" in (short_run["folder"] / "summary.md").read_text()
+    if os.environ.get("LAB_E2E_RUN_FOLDER") is None:
+        shown = {vm: vagrant.vcpu_placement(vm) for vm in record["placement"]}
+        assert shown == record["placement"], shown
 
 
 def test_every_run_explains_itself(short_run):

@@ -39,6 +39,8 @@ class Options:
     repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
     aa: str | None = None        # A/A: both machines run this configuration
     tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
+    cores: str = "swap"          # swap: the machines trade host cores half-way through the measured window
+                                 # (lab/experiment/core_swap.py); fixed: each keeps its own
     knob_sets: dict = field(default_factory=dict)   # side -> knob set, where a side runs another set than its name
     # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/provision/hosts.py)
     hosts: Path | None = None

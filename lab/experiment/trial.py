@@ -21,6 +21,7 @@ from lab import lock, machines, paths, steps
 from lab.experiment import (
     check,
     collect,
+    core_swap,
     design,
     disk,
     finish,
@@ -150,14 +151,17 @@ class TrialRun:
                                                                                                 self.log),
                                                ports=self.ssh_ports)
             self.alive.start()
+            swap = self.swap_cores()
             remote = recording = None
             try:
                 with contextlib.ExitStack() as on_generators:
                     remote, recording = on_generators_of(self.run_id, self.run_dir, self.resolved, on_generators,
                                                          self.log)
                     result = load.run(self.run_dir, self.targets(), opts.profile, wrap=reach.wrap,
-                                      progress=self.log, beside=self.watch, engines=remote)
+                                      progress=self.log, beside=core_swap.Beside(self.watch, swap), engines=remote)
             finally:    # what the generators could not do is kept whatever the load did
+                if swap is not None:        # each machine on its own cores again, whatever the load did
+                    self.record.update(core_swap=swap.stop())
                 if remote is not None:
                     self.record.update(loadgen_problems={**remote.problems, **recording.problems} or None)
             self.record.update(load=record.load_record(opts, result))
@@ -180,6 +184,16 @@ class TrialRun:
                 self.record.update(incomplete=self.record.with_incomplete(cut))
         finish.finish(self.t, self.record, self.run_dir, self.run_id, self.marked_at, self.log,
                       addresses=self.addresses, dead=dead, ports=self.ssh_ports)
+
+    def swap_cores(self) -> core_swap.CoreSwap | None:
+        """The machines' cores traded half-way through the measured window (core_swap.py), or kept and why:
+        run.json's core_swap says which before the load begins."""
+        cpusets = {} if self.opts.reached else self.resolved.get("cpusets") or {}
+        planned = core_swap.plan(self.opts.cores, cpusets, self.opts.profile, self.opts.effective_warmup_s)
+        self.record.update(core_swap=planned)
+        if planned["mode"] != "swap":
+            return None
+        return core_swap.CoreSwap(cpusets, planned["at_s"], vagrant.pin, vagrant.vcpu_placement, log=self.log)
 
     # -- what the phases derive --------------------------------------------------------------------------------
 

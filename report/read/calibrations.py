@@ -21,7 +21,8 @@ SIZE = {"closed": ("users",), "open": ("rate_per_s",), "steps": ("step_rates",)}
 REQUIRED = ("model", "ramp_up_s", "hold_s", "provider", "host_cpus")
 WORDS = {"model": "load model", "users": "users", "rate_per_s": "rate (req/s)", "step_rates": "stage rates (req/s)",
          "ramp_up_s": "ramp-up (s)", "hold_s": "hold (s)", "keep_alive": "keep-alive", "scheme": "scheme",
-         "mix": "request mix", "provider": "provider", "accelerator": "accelerator", "host_cpus": "host CPUs"}
+         "mix": "request mix", "provider": "provider", "accelerator": "accelerator", "host_cpus": "host CPUs",
+         "cores": "host cores"}
 # what a calibrating verdict.json must hold beyond records.VERDICT: the t quantile's degrees of freedom per
 # figure and, when the report widened its interval, the within-run one
 _AA = {"method": {"df": MapOf(NUMBER)}, "effects": MapOf({"ci_within": {"low": NUMBER, "high": NUMBER}})}
@@ -31,8 +32,9 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
     """What must be alike for one run's A/A to calibrate another: the load model and its size (closed: users;
     open: the arrival rate; steps: the stage rates), the ramp-up, the hold (closed, open: duration_s; steps: the
     stage length step_s; compared within a factor of HOLD_FACTOR), keep-alive, scheme and request mix, and the
-    host facts that change the noise: provider (libvirt VMs or real hosts), libvirt's accelerator (kvm, tcg) and
-    the host's CPU count. None where run.json does not say."""
+    host facts that change the noise: provider (libvirt VMs or real hosts), libvirt's accelerator (kvm, tcg), the
+    host's CPU count and whether the machines swapped host cores half-way (a fixed placement keeps a core's bias
+    that a swap cancels). None where run.json does not say."""
     load = run.load
     model = load.get("model")
     rates = load.get("step_rates")
@@ -43,8 +45,9 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
           "host_cpus": run.get("host", "cpus")}
     for key in SIZE.get(str(model), ()):
         fp[key] = tuple(rates) if key == "step_rates" and rates is not None else load.get(key)
-    if fp["provider"] != "hosts":       # real hosts have no accelerator of the lab's
+    if fp["provider"] != "hosts":       # real hosts have no accelerator nor pinned cores of the lab's
         fp["accelerator"] = run.get("accelerator")
+        fp["cores"] = run.cores
     return fp
 
 

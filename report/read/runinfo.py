@@ -27,6 +27,7 @@ RUN_JSON = {
     "finish_errors": MapOf(str), "collect_errors": MapOf((str, list)), "loadgen_problems": MapOf(str),
     "liveness": MapOf({"probes": int, "failed": int, "dead_at": NUMBER, "back_at": NUMBER, "deaths": int}),
     "service_starts": {"spread_s": NUMBER},
+    "core_swap": {"mode": str, "why": str, "at_s": NUMBER, "after_s": NUMBER, "swapped_at": NUMBER, "error": str},
     "load_generator": dict, "knob_diff": dict,
     "machines": MapOf({"knobs": dict, "versions": dict}),
 }
@@ -80,6 +81,15 @@ class RunInfo:
             return {}
         nested = load.get("profile") if isinstance(load.get("profile"), dict) else {}
         return {**nested, **{k: v for k, v in load.items() if k != "profile" and v is not None}}
+
+    @property
+    def cores(self) -> str | None:
+        """'swapped' when the machines traded host cores half-way through the measured window (core_swap in
+        run.json), 'fixed' when each kept its own (runs before the swap existed too), None on real hosts."""
+        swap = self.get("core_swap", default={})
+        if swap.get("mode") == "swap" and swap.get("swapped_at"):     # set only when the swap itself succeeded
+            return "swapped"
+        return None if self.get("provider") == "hosts" else "fixed"
 
     @property
     def warmup_s(self) -> float | None:

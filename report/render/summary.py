@@ -103,6 +103,12 @@ def _run_line(run: RunInfo) -> str:
         bits.append(f"real hosts from {run.get('inventory', default='an inventory')}")
     elif run.get("provider") or run.get("accelerator"):
         bits.append(f"{run.get('provider', default='?')} / {run.get('accelerator', default='?')}")
+        swap = run.get("core_swap", default={})
+        if run.cores == "swapped":
+            bits.append(f"host cores swapped between the machines {swap.get('after_s', swap.get('at_s', '?')):.0f} s "
+                        "into the load")
+        elif swap:
+            bits.append(f"host cores fixed ({swap.get('error') or swap.get('why') or 'not swapped'})")
     host = run.get("host", default={})
     if host:
         bits.append(f"host {host.get('cpus', '?')} CPUs, {host.get('memory_mb', '?')} MB")

@@ -42,6 +42,7 @@ def run_with(tmp_path, load=None, **host):
     ({}, {"provider": "hosts"}, "provider hosts, not libvirt"),
     ({}, {"host": {"cpus": 8}}, "host CPUs 8, not 2"),
     ({"ramp_up_s": None}, {}, "its run.json does not record the ramp-up (s)"),
+    ({}, {"core_swap": {"mode": "swap", "at_s": 240, "swapped_at": 1.8e9}}, "host cores swapped, not fixed"),
 ])
 def test_an_aa_of_another_load_or_host_does_not_match(tmp_path, load, host, why):
     mine = run_with(tmp_path / "a")
@@ -57,6 +58,8 @@ def test_the_same_load_matches_with_a_hold_within_a_factor_of_two(tmp_path):
     assert mismatch(run_with(tmp_path / "s1", steps),
                     run_with(tmp_path / "s3", {**steps, "step_rates": [10, 20, 30]})) == \
         "stage rates (req/s) 10, 20, 30, not 10, 20, 40"
+    failed_swap = {"mode": "swap", "at_s": 240, "swapped_at": None, "error": "swap: virsh refused"}
+    assert mismatch(mine, run_with(tmp_path / "f", core_swap=failed_swap)) is None    # its cores stayed fixed
     hosts = run_with(tmp_path / "r1", provider="hosts", accelerator=None)
     assert "accelerator" not in hosts and mismatch(hosts, run_with(tmp_path / "r2", provider="hosts")) is None
 
