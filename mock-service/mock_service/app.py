@@ -1,8 +1,12 @@
 """The API: routing, handlers, and the knobs applied around them (limit, errors, latency, metrics).
 
-Order for an API request: over --max-concurrent → 503 at once (no latency: an overloaded service
-refuses fast); else maybe an injected error (the request then has no effect); then the answer waits
-out the sampled latency and is recorded in the metrics. /health and /metrics bypass all knobs.
+Which answers a request: /__mock/health and /__mock/metrics (the mock's own, always); then the first stub that
+matches (--stubs, stubs.py); then the built-in customer API with its /health and /metrics (--builtin on); else
+404, counted as unmatched and named in the metrics.
+
+Order for an API request (a stub's or a built-in endpoint's): over --max-concurrent → 503 at once (no latency:
+an overloaded service refuses fast); else maybe an injected error (the request then has no effect); then the
+answer waits out the sampled latency and is recorded in the metrics. Health and metrics bypass all knobs.
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ from .data import DataSet
 from .httpproto import Connection, Request
 from .latency import ENDPOINTS, Behaviour
 from .metrics import Metrics
+from .stub_files import load
+from .stubs import Stub
 
 JSON = b"application/json"
 PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
@@ -46,8 +52,13 @@ class App:
         self.data = DataSet(settings.seed, settings.customers, settings.payload_size,
                             settings.orders_per_customer, settings.max_created)
         self.behaviour = Behaviour(settings)
-        self.metrics = Metrics(ENDPOINTS, {"version": __version__, "event_loop": event_loop,
-                                           "seed": str(settings.seed)})
+        self.builtin = settings.builtin
+        self.stubs = load(settings.stubs) if settings.stubs else None      # StubError names a bad stub
+        stubbed = {s.label: s.status for s in self.stubs.stubs} if self.stubs else {}
+        endpoints = (ENDPOINTS if self.builtin else ()) + (self.stubs.labels if self.stubs else ())
+        self.metrics = Metrics(endpoints, {"version": __version__, "event_loop": event_loop,
+                                           "seed": str(settings.seed), "stubs": str(len(stubbed))},
+                               usual=stubbed)
         self.max_concurrent = settings.max_concurrent
         self.error_status = settings.error_status
         self.in_flight = 0
@@ -63,16 +74,25 @@ class App:
     # --- dispatch ----------------------------------------------------------------------------------
 
     def on_request(self, conn: Connection, req: Request) -> None:
+        if req.path.startswith("/__mock/"):
+            self._other(conn, req, self._own(req.method, req.path[len("/__mock"):]))
+            return
+        if self.stubs is not None:
+            stub = self.stubs.match(req.method, req.path, req.query, req.headers)
+            if stub is not None:
+                self._stubbed(conn, req, stub)
+                return
+            if not self.builtin:
+                self.metrics.unmatched_request(req.method, req.path)
+                self._other(conn, req, "unmatched")
+                return
         endpoint, cid = self._route(req.method, req.path)
         handler = self._handlers.get(endpoint)
         if handler is None:
             self._other(conn, req, endpoint)
             return
-        if self.max_concurrent and self.in_flight >= self.max_concurrent:
-            self.metrics.rejected += 1
-            self._finish(conn, req, endpoint, 503, _BUSY, b"", counted=False)
+        if self._refused(conn, req, endpoint):
             return
-        self.in_flight += 1
         if self.behaviour.fails():
             self.metrics.injected[endpoint] += 1
             status, body, extra = self.error_status, _INJECTED, b""
@@ -90,12 +110,36 @@ class App:
         else:
             self._finish(conn, req, endpoint, status, body, extra)
 
+    def _refused(self, conn: Connection, req: Request, endpoint: str) -> bool:
+        """Over --max-concurrent: 503 at once (True); else the request counts as in flight."""
+        if self.max_concurrent and self.in_flight >= self.max_concurrent:
+            self.metrics.rejected += 1
+            self._finish(conn, req, endpoint, 503, _BUSY, b"", counted=False)
+            return True
+        self.in_flight += 1
+        return False
+
+    def _stubbed(self, conn: Connection, req: Request, stub: Stub) -> None:
+        """A stub's answer, rendered at load, through the same limit, injected errors and delays."""
+        if self._refused(conn, req, stub.label):
+            return
+        if self.behaviour.fails():
+            self.metrics.injected[stub.label] += 1
+            answer = (stub.label, self.error_status, _INJECTED, b"", True, JSON)
+        else:
+            answer = (stub.label, stub.status, stub.body, stub.extra_headers, True, stub.content_type)
+        delay = self.behaviour.stub_delay_s(stub)
+        if delay > 0:
+            asyncio.get_running_loop().call_at(req.arrived + delay, self._finish, conn, req, *answer)
+        else:
+            self._finish(conn, req, *answer)
+
     def _finish(self, conn: Connection, req: Request, endpoint: str, status: int, body: bytes,
-                extra: bytes, counted: bool = True) -> None:
+                extra: bytes, counted: bool = True, content_type: bytes = JSON) -> None:
         if counted:
             self.in_flight -= 1
         self.metrics.observe(endpoint, status, time.perf_counter() - req.started)
-        conn.respond(status, body, JSON, extra)
+        conn.respond(status, body, content_type, extra)
 
     def _other(self, conn: Connection, req: Request, endpoint: str) -> None:
         if endpoint == "health":
@@ -105,23 +149,28 @@ class App:
             body = self.metrics.render(self.in_flight, len(self.connections), _names(req.query))
         elif endpoint == "method_not_allowed":
             status, body, ctype = 405, _error(f"method {req.method} not allowed on {req.path}"), JSON
+        elif endpoint == "unmatched":
+            status, body, ctype = 404, _error(f"no stub matches {req.method} {req.path}"), JSON
         else:
             status, body, ctype = 404, _error(f"no such resource: {req.path}"), JSON
         self.metrics.observe(endpoint, status, 0.0)
         conn.respond(status, body, ctype)
 
     @staticmethod
-    def _route(method: str, path: str) -> tuple[str, int]:
+    def _own(method: str, path: str) -> str:
+        """The mock's own endpoints (/health, /metrics; under /__mock/ whatever else answers)."""
+        if path in ("/health", "/metrics"):
+            return path[1:] if method == "GET" else "method_not_allowed"
+        return "not_found"
+
+    @classmethod
+    def _route(cls, method: str, path: str) -> tuple[str, int]:
         """(endpoint name, customer id or 0). Unknown paths → not_found, wrong methods → method_not_allowed."""
         if len(path) > 1 and path.endswith("/"):
             path = path[:-1]
         parts = path.split("/")
         if len(parts) < 2 or parts[1] != "customers":
-            if path == "/health" and method == "GET":
-                return "health", 0
-            if path == "/metrics" and method == "GET":
-                return "metrics", 0
-            return ("method_not_allowed" if path in ("/health", "/metrics") else "not_found"), 0
+            return cls._own(method, path), 0
         if len(parts) == 2:
             return ("customer_post" if method == "POST" else "method_not_allowed"), 0
         if not parts[2].isdigit() or len(parts) > 4:

@@ -44,6 +44,9 @@ class Settings:
     event_loop: str = "auto"
     shutdown_timeout: float = 10.0
     backlog: int = 1024
+    stubs: str = ""                     # a directory of stubs in WireMock's mapping format (stubs.py); "": none
+    builtin: bool = True                # the customer API (off: only the stubs answer, and /__mock/*)
+    extra_ports: tuple[int, ...] = ()   # more ports the same service answers on (a service with several backends)
 
     def describe(self) -> str:
         """The effective settings as one log line (key=value, flag names)."""
@@ -52,6 +55,10 @@ class Settings:
             value = getattr(self, f.name)
             if f.name == "endpoint_latency":
                 value = ";".join(f"{n}={d}" for n, d in value) or "none"
+            elif f.name == "extra_ports":
+                value = ",".join(map(str, value)) or "none"
+            elif f.name == "stubs":
+                value = value or "none"
             elif isinstance(value, bool):
                 value = "on" if value else "off"
             elif isinstance(value, float) and value.is_integer():
@@ -111,6 +118,23 @@ def _host(text: str) -> str:
     return value
 
 
+def _directory(text: str) -> str:
+    value = text.strip()
+    if value and not os.path.isdir(value):
+        raise ValueError(f"{text!r} is not a directory")
+    return value
+
+
+def _ports(text: str) -> tuple[int, ...]:
+    ports = []
+    for item in (i for i in text.split(",") if i.strip()):
+        port = _int(1, 65535)(item)
+        if port in ports:
+            raise ValueError(f"port {port} is given twice")
+        ports.append(port)
+    return tuple(ports)
+
+
 def _endpoint_latency(items: Sequence[str]) -> tuple[tuple[str, Distribution], ...]:
     result: dict[str, Distribution] = {}
     for item in items:
@@ -150,6 +174,11 @@ _OPTIONS: list[tuple[str, str, Callable[[str], object], str]] = [
      "event loop; auto takes uvloop when installed"),
     ("shutdown-timeout", "S", _float(0, 3600), "on SIGTERM, wait this long for requests in flight"),
     ("backlog", "N", _int(1, 65535), "listen backlog"),
+    ("stubs", "DIR", _directory,
+     "stubs in WireMock's JSON mapping format (DIR/mappings/*.json, bodies in DIR/__files), answered before the "
+     "built-in API; requests no stub matches get 404 and are counted"),
+    ("builtin", "on|off", _bool, "the built-in customer API (off: only the stubs and /__mock/* answer)"),
+    ("extra-ports", "P1,P2", _ports, "more TCP ports the same service answers on, e.g. 8082,8083"),
 ]
 
 
@@ -170,6 +199,8 @@ def _build_parser() -> argparse.ArgumentParser:
         default = getattr(defaults, flag.replace("-", "_"))
         if isinstance(default, bool):
             default = "on" if default else "off"
+        elif default in ("", ()):
+            default = "none"
         parser.add_argument(f"--{flag}", metavar=metavar, default=None,
                             help=f"{help_text} [env {env_name(flag)}, default {default}]")
     parser.add_argument("--endpoint-latency", metavar="ENDPOINT=DIST", action="append", default=None,
@@ -209,7 +240,12 @@ def parse(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None =
         except ValueError as e:
             raise ConfigError(f"{source}: {e}") from None
 
-    return Settings(**values)
+    settings = Settings(**values)
+    if not settings.builtin and not settings.stubs:
+        raise ConfigError("--builtin off needs --stubs DIR: nothing would answer")
+    if settings.port in settings.extra_ports:
+        raise ConfigError(f"--extra-ports: {settings.port} is already --port")
+    return settings
 
 
 def parse_or_exit(argv: Sequence[str] | None = None) -> Settings:

@@ -79,14 +79,30 @@ class Behaviour:
         self._rng = random.Random(f"behaviour/{settings.seed}")
         overrides = dict(settings.endpoint_latency)
         self._dist = {name: overrides.get(name, settings.latency) for name in ENDPOINTS}
+        self._default = settings.latency
         self._cap_ms = settings.latency_cap
         self._slow_p = settings.slow_probability
         self._slow_ms = settings.slow_delay
         self._error_rate = settings.error_rate
 
     def delay_s(self, endpoint: str) -> float:
-        dist = self._dist[endpoint]
-        ms = dist.params[0] if dist.kind == "fixed" else dist.sample_ms(self._rng)
+        return self._with_tail(self._sample(self._dist[endpoint]))
+
+    def stub_delay_s(self, stub) -> float:
+        """A stub's own delay (fixed plus its distribution, capped at its maxValue), or --latency when it has none;
+        then the slow tail and --latency-cap, as for the built-in endpoints."""
+        if not stub.has_delay():
+            return self._with_tail(self._sample(self._default))
+        ms = stub.fixed_ms
+        if stub.delay is not None:
+            sampled = self._sample(stub.delay)
+            ms += sampled if stub.delay_cap_ms is None else min(sampled, stub.delay_cap_ms)
+        return self._with_tail(ms)
+
+    def _sample(self, dist: Distribution) -> float:
+        return dist.params[0] if dist.kind == "fixed" else dist.sample_ms(self._rng)
+
+    def _with_tail(self, ms: float) -> float:
         if self._slow_p and self._rng.random() < self._slow_p:
             ms += self._slow_ms
         return min(ms, self._cap_ms) / 1000.0

@@ -11,16 +11,18 @@ import os
 import time
 
 # seconds; spans the sub-millisecond answers at 0 ms latency up to the slow tail
+MAX_UNMATCHED_PATHS = 50      # distinct (method, path) named; the rest counted as "other"
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 class Metrics:
-    def __init__(self, endpoints: tuple[str, ...], info: dict[str, str]) -> None:
+    def __init__(self, endpoints: tuple[str, ...], info: dict[str, str], usual: dict[str, int] | None = None) -> None:
         self._info = info
         self._start = time.time()
-        # the usual answers exist at 0 from the start; other codes appear when they first occur
-        usual = {"customer_post": 201, "customer_delete": 204}
+        # the usual answers exist at 0 from the start (a stub's: its status); other codes appear when they first occur
+        usual = {"customer_post": 201, "customer_delete": 204, **(usual or {})}
         self.requests: dict[tuple[str, int], int] = {(e, usual.get(e, 200)): 0 for e in endpoints}
+        self.unmatched: dict[tuple[str, str], int] = {}     # (method, path) no stub matched → count
         self.injected: dict[str, int] = dict.fromkeys(endpoints, 0)
         self.rejected = 0
         self._buckets = {e: [0] * (len(BUCKETS) + 1) for e in endpoints}
@@ -34,6 +36,13 @@ class Metrics:
         if buckets is not None:
             buckets[bisect.bisect_left(BUCKETS, seconds)] += 1
             self._sum[endpoint] += seconds
+
+    def unmatched_request(self, method: str, path: str) -> None:
+        """Counted by method and path, at most MAX_UNMATCHED_PATHS of them named (the rest: path "other")."""
+        key = (method, path)
+        if key not in self.unmatched and len(self.unmatched) >= MAX_UNMATCHED_PATHS:
+            key = ("other", "other")
+        self.unmatched[key] = self.unmatched.get(key, 0) + 1
 
     def render(self, in_flight: int, connections: int, names: frozenset[str] | None = None) -> bytes:
         """The page; with `names` only those samples (by sample name, e.g. mock_http_request_duration_seconds_sum)
@@ -69,9 +78,19 @@ class Metrics:
             add(f'mock_injected_errors_total{{endpoint="{endpoint}"}} {self.injected[endpoint]}\n')
         add("# HELP mock_rejected_requests_total API requests refused with 503 (--max-concurrent).\n"
             f"# TYPE mock_rejected_requests_total counter\nmock_rejected_requests_total {self.rejected}\n")
+        if self.unmatched:
+            add("# HELP mock_unmatched_requests_total Requests no stub matched (answered 404), by method and path.\n"
+                "# TYPE mock_unmatched_requests_total counter\n")
+            for (method, path), n in sorted(self.unmatched.items()):
+                add(f'mock_unmatched_requests_total{{method="{_escape(method)}",path="{_escape(path)}"}} {n}\n')
         add(_process_metrics(self._start))
         text = "".join(out)
         return (text if names is None else _only(text, names)).encode()
+
+
+def _escape(value: str) -> str:
+    """A label value as the exposition format wants it: backslash, quote and line feed escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")[:200]
 
 
 def _only(text: str, names: frozenset[str]) -> str:

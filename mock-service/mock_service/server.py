@@ -10,6 +10,7 @@ from . import __version__
 from .app import App
 from .config import ConfigError, Settings
 from .httpproto import Connection, ServerState
+from .stub_files import StubError
 
 
 def log(message: str) -> None:
@@ -37,15 +38,18 @@ async def serve(settings: Settings, loop_name: str, stop: asyncio.Event | None =
     app = App(settings, loop_name)
     state = ServerState(app.on_request, settings.keep_alive)
     app.connections = state.connections
-    server = await loop.create_server(lambda: Connection(state), settings.host, settings.port,
-                                      backlog=settings.backlog, reuse_address=True)
-    port = server.sockets[0].getsockname()[1]
+    servers = [await loop.create_server(lambda: Connection(state), settings.host, port,
+                                        backlog=settings.backlog, reuse_address=True)
+               for port in (settings.port, *settings.extra_ports)]   # one App behind every port
+    port = servers[0].sockets[0].getsockname()[1]
     stop = stop or asyncio.Event()
     received: list[str] = []
     if handle_signals:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), stop.set()))
-    log(f"{__version__} listening on http://{settings.host}:{port} (running on {loop_name}) "
+    also = "".join(f", :{p}" for p in settings.extra_ports)
+    stubs = f"; {len(app.stubs.stubs)} stub(s) from {app.stubs.source}" if app.stubs else ""
+    log(f"{__version__} listening on http://{settings.host}:{port}{also} (running on {loop_name}{stubs}) "
         f"{settings.describe()}")
     if on_ready:
         on_ready(port)
@@ -54,7 +58,8 @@ async def serve(settings: Settings, loop_name: str, stop: asyncio.Event | None =
     busy = sum(1 for c in state.connections if c.busy)
     log(f"{received[0] if received else 'stop'} received: no new connections; waiting up to "
         f"{settings.shutdown_timeout:g} s for {busy} request(s) in flight")
-    server.close()
+    for server in servers:
+        server.close()
     state.drain()
     try:
         await asyncio.wait_for(state.drained.wait(), settings.shutdown_timeout)
@@ -72,8 +77,12 @@ def run(settings: Settings) -> int:
     with asyncio.Runner(loop_factory=factory) as runner:
         try:
             runner.run(serve(settings, name))
+        except StubError as e:   # a stub the mock cannot serve as WireMock would: nothing started
+            print(f"mock-service: error: --stubs {settings.stubs}: {e}", file=sys.stderr)
+            return 2
         except OSError as e:  # e.g. the port is taken or the host does not resolve: nothing started
-            print(f"mock-service: error: cannot listen on --host {settings.host} --port {settings.port}: "
+            ports = ",".join(map(str, (settings.port, *settings.extra_ports)))
+            print(f"mock-service: error: cannot listen on --host {settings.host} --port(s) {ports}: "
                   f"{e.strerror or e}", file=sys.stderr)
             return 2
     return 0
