@@ -1,0 +1,105 @@
+"""A service descriptor, checked before anything starts (lab/experiment/service.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
+
+from lab.experiment import service
+
+ACTUATOR = ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.65.jar", "spring-boot-actuator-2.7.3.jar")
+
+
+def descriptor(tmp_path, **fields):
+    """services-like folder: the jar, stubs and plan beside a descriptor with `fields` over a good one."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    boot_jar(tmp_path / "svc.jar", libs=ACTUATOR)
+    (tmp_path / "stubs" / "mappings").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "stubs" / "mappings" / "backend.json").write_text(json.dumps(
+        {"request": {"method": "GET", "urlPathPattern": "/customers/[0-9]+"}, "response": {"jsonBody": {"id": 1}}}))
+    plan(tmp_path)
+    good = {"name": "shop", "jar": "svc.jar", "port": 9966, "proxy_path": "/shop/", "health": "/shop/actuator/health",
+            "check": {"path": "/shop/api/owners", "status": 200}, "properties": {"backend.url": "{mock}"},
+            "mock": {"stubs": "stubs", "extra_ports": [8082]}, "load": {"plan": "my.jmx"}}
+    good.update(fields)
+    path = tmp_path / "shop.yml"
+    path.write_text(yaml.safe_dump({k: v for k, v in good.items() if v is not None}))
+    return path
+
+
+def test_a_good_descriptor_with_what_its_jar_says(tmp_path):
+    svc = service.load(str(descriptor(tmp_path)))
+    assert (svc.name, svc.port, svc.proxy_path, svc.check_path, svc.check_status) == \
+        ("shop", 9966, "/shop/", "/shop/api/owners", 200)
+    assert (svc.facts.boot_line, svc.facts.tomcat_major, svc.facts.actuator) == ("2.7", 9, True)
+    assert svc.mock.stubs == tmp_path / "stubs" and svc.mock.extra_ports == (8082,) and not svc.mock.builtin
+    assert svc.plan.samplers == ("GET owners",) and svc.properties == {"backend.url": "{mock}"}
+
+
+def test_a_service_is_found_by_name_in_services():
+    assert service.find("petclinic") == service.SERVICES / "petclinic.yml"
+    assert str(service.find("my/own.yml")) == "my/own.yml"
+
+
+def test_health_defaults_to_actuator_and_is_required_without_it(tmp_path):
+    assert service.load(str(descriptor(tmp_path, health=None))).health == "/actuator/health"
+    path = descriptor(tmp_path, health=None)
+    boot_jar(tmp_path / "svc.jar")          # no actuator in it
+    with pytest.raises(service.ServiceError, match="health: missing, and the jar has no actuator"):
+        service.load(str(path))
+
+
+def refusal(tmp_path, said, make_jar=None, fields=None):
+    path = descriptor(tmp_path, **(fields or {}))
+    if make_jar:
+        make_jar(tmp_path / "svc.jar")
+    with pytest.raises(service.ServiceError) as refused:
+        service.load(str(path))
+    assert str(refused.value).startswith(f"{path}: ") and said in str(refused.value), str(refused.value)
+
+
+@pytest.mark.parametrize(("fields", "jar", "said"), [
+    ({"jar": "missing.jar"}, None, "jar: "),
+    ({}, lambda p: boot_jar(p, manifest=None), "jar: "),
+    ({}, lambda p: boot_jar(p, {**BOOT32, "Spring-Boot-Version": "4.0.3"}), "jar: Spring Boot 4.0.3: the lab's kit "
+     "covers Spring Boot 2.7 and 3.x"),
+    ({}, lambda p: boot_jar(p, {**BOOT2, "Spring-Boot-Version": "2.6.1"}), "jar: Spring Boot 2.6.1"),
+    ({}, lambda p: boot_jar(p, BOOT32, libs=("tomcat-embed-core-10.1.48.jar",), major=65),
+     "jar: compiled for Java 21; the machines run OpenJDK 17"),
+    ({}, lambda p: boot_jar(p, libs=("undertow-core-2.2.19.Final.jar",)), "jar: its web server is undertow"),
+    ({"colour": "blue"}, None, "colour: not a descriptor field"),
+    ({"name": "Shop Service"}, None, "name: must be 1–40 lower-case letters"),
+    ({"port": 8009}, None, "port: 8009 is the AJP connector's port on the machines"),
+    ({"port": "9966"}, None, "port: must be a whole number from 1024 to 65535, got '9966'"),
+    ({"proxy_path": "/shop"}, None, "proxy_path: must end with /"),
+    ({"check": {"path": "shop"}}, None, "check.path: must be a URL path starting with /"),
+    ({"properties": {"server.port": 1}}, None, "properties.server.port: set by the lab"),
+    ({"mock": {"builtin": False}}, None, "mock: neither stubs nor builtin"),
+    ({"mock": {"stubs": "stubs", "extra_ports": [9966]}}, None, "mock.extra_ports: 9966 is the service's port"),
+    ({"mock": {"stubs": "nowhere"}}, None, "mock.stubs: "),
+    ({"load": {"plan": "my.jmx", "users": 5}}, None, "load: must be {plan: FILE.jmx}"),
+])
+def test_what_the_lab_cannot_run_is_refused_naming_the_field(tmp_path, fields, jar, said):
+    refusal(tmp_path, said, jar, fields)
+
+
+def test_stubs_and_plans_are_checked_as_the_mock_and_jmeter_will_take_them(tmp_path):
+    path = descriptor(tmp_path)
+    (tmp_path / "stubs" / "mappings" / "bad.json").write_text(json.dumps(
+        {"request": {"url": "/a"}, "response": {"proxyBaseUrl": "http://real.example.com"}}))
+    with pytest.raises(service.ServiceError, match="mock.stubs: mappings/bad.json: response.proxyBaseUrl: proxying"):
+        service.load(str(path))
+    path = descriptor(tmp_path / "p")
+    plan(tmp_path / "p", [SAMPLER.format(name="GET owners", on="true", domain="shop.example.com", port="")])
+    with pytest.raises(service.ServiceError, match="load.plan: .*'GET owners': domain is 'shop.example.com'"):
+        service.load(str(path))
+
+
+def test_a_missing_descriptor_names_the_services_there_are(tmp_path):
+    with pytest.raises(service.ServiceError, match=r"no such service descriptor .*in services/: "):
+        service.load(str(tmp_path / "nothing.yml"))
+    (tmp_path / "bad.yml").write_text("name: [unclosed")
+    with pytest.raises(service.ServiceError, match="not valid YAML"):
+        service.load(str(tmp_path / "bad.yml"))
