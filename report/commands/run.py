@@ -17,10 +17,12 @@ from report.render import capacity
 from report.render.charts import render
 from report.render.flame import flame_sections
 from report.render.html import render_html
+from report.render.labels import label_lines, label_record
 from report.render.panels import CHARTS
 from report.render.summary import render_summary
 from report.render.verdict import verdict_json, verdict_record, verdict_sentence
 from report.stats import between
+from report.stats.labels import by_label
 from report.stats.machine import load_machine
 from report.stats.runs import analyse_machines
 
@@ -54,8 +56,11 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
         between.apply(analysis, calibration)
     sentence = verdict_sentence(run, machines, analysis)
     profiles = load_profiles(run)
-    summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration, profiles)
-    verdict = verdict_json(verdict_record(run, machines, analysis, sentence, calibration))
+    labelled, left_out = by_label(machines, analysis)
+    summary = render_summary(run, machines, warmup_s, source, sentence, analysis, calibration, profiles,
+                             per_label=label_lines(labelled, left_out))
+    verdict = verdict_json({**verdict_record(run, machines, analysis, sentence, calibration),
+                            "labels": label_record(labelled)})
     charts = [(chart, render(chart, list(machines.values()), warmup_s)) for chart in CHARTS]
     stepped = capacity.chart(run, machines)
     if stepped is not None:

@@ -234,7 +234,7 @@ def _gc(machine: Machine) -> str:
 
 def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, warmup_source: str, sentence: str,
                    analysis: Analysis | None = None, calibration: Calibration | None = None,
-                   profiles: Profiles | None = None) -> str:
+                   profiles: Profiles | None = None, per_label: list[str] | None = None) -> str:
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
     lines += [f"**Verdict:** {sentence}", ""]
@@ -245,6 +245,7 @@ def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, 
     lines += ["## Results", ""] + resultstable(machines, analysis) + [""]
     lines += capacity_lines(run, machines)
     lines += uncertainty_lines(analysis)
+    lines += per_label or []        # report/render/labels.py
     lines += steady_lines(machines)
     lines += stops_section(machines)
     lines += saturation_lines(run, machines)

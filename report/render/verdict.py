@@ -193,7 +193,8 @@ def verdict_sentence(run: RunInfo, machines: dict[str, Machine], analysis: Analy
     return "; ".join(parts) + "." if parts else "No load results in this run folder."
 
 
-def _num(x: Any) -> Any:
+def json_number(x: Any) -> Any:
+    """A figure as verdict.json holds it: None for a missing (None or NaN) one."""
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
@@ -201,7 +202,7 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
                    calibration: Calibration) -> dict[str, Any]:
     """verdict.json: the design, the paired window, each effect with its interval (and the within-run one), what the
     intervals include and the A/A calibration behind them, steady states."""
-    kind = design(run)["kind"]
+    kind, num = design(run)["kind"], json_number
     record = {"run_id": run.run_id, "status": run.status, "design": design(run), "verdict": sentence,
               "interval": interval_basis(calibration, kind), "calibration": calibration_record(calibration),
               "effects": {}, "steady": {}, "stopped": {}}
@@ -212,14 +213,14 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
         for figure in FIGURES:
             e = analysis.effects[figure]
             record["effects"][figure] = {
-                "kind": e.kind, "default": _num(e.default), "tuned": _num(e.tuned), "estimate": _num(e.estimate),
-                "low": _num(e.low) if e.has_interval else None, "high": _num(e.high) if e.has_interval else None,
-                "detectable": e.detectable, "why_not": e.why_not or None, "df": _num(e.df) if e.has_interval else None,
-                "ci_within": dict(zip(("low", "high"), map(_num, e.within), strict=True)) if e.has_interval else None}
+                "kind": e.kind, "default": num(e.default), "tuned": num(e.tuned), "estimate": num(e.estimate),
+                "low": num(e.low) if e.has_interval else None, "high": num(e.high) if e.has_interval else None,
+                "detectable": e.detectable, "why_not": e.why_not or None, "df": num(e.df) if e.has_interval else None,
+                "ci_within": dict(zip(("low", "high"), map(num, e.within), strict=True)) if e.has_interval else None}
     for m in machines.values():
         if m.steady is not None:
-            record["steady"][m.name] = {"settled": m.steady.settled, "start_s": _num(m.steady.start_s),
-                                        "drift": _num(m.steady.drift), "why": m.steady.why or None}
+            record["steady"][m.name] = {"settled": m.steady.settled, "start_s": json_number(m.steady.start_s),
+                                        "drift": json_number(m.steady.drift), "why": m.steady.why or None}
         record["stopped"][m.name] = None if m.stop is None else m.stop.at - m.t0
     return record
 
