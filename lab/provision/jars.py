@@ -1,5 +1,5 @@
-"""The app jars of the stacks a run uses, built on the host with the Maven wrapper when missing or older than
-their sources; built on a thread of their own while the machines come up."""
+"""The jars the lab builds on the host with the Maven wrapper when missing or older than their sources: the app jars
+of the stacks a run uses (on a thread of their own while the machines come up) and the tuning kit (kit/README.md)."""
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,18 +16,34 @@ class JarError(RuntimeError):
 
 
 APP_DIR = paths.ROOT / "app"
+KIT_DIR = paths.ROOT / "kit" / "core"
+KIT_JAR = KIT_DIR / "target" / "lab-kit.jar"
 
 
 STACKS = ("camel3", "camel4")
 
 
+def _fresh(jar: Path, folders: list[Path], extra: list[Path]) -> bool:
+    sources = [p for d in folders for p in d.rglob("*") if p.is_file() and "target" not in p.parts] + extra
+    return jar.exists() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
+
+
+def ensure_kit(log=print) -> Path:
+    """kit/core/target/lab-kit.jar, built when missing or older than its sources (~20 s)."""
+    if _fresh(KIT_JAR, [KIT_DIR], []):
+        return KIT_JAR
+    log("building the tuning kit (Maven)")
+    shell.run(["./mvnw", "-B", "-ntp", "-q", "-f", str(KIT_DIR / "pom.xml"), "package", "-DskipTests"],
+              "building the tuning kit failed", error=JarError, lines=40, cwd=APP_DIR)
+    if not KIT_JAR.exists():
+        raise JarError(f"building the tuning kit: Maven succeeded but left no {KIT_JAR}")
+    return KIT_JAR
+
+
 def ensure_jar(stack: str, log=print) -> Path:
     """The app jar of a stack, built with the Maven wrapper when missing or older than its sources."""
     jar = APP_DIR / stack / "target" / f"camel-tuning-app-{stack}.jar"
-    sources = [p for d in ("common", stack) for p in (APP_DIR / d).rglob("*")
-               if p.is_file() and "target" not in p.parts] + [APP_DIR / "pom.xml"]
-    newest = max(p.stat().st_mtime for p in sources)
-    if jar.exists() and jar.stat().st_mtime >= newest:
+    if _fresh(jar, [APP_DIR / "common", APP_DIR / stack], [APP_DIR / "pom.xml"]):
         return jar
     log(f"building the {stack} jar (Maven, ~1–2 min)")
     shell.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", stack, "-am"],

@@ -34,13 +34,13 @@ from lab.provision import jars, playbook
 @pytest.mark.parametrize("text,want", [("90", 90), ("90s", 90), ("5m", 300), ("1h", 3600), ("1h30m", 5400),
                                        ("2m10s", 130)])
 def test_durations(text, want):
-    assert cli.seconds(text) == want
+    assert run.seconds(text) == want
 
 
 @pytest.mark.parametrize("text", ["", "5x", "m", "-5", "1.5m", "h"])
 def test_bad_durations(text):
     with pytest.raises(Exception, match="not a duration"):
-        cli.seconds(text)
+        run.seconds(text)
 
 
 def test_run_id_is_utc_stamp_and_label():

@@ -1,0 +1,168 @@
+"""`./start.sh service check NAME|PATH`: a service brought to the lab, checked on this host before any machine is
+used (issue 38). The descriptor, its jar, its stubs and its plan are checked as a run would (service.py); then the
+service starts once here, natively, with the tuning kit on its class path as the machines will have it, and its
+mock when it has one: the health URL must answer 200 within the descriptor's start_timeout_s. It says how long
+the start took and what the JVM held once ready (resident memory, threads), the first figures of what the
+service needs on a 512 MB machine.
+
+Everything it starts listens on 127.0.0.1 on ports free a moment before, and is stopped by its PID.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import paths
+from lab.experiment import service
+from lab.provision import jarinfo, jars
+
+POLL_S = 0.5
+
+
+class CheckFailed(RuntimeError):
+    """The service did not come up as the lab needs it; the message says what it did instead."""
+
+
+@dataclass
+class Started:
+    pid: int
+    ready_after_s: float
+    rss_mb: float
+    threads: int
+    port: int
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def java_command(svc: service.Service, kit: Path, port: int, mock_url: str | None, java: str = "java") -> list[str]:
+    """The service's own jar, started by Boot's PropertiesLauncher with the kit on loader.path (appended to the jar's
+    class path: the service's classes always win); every setting a system property, so a main() that drops its
+    arguments still gets them."""
+    props = {"server.port": port, "server.address": "127.0.0.1", "loader.path": kit,
+             "loader.main": svc.facts.start_class}
+    for key, value in svc.properties.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        props[key] = text.replace("{mock}", mock_url or "http://127.0.0.1:9")
+    return [java, *(f"-D{k}={v}" for k, v in props.items()), "-cp", str(svc.jar),
+            jarinfo.PROPERTIES_LAUNCHER[svc.facts.loader]]
+
+
+def _answers(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (OSError, ValueError):
+        return None
+
+
+def _footprint(pid: int) -> tuple[float, int]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+
+
+@contextlib.contextmanager
+def running(argv: list[str], log_file: Path) -> Iterator[subprocess.Popen]:
+    """A process of ours, stopped by its PID when done (SIGTERM, then SIGKILL after 20 s)."""
+    with open(log_file, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=log_file.parent)   # its files land in work/
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"
+
+
+def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Started:
+    """The service up natively with the kit (and its mock), its health answered, its footprint read, stopped."""
+    work.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        mock_url = None
+        if svc.mock is not None:
+            mock_port = free_port()
+            argv = [sys.executable, "-m", "mock_service", "--port", str(mock_port),
+                    "--builtin", "on" if svc.mock.builtin else "off",
+                    *(["--stubs", str(svc.mock.stubs)] if svc.mock.stubs else []),
+                    *(["--extra-ports", ",".join(map(str, svc.mock.extra_ports))] if svc.mock.extra_ports else [])]
+            mock = stack.enter_context(running(argv, work / "mock.log"))
+            mock_url = f"http://127.0.0.1:{mock_port}"
+            _wait(lambda: _answers(f"{mock_url}/__mock/health") == 200, 30, mock, work / "mock.log", "the mock")
+        port = free_port()
+        started = time.monotonic()
+        proc = stack.enter_context(running(java_command(svc, kit, port, mock_url), work / "service.log"))
+        health = f"http://127.0.0.1:{port}{svc.health}"
+        log(f"{svc.name}: started natively with the kit (PID {proc.pid}); waiting for {health} to answer 200")
+        _wait(lambda: _answers(health) == 200, svc.start_timeout_s, proc, work / "service.log", svc.name)
+        ready = time.monotonic() - started
+        rss, threads = _footprint(proc.pid)
+        return Started(proc.pid, round(ready, 1), round(rss), threads, port)
+
+
+def _wait(ready, timeout_s: float, proc: subprocess.Popen, log_file: Path, what: str) -> None:
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until:
+        if ready():
+            return
+        if proc.poll() is not None:
+            raise CheckFailed(f"{what} stopped (exit {proc.returncode}) before it answered; its last lines "
+                              f"({log_file}):\n{_tail(log_file)}")
+        time.sleep(POLL_S)
+    raise CheckFailed(f"{what} did not answer within {timeout_s:g} s; its last lines ({log_file}):\n{_tail(log_file)}")
+
+
+def describe(svc: service.Service) -> list[str]:
+    f = svc.facts
+    lines = [f"service {svc.name} ({svc.source})",
+             f"  jar          {svc.jar}: Spring Boot {f.boot_version} ({f.loader} loader), Java {f.java_release}, "
+             f"{f.server} {f.tomcat_version or ''}".rstrip() + (f", Camel {f.camel_version}" if f.camel_version else "")
+             + (", actuator" if f.actuator else "") + (", Micrometer" if f.micrometer else ""),
+             f"  HTTP         port {svc.port}, HTTPD forwards {svc.proxy_path}, health {svc.health}, checked by "
+             f"{svc.check_path} → {svc.check_status}"]
+    if svc.mock:
+        lines.append(f"  backends     the mock: {svc.mock.stubs or 'no stubs'}"
+                     + (", the built-in API" if svc.mock.builtin else "")
+                     + (f", also on ports {', '.join(map(str, svc.mock.extra_ports))}" if svc.mock.extra_ports else ""))
+    if svc.plan:
+        lines.append(f"  load         {svc.plan.path}: samplers {', '.join(svc.plan.samplers)}")
+    return lines
+
+
+def check(name: str, log=print) -> int:
+    """The command: 0 when the service is ready for the lab, 1 (and why) otherwise."""
+    svc = service.load(name)
+    print("\n".join(describe(svc)), flush=True)
+    kit = jars.ensure_kit(log)
+    work = paths.STATE_DIR / "services" / svc.name
+    started = start_once(svc, kit, work, log)
+    print(f"  started      health answered after {started.ready_after_s:g} s; then {started.rss_mb:g} MB resident, "
+          f"{started.threads} threads (JVM flags of its own; the machines have 512 MB)\n"
+          f"ok: {svc.name} can run in the lab", flush=True)
+    return 0
