@@ -40,6 +40,7 @@ class Started:
     rss_mb: float
     threads: int
     port: int
+    metrics_families: int          # families on the kit's metrics page (the names PCP reads)
 
 
 def free_port() -> int:
@@ -48,12 +49,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def java_command(svc: service.Service, kit: Path, port: int, mock_url: str | None, java: str = "java") -> list[str]:
+def java_command(svc: service.Service, kit: Path, port: int, mock_url: str | None, metrics_port: int = 0,
+                 java: str = "java") -> list[str]:
     """The service's own jar, started by Boot's PropertiesLauncher with the kit on loader.path (appended to the jar's
     class path: the service's classes always win); every setting a system property, so a main() that drops its
     arguments still gets them."""
     props = {"server.port": port, "server.address": "127.0.0.1", "loader.path": kit,
-             "loader.main": svc.facts.start_class}
+             "loader.main": svc.facts.start_class, "lab.kit.metrics.port": metrics_port}
     for key, value in svc.properties.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
         props[key] = text.replace("{mock}", mock_url or "http://127.0.0.1:9")
@@ -115,15 +117,27 @@ def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Starte
             mock = stack.enter_context(running(argv, work / "mock.log"))
             mock_url = f"http://127.0.0.1:{mock_port}"
             _wait(lambda: _answers(f"{mock_url}/__mock/health") == 200, 30, mock, work / "mock.log", "the mock")
-        port = free_port()
+        port, metrics_port = free_port(), free_port()
         started = time.monotonic()
-        proc = stack.enter_context(running(java_command(svc, kit, port, mock_url), work / "service.log"))
+        proc = stack.enter_context(running(java_command(svc, kit, port, mock_url, metrics_port),
+                                           work / "service.log"))
         health = f"http://127.0.0.1:{port}{svc.health}"
         log(f"{svc.name}: started natively with the kit (PID {proc.pid}); waiting for {health} to answer 200")
         _wait(lambda: _answers(health) == 200, svc.start_timeout_s, proc, work / "service.log", svc.name)
         ready = time.monotonic() - started
         rss, threads = _footprint(proc.pid)
-        return Started(proc.pid, round(ready, 1), round(rss), threads, port)
+        return Started(proc.pid, round(ready, 1), round(rss), threads, port, _families(metrics_port, work))
+
+
+def _families(port: int, work: Path) -> int:
+    """The kit's metrics page read once (kept in work/metrics.txt): how many families it has."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            page = answer.read().decode()
+    except OSError as e:
+        raise CheckFailed(f"the kit's metrics did not answer on 127.0.0.1:{port}/metrics ({e})") from None
+    (work / "metrics.txt").write_text(page)
+    return sum(1 for line in page.splitlines() if line.startswith("# TYPE "))
 
 
 def _wait(ready, timeout_s: float, proc: subprocess.Popen, log_file: Path, what: str) -> None:
@@ -163,6 +177,7 @@ def check(name: str, log=print) -> int:
     work = paths.STATE_DIR / "services" / svc.name
     started = start_once(svc, kit, work, log)
     print(f"  started      health answered after {started.ready_after_s:g} s; then {started.rss_mb:g} MB resident, "
-          f"{started.threads} threads (JVM flags of its own; the machines have 512 MB)\n"
+          f"{started.threads} threads (JVM flags of its own; the machines have 512 MB); the kit's metrics: "
+          f"{started.metrics_families} families\n"
           f"ok: {svc.name} can run in the lab", flush=True)
     return 0
