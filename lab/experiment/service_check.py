@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -50,12 +51,13 @@ def free_port() -> int:
 
 
 def java_command(svc: service.Service, kit: Path, port: int, mock_url: str | None, metrics_port: int = 0,
-                 java: str = "java") -> list[str]:
+                 ajp_port: int = 0, java: str = "java") -> list[str]:
     """The service's own jar, started by Boot's PropertiesLauncher with the kit on loader.path (appended to the jar's
-    class path: the service's classes always win); every setting a system property, so a main() that drops its
-    arguments still gets them."""
+    class path: the service's classes always win) and its AJP connector on, as HTTPD will speak to it; every setting
+    a system property, so a main() that drops its arguments still gets them."""
     props = {"server.port": port, "server.address": "127.0.0.1", "loader.path": kit,
-             "loader.main": svc.facts.start_class, "lab.kit.metrics.port": metrics_port}
+             "loader.main": svc.facts.start_class, "lab.kit.metrics.port": metrics_port,
+             "lab.kit.ajp.enabled": "true", "lab.kit.ajp.port": ajp_port, "lab.kit.ajp.secret": secrets.token_hex(16)}
     for key, value in svc.properties.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
         props[key] = text.replace("{mock}", mock_url or "http://127.0.0.1:9")
@@ -117,9 +119,9 @@ def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Starte
             mock = stack.enter_context(running(argv, work / "mock.log"))
             mock_url = f"http://127.0.0.1:{mock_port}"
             _wait(lambda: _answers(f"{mock_url}/__mock/health") == 200, 30, mock, work / "mock.log", "the mock")
-        port, metrics_port = free_port(), free_port()
+        port, metrics_port, ajp_port = free_port(), free_port(), free_port()
         started = time.monotonic()
-        proc = stack.enter_context(running(java_command(svc, kit, port, mock_url, metrics_port),
+        proc = stack.enter_context(running(java_command(svc, kit, port, mock_url, metrics_port, ajp_port),
                                            work / "service.log"))
         health = f"http://127.0.0.1:{port}{svc.health}"
         log(f"{svc.name}: started natively with the kit (PID {proc.pid}); waiting for {health} to answer 200")
@@ -129,13 +131,18 @@ def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Starte
         return Started(proc.pid, round(ready, 1), round(rss), threads, port, _families(metrics_port, work))
 
 
-def _families(port: int, work: Path) -> int:
-    """The kit's metrics page read once (kept in work/metrics.txt): how many families it has."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-            page = answer.read().decode()
-    except OSError as e:
-        raise CheckFailed(f"the kit's metrics did not answer on 127.0.0.1:{port}/metrics ({e})") from None
+def _families(port: int, work: Path, wait_s: float = 30) -> int:
+    """The kit's metrics page read once it answers (kept in work/metrics.txt): how many families it has."""
+    url, until = f"http://127.0.0.1:{port}/metrics", time.monotonic() + wait_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                page = answer.read().decode()
+            break
+        except OSError as e:
+            if time.monotonic() > until:
+                raise CheckFailed(f"the kit's metrics did not answer on {url} within {wait_s:g} s ({e})") from None
+            time.sleep(POLL_S)
     (work / "metrics.txt").write_text(page)
     return sum(1 for line in page.splitlines() if line.startswith("# TYPE "))
 

@@ -22,6 +22,7 @@ import org.springframework.boot.web.embedded.tomcat.TomcatWebServer;
 import org.springframework.context.ApplicationEvent;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.event.ContextClosedEvent;
+import org.springframework.context.event.ContextRefreshedEvent;
 import org.springframework.core.env.Environment;
 import org.springframework.util.ClassUtils;
 
@@ -58,10 +59,11 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
     public void onApplicationEvent(ApplicationEvent event) {
         if (event instanceof WebServerInitializedEvent && ClassUtils.isPresent(TOMCAT, getClass().getClassLoader())) {
             connectors((WebServerInitializedEvent) event);
+        } else if (event instanceof ContextRefreshedEvent) {
+            start();        // as soon as the context is up: PCP scrapes while the service finishes starting
         } else if (event instanceof ApplicationReadyEvent) {
             executors.find(((ApplicationReadyEvent) event).getApplicationContext());
             ready = true;
-            start();
         } else if (event instanceof ContextClosedEvent && server != null) {
             server.stop(0);
             server = null;
