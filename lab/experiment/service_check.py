@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import signal
 import socket
@@ -42,6 +43,8 @@ class Started:
     threads: int
     port: int
     metrics_families: int          # families on the kit's metrics page (the names PCP reads)
+    check_status: int | None = None   # what the descriptor's check path answered, straight from the service
+    unmatched: dict | None = None     # requests the mock's stubs did not match: {"METHOD path": count}
 
 
 def free_port() -> int:
@@ -128,7 +131,23 @@ def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Starte
         _wait(lambda: _answers(health) == 200, svc.start_timeout_s, proc, work / "service.log", svc.name)
         ready = time.monotonic() - started
         rss, threads = _footprint(proc.pid)
-        return Started(proc.pid, round(ready, 1), round(rss), threads, port, _families(metrics_port, work))
+        result = Started(proc.pid, round(ready, 1), round(rss), threads, port, _families(metrics_port, work))
+        result.check_status = _answers(f"http://127.0.0.1:{port}{svc.check_path}")
+        if mock_url is not None:
+            result.unmatched = _unmatched(f"{mock_url}/__mock/metrics")
+        return result
+
+
+def _unmatched(url: str) -> dict:
+    """The mock's mock_unmatched_requests_total samples: {"GET /path": count}."""
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        page = answer.read().decode()
+    found = {}
+    for line in page.splitlines():
+        match = re.match(r'mock_unmatched_requests_total\{method="([^"]*)",path="([^"]*)"} (\d+)', line)
+        if match:
+            found[f"{match[1]} {match[2]}"] = int(match[3])
+    return found
 
 
 def _families(port: int, work: Path, wait_s: float = 30) -> int:
@@ -185,6 +204,16 @@ def check(name: str, log=print) -> int:
     started = start_once(svc, kit, work, log)
     print(f"  started      health answered after {started.ready_after_s:g} s; then {started.rss_mb:g} MB resident, "
           f"{started.threads} threads (JVM flags of its own; the machines have 512 MB); the kit's metrics: "
-          f"{started.metrics_families} families\n"
-          f"ok: {svc.name} can run in the lab", flush=True)
-    return 0
+          f"{started.metrics_families} families", flush=True)
+    problems = []
+    if started.check_status != svc.check_status:
+        problems.append(f"its check {svc.check_path} answered {started.check_status or 'nothing'}, not "
+                        f"{svc.check_status} (the service's own log: {work / 'service.log'})")
+    if started.unmatched:
+        problems.append("the mock's stubs matched none of: " + ", ".join(f"{k} (×{n})" for k, n in
+                                                                       started.unmatched.items()))
+    for problem in problems:
+        print(f"  PROBLEM      {problem}", flush=True)
+    print(f"{'not ready' if problems else 'ok'}: {svc.name} {'cannot run' if problems else 'can run'} in the lab "
+          f"{'as described' if problems else ''}".rstrip(), flush=True)
+    return 1 if problems else 0

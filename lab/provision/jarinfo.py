@@ -2,9 +2,10 @@
 was compiled for, its web server, Tomcat's and Camel's versions, whether it has actuator and Micrometer. Nothing
 is typed by hand in a service's descriptor that the jar can say.
 
-Read: META-INF/MANIFEST.MF (Main-Class, Start-Class, Spring-Boot-Version, Spring-Boot-Lib), the names of the jars
-in BOOT-INF/lib (`tomcat-embed-core-9.0.83.jar`; a Camel Spring Boot jar has no camel-core jar, so Camel's version
-is camel-api's), and the class-file version of the Start-Class.
+Read: META-INF/MANIFEST.MF (Main-Class, Start-Class, Spring-Boot-Classes), the names of the jars in BOOT-INF/lib
+(`spring-boot-2.7.18.jar`: the Boot the service runs on, which the manifest's Spring-Boot-Version, the packaging
+plugin's, need not be; `tomcat-embed-core-9.0.83.jar`; a Camel Spring Boot jar has no camel-core jar, so Camel's
+version is camel-api's), and the class-file version of the Start-Class.
 """
 from __future__ import annotations
 
@@ -111,7 +112,9 @@ def read(path: str | Path) -> JarFacts:
             if not start:
                 raise JarError(f"{where}: the manifest has no Start-Class (the application's main class)")
             libs = libraries(jar.namelist())
-            boot = manifest.get("Spring-Boot-Version") or libs.get("spring-boot")
+            # the spring-boot library the service runs on; the manifest's version is the packaging plugin's (a jar
+            # repackaged by a newer plugin says that plugin's version)
+            boot = libs.get("spring-boot") or manifest.get("Spring-Boot-Version")
             if not boot or not re.match(r"\d+\.\d+", boot):
                 raise JarError(f"{where}: neither the manifest's Spring-Boot-Version nor a BOOT-INF/lib/spring-boot "
                                "jar says which Spring Boot it is")

@@ -25,6 +25,15 @@ def test_the_facts_of_a_boot_3_2_camel_jar_with_actuator(tmp_path):
     assert facts.to_dict()["boot_line"] == "3"
 
 
+def test_the_boot_a_service_runs_on_is_its_spring_boot_library_not_the_packaging_plugins(tmp_path):
+    """camel-spring-boot-examples 4.8.0 repackaged by a newer spring-boot-maven-plugin says 4.2.0-M1 in its
+    manifest and runs on spring-boot-3.3.2.jar."""
+    repackaged = {**BOOT32, "Spring-Boot-Version": "4.2.0-M1"}
+    facts = jarinfo.read(boot_jar(tmp_path / "trip.jar", repackaged, ("spring-boot-3.3.2.jar",
+                                                                     "tomcat-embed-core-10.1.26.jar")))
+    assert (facts.boot_version, facts.boot_line) == ("3.3.2", "3")
+
+
 def test_a_jar_without_a_web_server_and_the_version_from_its_spring_boot_jar(tmp_path):
     manifest = {k: v for k, v in BOOT2.items() if k != "Spring-Boot-Version"}
     facts = jarinfo.read(boot_jar(tmp_path / "batch.jar", manifest, ("spring-boot-2.7.18.jar",)))

@@ -45,15 +45,14 @@ def built() -> None:
 
 def test_a_real_service_starts_with_the_kit_answers_and_is_measured(tmp_path, capsys):
     built()
-    ajp = {"lab.kit.ajp.enabled": True, "lab.kit.ajp.port": service_check.free_port(), "lab.kit.ajp.secret": "t"}
-    svc = service.load(write(tmp_path, properties={"lab.backend.url": "{mock}", **ajp}))
+    svc = service.load(write(tmp_path))
     started = service_check.start_once(svc, jars.KIT_JAR, tmp_path / "work", log=lambda line: None)
     assert 0 < started.ready_after_s < 180 and 80 < started.rss_mb < 2000 and started.threads > 10
     page = (tmp_path / "work" / "metrics.txt").read_text()
     assert started.metrics_families > 10 and 'tomcat_connector_threads_busy{connector="ajp-nio-' in page
     log = (tmp_path / "work" / "service.log").read_text()
     assert "Started LabApplication" in log
-    assert "lab kit: AJP connector AjpNioProtocol on 127.0.0.1" in log, "the kit came from loader.path"
+    assert "lab kit: AJP connector AjpNioProtocol on 127.0.0.1" in log, "the kit came from loader.path, AJP on"
     assert not Path(f"/proc/{started.pid}").exists(), "the service outlived its check"
     mock_log = (tmp_path / "work" / "mock.log").read_text()
     assert "listening on http://127.0.0.1:" in mock_log
