@@ -70,11 +70,9 @@ class Service:
 
 
 def find(name_or_path: str) -> Path:
-    """services/<name>.yml, or the path given."""
+    """The descriptor's path as given (it ends in .yml or .yaml), else services/<name>.yml (examples/x too)."""
     given = Path(name_or_path)
-    if given.suffix in (".yml", ".yaml") or "/" in name_or_path:
-        return given
-    return SERVICES / f"{name_or_path}.yml"
+    return given if given.suffix in (".yml", ".yaml") else SERVICES / f"{name_or_path}.yml"
 
 
 def _fail(where: str, key: str, why: str) -> ServiceError:
@@ -188,7 +186,8 @@ def load(name_or_path: str) -> Service:
     try:
         raw = yaml.safe_load(source.read_text(encoding="utf-8"))
     except OSError as e:
-        known = ", ".join(sorted(p.stem for p in SERVICES.glob("*.yml"))) or "none"
+        known = ", ".join(sorted(str(p.relative_to(SERVICES).with_suffix(""))
+                                 for p in SERVICES.rglob("*.yml"))) or "none"
         raise ServiceError(f"{where}: no such service descriptor ({e.strerror or e}; in services/: {known})") from None
     except yaml.YAMLError as e:
         raise ServiceError(f"{where}: not valid YAML ({e})") from None

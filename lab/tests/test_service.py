@@ -40,6 +40,7 @@ def test_a_good_descriptor_with_what_its_jar_says(tmp_path):
 
 def test_a_service_is_found_by_name_in_services():
     assert service.find("petclinic") == service.SERVICES / "petclinic.yml"
+    assert service.find("examples/tripbooking") == service.SERVICES / "examples" / "tripbooking.yml"
     assert str(service.find("my/own.yml")) == "my/own.yml"
 
 
@@ -63,9 +64,10 @@ def refusal(tmp_path, said, make_jar=None, fields=None):
 @pytest.mark.parametrize(("fields", "jar", "said"), [
     ({"jar": "missing.jar"}, None, "jar: "),
     ({}, lambda p: boot_jar(p, manifest=None), "jar: "),
-    ({}, lambda p: boot_jar(p, {**BOOT32, "Spring-Boot-Version": "4.0.3"}), "jar: Spring Boot 4.0.3: the lab's kit "
-     "covers Spring Boot 2.7 and 3.x"),
-    ({}, lambda p: boot_jar(p, {**BOOT2, "Spring-Boot-Version": "2.6.1"}), "jar: Spring Boot 2.6.1"),
+    ({}, lambda p: boot_jar(p, {**BOOT32, "Spring-Boot-Version": "4.0.3"}, ("spring-boot-4.0.3.jar",)),
+     "jar: Spring Boot 4.0.3: the lab's kit covers Spring Boot 2.7 and 3.x"),
+    ({}, lambda p: boot_jar(p, {**BOOT2, "Spring-Boot-Version": "2.6.1"}, ("spring-boot-2.6.1.jar",)),
+     "jar: Spring Boot 2.6.1"),
     ({}, lambda p: boot_jar(p, BOOT32, libs=("tomcat-embed-core-10.1.48.jar",), major=65),
      "jar: compiled for Java 21; the machines run OpenJDK 17"),
     ({}, lambda p: boot_jar(p, libs=("undertow-core-2.2.19.Final.jar",)), "jar: its web server is undertow"),
@@ -98,7 +100,7 @@ def test_stubs_and_plans_are_checked_as_the_mock_and_jmeter_will_take_them(tmp_p
 
 
 def test_a_missing_descriptor_names_the_services_there_are(tmp_path):
-    with pytest.raises(service.ServiceError, match=r"no such service descriptor .*in services/: "):
+    with pytest.raises(service.ServiceError, match=r"no such service descriptor .*in services/: .*examples/trip"):
         service.load(str(tmp_path / "nothing.yml"))
     (tmp_path / "bad.yml").write_text("name: [unclosed")
     with pytest.raises(service.ServiceError, match="not valid YAML"):
