@@ -1,6 +1,5 @@
 """The verdict per request label (report/stats/labels.py, render/labels.py): a change that helps one request and hurts
 another shows in each label's own interval, from run folders made of synthetic paired samples."""
-import csv
 import json
 
 import numpy as np
@@ -9,7 +8,7 @@ from report.commands.run import build_report
 from report.read.jtl import Samples
 
 from .synthetic import paired_samples
-from .test_verdict_folders import HOST, LOAD
+from .test_verdict_folders import write_run
 
 T0 = 1_795_000_000.0
 
@@ -32,18 +31,7 @@ def merged(*runs):
 
 
 def write(folder, sides):
-    folder.mkdir()
-    for name, s in sides.items():
-        (folder / name).mkdir()
-        with open(folder / name / "jmeter.jtl", "w", newline="") as f:
-            out = csv.writer(f)
-            out.writerow(["timeStamp", "elapsed", "label", "responseCode", "responseMessage", "success",
-                          "failureMessage"])
-            for start, elapsed, ok, label in zip(s.start, s.elapsed_ms, s.ok, s.label, strict=True):
-                out.writerow([int(round(start * 1000)), int(elapsed), label, "200" if ok else "503",
-                              "" if ok else "Service Unavailable", "true" if ok else "false", ""])
-    (folder / "run.json").write_text(json.dumps({"run_id": folder.name, "status": "complete",
-                                                 "load": {**LOAD, "warmup_s": 20}, **HOST}))
+    write_run(folder, sides)
     build_report(folder)
     return (folder / "summary.md").read_text(), json.loads((folder / "verdict.json").read_text())
 

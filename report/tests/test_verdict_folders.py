@@ -35,8 +35,8 @@ def write_run(folder, sides, design=None, warmup=WARMUP, load=None):
             out = csv.writer(f)
             out.writerow(["timeStamp", "elapsed", "label", "responseCode", "responseMessage", "success",
                           "failureMessage"])
-            for start, elapsed, ok in zip(s.start, s.elapsed_ms, s.ok, strict=True):
-                out.writerow([int(round(start * 1000)), int(elapsed), "get", "200" if ok else "503",
+            for start, elapsed, ok, label in zip(s.start, s.elapsed_ms, s.ok, s.label, strict=True):
+                out.writerow([int(round(start * 1000)), int(elapsed), label, "200" if ok else "503",
                               "" if ok else "Service Unavailable", "true" if ok else "false", ""])
     record = {"run_id": folder.name, "status": "complete", "load": {**LOAD, **(load or {}), "warmup_s": warmup},
               **HOST}
