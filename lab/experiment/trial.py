@@ -193,7 +193,7 @@ class TrialRun:
         self.record.update(core_swap=planned)
         if planned["mode"] != "swap":
             return None
-        return core_swap.CoreSwap(cpusets, planned["at_s"], vagrant.pin, vagrant.vcpu_placement, log=self.log)
+        return core_swap.CoreSwap(cpusets, planned["at_s"], vagrant.pin_checked, log=self.log)
 
     # -- what the phases derive --------------------------------------------------------------------------------
 

@@ -190,6 +190,15 @@ def pin(name: str, cpuset: str) -> None:
     netns.virsh("emulatorpin", domain, cpuset, "--live", check=True)
 
 
+def pin_checked(name: str, cpuset: str, when: str = "") -> None:
+    """pin(), then libvirt must show the machine's vCPUs on exactly those cores (it may refuse without a word):
+    MachineError otherwise, saying `when` (e.g. " after the start")."""
+    pin(name, cpuset)
+    shown = vcpu_placement(name)
+    if set().union(*(placement.cores(c) for c in shown.split(";"))) != placement.cores(cpuset):
+        raise MachineError(f"{name}: its vCPUs are on host cores {shown}{when}, not {cpuset}")
+
+
 @contextlib.contextmanager
 def cores_shared(cpusets: dict[str, str], log=print):
     """Both machines on all of the twins' host cores for the duration: their services' equal start. Pinned, the
@@ -206,10 +215,7 @@ def cores_shared(cpusets: dict[str, str], log=print):
         yield
     finally:
         for name, cpuset in cpusets.items():
-            pin(name, cpuset)
-            shown = vcpu_placement(name)
-            if set().union(*(placement.cores(c) for c in shown.split(";"))) != placement.cores(cpuset):
-                raise MachineError(f"{name}: its vCPUs are on host cores {shown} after the start, not {cpuset}")
+            pin_checked(name, cpuset, " after the start")
         log(f"each machine back on its own host cores: {'; '.join(f'{n} {c}' for n, c in cpusets.items())}")
 
 
