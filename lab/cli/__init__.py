@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lab import lock, machines, paths, steps
 from lab.cli.arguments import INSIST_MEMORY_HELP, add_run_options, parser  # noqa: F401 - the command line's own
-from lab.experiment import check, disk, load, record, reporting, run, service_check, sweep
+from lab.experiment import check, disk, load, record, reporting, run, service, service_check, sweep
 from lab.experiment.run import seconds  # noqa: F401 - tests read durations as the command line does
 from lab.machines import box, lifecycle, memory, netns, prereqs, settings, vagrant
 from lab.provision import hosts, hosts_down, jars, knob_sets, knobs, playbook
@@ -73,7 +73,8 @@ def run_options(args) -> run.Options:
     opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
                        knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts,
-                       insist_memory=args.insist_memory, cores=args.cores)
+                       insist_memory=args.insist_memory, cores=args.cores,
+                       service=service.load(args.service_name) if args.service_name else None)
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
 
 

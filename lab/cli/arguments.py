@@ -89,6 +89,9 @@ def add_run_options(add) -> None:
     add("--aa", nargs="?", const="default", default=None, metavar="SET",
         help="A/A calibration: both machines run knob set SET (default unless named) to measure the "
              "twins' own difference")
+    add("--service", dest="service_name", default=None, metavar="NAME|PATH",
+        help="run a service of your own instead of the lab's sample app: services/NAME.yml or a descriptor's path "
+             "(its jar, port, paths, backends' stubs and JMeter plan; check it first with ./start.sh service check)")
     add("--hosts", type=Path, default=None, metavar="INVENTORY",
         help="run on real hosts instead of the VMs: an Ansible inventory naming `default` and `tuned` (and "
              "optionally a `loadgen` group for JMeter's remote engines); see README, Real hosts")

@@ -9,7 +9,7 @@ from lab import shell
 from lab.experiment import services
 from lab.machines import reach
 
-CHECK_PATH = "/api/customers/1"
+CHECK_PATH = "/api/customers/1"    # the sample app's; a service's is its descriptor's check
 CHECK_TIMEOUT_S = 600       # both JVMs start at once (equal start): ~2–3.5 min under TCG, then slow first requests
 
 
@@ -17,32 +17,40 @@ class RunError(RuntimeError):
     """The run could not go on; the message says which phase and why."""
 
 
-def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S,
-                  diagnose=services.diagnose) -> dict[str, float]:
-    """Each machine answers GET /api/customers/1 through HTTPD with 200, from inside the lab namespace; both
-    probed at once. Returns {machine: seconds until it answered}. One that does not answer fails the check
-    with what diagnose(its name) finds on it (its services' states, the journal of those not running)."""
-    probe = ("import ssl, sys, time, urllib.request\n"
+def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S, diagnose=services.diagnose,
+                  path: str = CHECK_PATH, status: int = 200) -> dict[str, float]:
+    """Each machine answers GET path (the sample app's /api/customers/1; a service's check) through HTTPD with
+    status, from inside the lab namespace; both probed at once. Returns {machine: seconds until it answered}. One
+    that does not answer fails the check with what diagnose(its name) finds on it (its services' states, the
+    journal of those not running)."""
+    probe = ("import ssl, sys, time, urllib.error, urllib.request\n"
              "deadline = time.time() + float(sys.argv[2]); last = ''\n"
              "tls = ssl._create_unverified_context()  # the lab's own self-signed front, as JMeter takes it\n"
              "while time.time() < deadline:\n"
              "    try:\n"
              "        with urllib.request.urlopen(sys.argv[1], timeout=60, context=tls) as r:\n"
-             "            print(r.status, round(time.time() - deadline + float(sys.argv[2]), 1)); sys.exit(0)\n"
+             "            got = r.status\n"
+             "    except urllib.error.HTTPError as e:\n"
+             "        got, last = e.code, str(e)\n"
              "    except Exception as e:\n"
-             "        last = str(e); time.sleep(2)\n"
+             "        got, last = None, str(e)\n"
+             "    if got == int(sys.argv[3]):\n"
+             "        print(got, round(time.time() - deadline + float(sys.argv[2]), 1)); sys.exit(0)\n"
+             "    if got is not None:\n"
+             "        last = f'HTTP {got}, not {sys.argv[3]}'\n"
+             "    time.sleep(2)\n"
              "print(last); sys.exit(1)\n")
 
     def one(item):
         name, base = item
-        url = base + CHECK_PATH
+        url = base + path
         try:
-            done = shell.run(reach.wrap([sys.executable, "-c", probe, url, str(timeout_s)]),
+            done = shell.run(reach.wrap([sys.executable, "-c", probe, url, str(timeout_s), str(status)]),
                              f"{name} does not answer {url} through HTTPD", error=RunError)
         except RunError as silent:
             raise RunError(f"{silent}\n  its services now:\n  " + diagnose(name).replace("\n", "\n  ")) from None
-        status, after = done.stdout.split()[:2]
-        log(f"{name}: {url} answers {status} after {float(after):.0f} s")
+        answered, after = done.stdout.split()[:2]
+        log(f"{name}: {url} answers {answered} after {float(after):.0f} s")
         return name, float(after)
     with ThreadPoolExecutor(len(targets)) as pool:
         return dict(pool.map(one, targets.items()))

@@ -6,6 +6,10 @@ this run. A trial assigns a configuration to each side of the comparison (defaul
 halves: tuned/ may hold article-2018) and each side to a machine; run.json's design says which. A machine is
 made to run another configuration than its own with per-machine overrides: the knobs where that configuration
 differs from what the machine's own files give it (Ansible applies overrides last).
+
+A service of the user's (--service, service.py) takes only the knobs it can (lab/provision/service_fit.py): a knob
+set's value it cannot take is left out of its configuration (left_out() says which and why); a --set value it cannot
+take is refused.
 """
 from __future__ import annotations
 
@@ -13,17 +17,32 @@ import json
 from dataclasses import dataclass, field
 
 from lab import machines
-from lab.provision import knob_sets, knobs
+from lab.provision import knob_sets, knobs, service_fit
 
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
 
-def config_knobs(config: str, sets: dict[str, dict] | None = None) -> dict:
-    """A configuration's resolved knobs: catalog, its knob set, then this run's --set values."""
+def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None) -> dict:
+    """A configuration's resolved knobs: catalog, its knob set, then this run's --set values. service (a
+    service.Service): the set's values it cannot take left out, a --set value it cannot take refused (ValueError)."""
     resolved = knobs.defaults()
-    resolved.update(knob_sets.values(config, resolved))
-    resolved.update((sets or {}).get(config, {}))
+    chosen = knob_sets.values(config, resolved)
+    if service is not None:
+        chosen, _ = service_fit.split(chosen, service.facts, service.name)
+    resolved.update(chosen)
+    for knob, value in (sets or {}).get(config, {}).items():
+        why = service_fit.misfit(knob, value, service.facts, service.name) if service is not None else None
+        if why:
+            raise ValueError(f"--set {knob}={value}: {why}")
+        resolved[knob] = value
     return resolved
+
+
+def left_out(config: str, service) -> dict[str, str]:
+    """{knob: why} of the configuration's knob set that the service cannot take (nothing for the sample app)."""
+    if service is None:
+        return {}
+    return service_fit.split(knob_sets.values(config, knobs.defaults()), service.facts, service.name)[1]
 
 
 def _same(a, b) -> bool:
@@ -52,9 +71,10 @@ class Trial:
         """machine -> the run folder's side it fills."""
         return {vm: side for side, vm in self.machines.items()}
 
-    def overrides(self, sets: dict[str, dict]) -> dict[str, dict]:
-        """Per-machine overrides so that each machine runs its side's configuration (plus --set). A --set
-        for a configuration no machine runs (tuned, in an A/A run of default) is refused."""
+    def overrides(self, sets: dict[str, dict], service=None) -> dict[str, dict]:
+        """Per-machine overrides so that each machine runs its side's configuration (plus --set), as the service
+        can take it (config_knobs). A --set for a configuration no machine runs (tuned, in an A/A run of default)
+        is refused."""
         unused = [c for c, values in sets.items() if values and c not in self.configurations.values()]
         if unused:
             raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
@@ -62,7 +82,7 @@ class Trial:
                              f"{', '.join(sorted(set(self.configurations.values())))})")
         out = {}
         for side, vm in self.machines.items():
-            wanted = config_knobs(self.configurations[side], sets)
+            wanted = config_knobs(self.configurations[side], sets, service)
             own = config_knobs(vm)
             out[vm] = {k: v for k, v in wanted.items() if k not in own or not _same(own[k], v)}
         return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab import lock, paths, steps
-from lab.experiment import design, load, record, reporting
+from lab.experiment import design, load, record, reporting, service
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
 from lab.provision import hosts_down, knob_sets, knobs, playbook
@@ -45,6 +45,8 @@ class Options:
     # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/provision/hosts.py)
     hosts: Path | None = None
     reached: dict | None = field(default=None, repr=False)   # those hosts once checked (hosts.prepare)
+    # --service: a service of the user's (service.Service, its descriptor checked) instead of the sample app
+    service: service.Service | None = None
     sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 
     def __post_init__(self) -> None:
@@ -52,7 +54,16 @@ class Options:
         first = self.trials()[0]
         self.sets = knobs.parse_overrides(self.overrides, sorted(set(first.configurations.values())),
                                               prefixes=knob_sets.names(), what="knob set")
-        first.overrides(self.sets)
+        first.overrides(self.sets, self.service)     # a --set the service cannot take: refused here
+        if self.service is not None:
+            if self.service.plan is None:
+                raise ValueError(f"--service {self.service.name}: its descriptor has no load (load: "
+                                 "{plan: FILE.jmx}, a JMeter plan reading the lab's properties): the lab's own plan "
+                                 "calls the sample app's API")
+            if self.profile.model != "closed":
+                raise ValueError(f"--model {self.profile.model}: a service's own plan ({self.service.plan.path}) "
+                                 "runs its own thread groups, sized by the lab's users, ramp_up_s and duration_s "
+                                 "(the closed model)")
 
         if self.label and not LABEL_RE.fullmatch(self.label):
             raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
@@ -138,10 +149,11 @@ def validate(opts: Options, s: settings.Settings) -> None:
                              "memory_mb": s.memory_mb}
     checked = []
     for t in opts.trials():
-        overrides = t.overrides(opts.sets)
+        overrides = t.overrides(opts.sets, opts.service)
         if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
             checked.append(overrides)
-            playbook.validate(known, overrides, load_id_max=opts.profile.id_max, insist_memory=opts.insist_memory)
+            playbook.validate(known, overrides, load_id_max=opts.profile.id_max, insist_memory=opts.insist_memory,
+                              service_vars=service.ansible_vars(opts.service))
 
 
 def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:

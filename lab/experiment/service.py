@@ -29,7 +29,7 @@ import yaml
 
 from lab import paths
 from lab.experiment.load import plan_check
-from lab.provision import jarinfo
+from lab.provision import jarinfo, jars
 
 SERVICES = paths.ROOT / "services"
 GUEST_JAVA = 17                       # the machines' OpenJDK (Debian bookworm's openjdk-17)
@@ -220,3 +220,32 @@ def load(name_or_path: str) -> Service:
         start_timeout_s=_int(raw, "start_timeout_s", 600, 30, 3600, where),
         properties=_properties(raw.get("properties"), where), mock=_mock(base, raw.get("mock"), port, where),
         plan=_load(base, raw.get("load"), where))
+
+
+def ansible_vars(svc: Service | None) -> dict:
+    """The extra vars that make the machines run the service (ansible/group_vars/all/lab.yml lab_service), with
+    the tuning kit's jar (jars.ensure_kit builds it); the service's port is Tomcat's (the knob tomcat_http_port,
+    which a service cannot take). None: the sample app ({"lab_service": None})."""
+    if svc is None:
+        return {"lab_service": None}
+    mock = svc.mock
+    return {
+        "tomcat_http_port": svc.port,
+        "lab_service": {
+            "name": svc.name, "jar": str(svc.jar), "kit": str(jars.KIT_JAR), "start_class": svc.facts.start_class,
+            "launcher": jarinfo.PROPERTIES_LAUNCHER[svc.facts.loader], "health": svc.health,
+            "proxy_path": svc.proxy_path, "properties": dict(svc.properties),
+            "mock": None if mock is None else {"stubs": str(mock.stubs) if mock.stubs else None,
+                                               "extra_ports": list(mock.extra_ports), "builtin": mock.builtin}}}
+
+
+def record(svc: Service | None) -> dict | None:
+    """run.json's service: what ran, as the descriptor and the jar said (None: the lab's sample app)."""
+    if svc is None:
+        return None
+    return {"name": svc.name, "descriptor": str(svc.source), "jar": str(svc.jar), "facts": svc.facts.to_dict(),
+            "port": svc.port, "proxy_path": svc.proxy_path, "health": svc.health,
+            "check": {"path": svc.check_path, "status": svc.check_status},
+            "plan": svc.plan.path if svc.plan else None, "labels": list(svc.plan.samplers) if svc.plan else None,
+            "mock": None if svc.mock is None else {"stubs": str(svc.mock.stubs) if svc.mock.stubs else None,
+                                                   "extra_ports": list(svc.mock.extra_ports)}}

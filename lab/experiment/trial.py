@@ -29,6 +29,7 @@ from lab.experiment import (
     liveness,
     load,
     record,
+    service,
     services,
 )
 from lab.experiment.load import engines, generator_pcp
@@ -52,9 +53,10 @@ class TrialRun:
             "status": "running", "phase": "start", "stopped_at": None, "error": None,
             "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
             "load": record.load_record(opts),
-            "overrides": {c: o for c, o in opts.sets.items() if o}, "host": record.host_facts(), "phases": {}})
+            "overrides": {c: o for c, o in opts.sets.items() if o}, "host": record.host_facts(), "phases": {},
+            **service_record(opts.service, t)})
         self.record.reserve()
-        self.overrides = t.overrides(opts.sets)
+        self.overrides = t.overrides(opts.sets, opts.service)
         self.resolved: dict = {}
         self.addresses: dict[str, str] = {}      # machine → address, once known
         self.ssh_ports: dict[str, int] = {}      # machine → its SSH port where it is not 22 (real hosts)
@@ -104,7 +106,8 @@ class TrialRun:
         with self.phase("provision", "build and provision both machines (Ansible)"):
             self.record.update(machine_overrides={m: o for m, o in self.overrides.items() if o})
             ran = playbook.run(self.resolved, self.overrides, log=self.log, force=self.opts.provision,
-                               start_services=False, jars=built, insist_memory=self.opts.insist_memory)
+                               start_services=False, jars=built, insist_memory=self.opts.insist_memory,
+                               service_vars=service.ansible_vars(self.opts.service))
         self.record.update(provisioned=f"ran: {ran.describe()}" if ran else
                            "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
@@ -130,8 +133,10 @@ class TrialRun:
     def check(self) -> None:
         t = self.t
         with self.phase("check", "both machines answer through HTTPD"):
+            svc = self.opts.service
             ready = check.check_answers(self.targets(), self.log, diagnose=lambda side: (
-                f"(machine {t.machines[side]})\n" + services.diagnose(t.machines[side])))
+                f"(machine {t.machines[side]})\n" + services.diagnose(t.machines[side])),
+                path=svc.check_path if svc else check.CHECK_PATH, status=svc.check_status if svc else 200)
             starts = self.record.data["service_starts"]
             for side in t.machines:
                 starts[side]["ready_after_s"] = ready[side]
@@ -158,7 +163,8 @@ class TrialRun:
                     remote, recording = on_generators_of(self.run_id, self.run_dir, self.resolved, on_generators,
                                                          self.log)
                     result = load.run(self.run_dir, self.targets(), opts.profile, wrap=reach.wrap,
-                                      progress=self.log, beside=core_swap.Beside(self.watch, swap), engines=remote)
+                                      progress=self.log, beside=core_swap.Beside(self.watch, swap), engines=remote,
+                                      plan=Path(opts.service.plan.path) if opts.service else None)
             finally:    # what the generators could not do is kept whatever the load did
                 if swap is not None:        # each machine on its own cores again, whatever the load did
                     self.record.update(core_swap=swap.stop())
@@ -208,7 +214,8 @@ def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps
     print(f"run {trial.run_id}: results in {trial.run_dir}", flush=True)
     try:
         started = time.monotonic()
-        built = jars.jars_beside(trial.overrides, log)      # Maven beside the box build and the boot
+        built = jars.jars_beside(trial.overrides, log,       # Maven beside the box build and the boot
+                                 service_jar=opts.service.jar if opts.service else None)
         trial.machines()
         trial.provision(built)
         trial.equal_start_and_check()
@@ -231,6 +238,22 @@ def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps
     if trial.exit_code == 0 and rec.data["status"] == "interrupted":     # Ctrl-C after the load
         trial.exit_code = 130
     return trial.exit_code, trial.run_dir
+
+
+def service_record(svc, t: design.Trial) -> dict:
+    """run.json's service (None: the lab's sample app) and, per configuration, the knobs of its knob set that the
+    service could not take (left out, with why); both said on the console too."""
+    if svc is None:
+        return {"service": None}
+    left = {config: design.left_out(config, svc) for config in sorted(set(t.configurations.values()))}
+    print(f"service {svc.name}: {svc.jar.name} (Spring Boot {svc.facts.boot_version}, Tomcat "
+          f"{svc.facts.tomcat_version}{', Camel ' + svc.facts.camel_version if svc.facts.camel_version else ''}), "
+          f"its plan {Path(svc.plan.path).name}", flush=True)
+    for config, knobs in left.items():
+        if knobs:
+            print(f"  left out of {config} (the service cannot take them): "
+                  + "; ".join(f"{k}: {why}" for k, why in knobs.items()), flush=True)
+    return {"service": {**service.record(svc), "left_out": {c: k for c, k in left.items() if k}}}
 
 
 def failed(trial: TrialRun, failure: Exception) -> None:

@@ -74,11 +74,12 @@ def write_inventory(resolved: dict, path: Path = INVENTORY) -> Path:
 
 
 def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None = None,
-             insist_memory: bool = False) -> None:
+             insist_memory: bool = False, service_vars: dict | None = None) -> None:
     """Every knob of both machines (catalog, host_vars, these overrides) checked by ansible/validate.yml on
     this host, with no connection to any machine; ValueError with one line per bad value when any is bad.
     resolved: the machines' settings as far as known (memory_mb, machines, management_network); insist_memory:
-    knobs whose memory estimate exceeds the machine's are warned about instead of refused (--insist-memory)."""
+    knobs whose memory estimate exceeds the machine's are warned about instead of refused (--insist-memory);
+    service_vars: the service the machines would run (lab/experiment/service.py ansible_vars)."""
     with tempfile.TemporaryDirectory(prefix="lab-validate-") as tmp:
         local = inventory(resolved)
         local["all"]["vars"] = {**local["all"]["vars"], "ansible_connection": "local",
@@ -89,7 +90,8 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         values.write_text(json.dumps({"lab_overrides": overrides}))
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(path), "-e", f"@{values}",
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
-                   *insist_memory_vars(insist_memory), str(ANSIBLE_DIR / "validate.yml")]
+                   *insist_memory_vars(insist_memory), *_json_vars(service_vars),
+                   str(ANSIBLE_DIR / "validate.yml")]
         env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
         done = subprocess.run(command, cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True)
     if done.returncode == 0:
@@ -145,7 +147,8 @@ def playbook_command(inventory: Path, overrides: dict[str, dict], extra: list[st
             "-e", f"@{OVERRIDES}", *extra, str(ANSIBLE_DIR / "site.yml")]
 
 
-def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], machine_ids: dict[str, str]) -> str:
+def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], machine_ids: dict[str, str],
+                service_vars: dict | None = None) -> str:
     """What provisioning would apply: every file of ansible/ (not its tests), the jars, the overrides, the
     machines' addresses and identities (/etc/machine-id: a re-created machine is a new one), and for real hosts
     their inventory. The stamp keeps it with overrides={} and the overrides beside it (scope())."""
@@ -157,7 +160,8 @@ def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], ma
         digest.update(jar.name.encode() + hashlib.sha256(jar.read_bytes()).digest())
     # real hosts: their inventory too (the generators, who may reach the targets)
     hosts_inventory = {"inventory": Path(resolved["inventory"]).read_text()} if resolved.get("inventory") else {}
-    digest.update(json.dumps({"overrides": overrides, "machines": resolved.get("machines"),
+    digest.update(json.dumps({"overrides": overrides, "service": service_vars or None,
+                              "machines": resolved.get("machines"),
                               "memory_mb": resolved.get("memory_mb"), "ids": machine_ids, **hosts_inventory},
                              sort_keys=True).encode())
     return digest.hexdigest()
@@ -251,13 +255,15 @@ def _read_stamp() -> dict | None:
 
 
 def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, force: bool = True,
-        start_services: bool = True, jars: Future | None = None, insist_memory: bool = False) -> Scope | None:
+        start_services: bool = True, jars: Future | None = None, insist_memory: bool = False,
+        service_vars: dict | None = None) -> Scope | None:
     """Builds the jars the machines need, then runs site.yml against both machines at once. With
     force=False it runs only what changed since the last successful provisioning of these machines (scope():
     nothing at all, or only the roles of the changed knobs on the machines whose knobs changed).
     start_services=False leaves the app stopped for a caller that starts every service itself right after (the
     full run's equal start); jars, the jars_beside() the caller started; insist_memory, as for validate() (site.yml
-    validates again). The Scope that ran, None when nothing did."""
+    validates again); service_vars, the service the machines run (lab/experiment/service.py ansible_vars; None: the
+    sample app). The Scope that ran, None when nothing did."""
     try:
         for path in knobs.write_stale():   # an edited default in the catalog must reach group_vars before Ansible
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
@@ -269,7 +275,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
         built.append(profiler.ensure(log=log) / profiler.LIBRARY)
     except profiler.ProfilerError as failure:
         raise ProvisionError(str(failure)) from None
-    base = fingerprint(resolved, {}, built, _machine_ids())
+    base = fingerprint(resolved, {}, built, _machine_ids(), service_vars)
     names = tuple(resolved.get("machines") or machines.NAMES)
     chosen = Scope(names, None, "asked for (./start.sh provision or --provision)") if force else \
         scope(_read_stamp(), base, overrides, names)
@@ -283,6 +289,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     hosts_inventory = resolved.get("inventory")
     command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
                                              overrides, [*start_services_vars(start_services),
+                                                         *_json_vars(service_vars),
                                                          *insist_memory_vars(insist_memory), *chosen.arguments()]))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
@@ -315,6 +322,11 @@ def start_services_vars(start_services: bool) -> list[str]:
     """The extra vars that leave the app stopped (group_vars/all/lab.yml lab_start_services). JSON, not
     key=value: a key=value extra var is a string, and Ansible refuses a string as a condition."""
     return [] if start_services else ["-e", json.dumps({"lab_start_services": False})]
+
+
+def _json_vars(values: dict | None) -> list[str]:
+    """Extra vars as one JSON -e (types kept: a null stays null, a list a list)."""
+    return ["-e", json.dumps(values)] if values else []
 
 
 def insist_memory_vars(insist: bool) -> list[str]:

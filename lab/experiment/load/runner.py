@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lab.experiment import disk
+from lab.experiment.load import user_plan
 from lab.experiment.load.jmeter import (
     LAB_PROPERTIES,
     PLAN,
@@ -147,11 +148,13 @@ _UDP_SEND = ("import socket,sys; "
 
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
         progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
-        beside=None, engines=None) -> LoadResult:
+        beside=None, engines=None, plan: Path | None = None) -> LoadResult:
     """Runs the plan against targets (machine → "http://host[:port]"); see lab/experiment/load/__init__.py. beside: what
     watches beside the load (lab/experiment/instruments.py), told JMeter's pid once it is launched. engines: JMeter's
     remote engines (lab/experiment/load/engines.py Engines, started), which then run the plan, each with its share of
-    `profile` (Profile.per_engine); this JMeter is their controller and writes the JTLs."""
+    `profile` (Profile.per_engine); this JMeter is their controller and writes the JTLs. plan: a user's own plan
+    (a service's), run two-sided (user_plan.py; the plan run is kept in the run folder as plan.jmx) instead of the
+    lab's."""
     properties = target_properties(targets)
     run_dir = Path(run_dir).resolve()
     jtls = {m: run_dir / m / "jmeter.jtl" for m in MACHINES}
@@ -161,6 +164,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     home = ensure_jmeter(progress=progress)
     for jtl in jtls.values():
         jtl.parent.mkdir(parents=True, exist_ok=True)
+    chosen = PLAN if plan is None else user_plan.two_sided(plan, run_dir / "plan.jmx")
     # each remote engine runs the whole plan: it gets its share of the load
     properties.update((profile.per_engine(len(engines.engines)) if engines else profile).jmeter_properties())
     log = run_dir / "jmeter.log"
@@ -170,7 +174,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     else:   # the plan's properties (and the lab's JMeter settings) go to every engine, as global properties
         plan_args = [*engines.controller_arguments(), f"-G{LAB_PROPERTIES}",
                      *[f"-G{k}={v}" for k, v in properties.items()], *[f"-J{k}={v}" for k, v in local.items()]]
-    argv = jmeter_command(home, "-n", "-t", str(PLAN), "-q", str(LAB_PROPERTIES), "-j", str(log), *plan_args,
+    argv = jmeter_command(home, "-n", "-t", str(chosen), "-q", str(LAB_PROPERTIES), "-j", str(log), *plan_args,
                           java=java)
     command = wrap(argv)
     result = LoadResult(jmeter_version=jmeter_version(home), command=command, profile=asdict(profile),

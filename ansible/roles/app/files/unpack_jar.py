@@ -10,7 +10,10 @@ machines' unpackings (tasks/cds.yml).
 DEST/source.sha256 remembers which jar it holds and which unpacker made it: the same jar unpacked by the same
 unpacker again changes nothing (a mended unpacker unpacks again: the first kept no directory entries).
 
-    unpack_jar.py JAR DEST      prints "unpacked" or "unchanged"; exit 1 with the reason otherwise
+    unpack_jar.py JAR DEST [KIT]   prints "unpacked" or "unchanged"; exit 1 with the reason otherwise
+
+KIT, a jar copied into lib/ and put last on the class path: the lab's tuning kit for a service (the service's own
+classes always win).
 """
 import calendar
 import hashlib
@@ -25,9 +28,9 @@ def entry_time(entry: zipfile.ZipInfo) -> int:
     return calendar.timegm((*entry.date_time, 0, 0, 0))
 
 
-def unpack(jar: str, dest: str) -> bool:
+def unpack(jar: str, dest: str, kit: str | None = None) -> bool:
     digest = hashlib.sha256()
-    for source in (jar, os.path.abspath(__file__)):
+    for source in (jar, os.path.abspath(__file__), *([kit] if kit else [])):
         with open(source, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
@@ -63,6 +66,9 @@ def unpack(jar: str, dest: str) -> bool:
                 copy.external_attr = entry.external_attr
                 classes.writestr(copy, b"" if entry.is_dir() else fat.read(entry))
         os.utime(app_classes, (max((entry_time(e) for e in entries), default=0),) * 2)
+    if kit:
+        order.append("lab-kit.jar")
+        shutil.copy2(kit, os.path.join(work, "lib", "lab-kit.jar"))
     where = os.path.basename(os.path.normpath(dest))
     path = [os.path.join(where, "app-classes.jar")] + [os.path.join(where, "lib", os.path.basename(n)) for n in order]
     with open(os.path.join(work, "launch.args"), "w") as args:
@@ -75,9 +81,9 @@ def unpack(jar: str, dest: str) -> bool:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     try:
-        print("unpacked" if unpack(sys.argv[1], sys.argv[2]) else "unchanged")
+        print("unpacked" if unpack(*sys.argv[1:]) else "unchanged")
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as failure:
         sys.exit(f"unpack_jar.py: {sys.argv[1]}: {failure}")
