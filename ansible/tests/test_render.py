@@ -1,8 +1,9 @@
 """What each machine's configuration files would contain, rendered without a VM (tests/render.yml).
 
-Three renders, two at a time: the catalog and tuned.yml as they are; with --set overrides (parsed by
-lab/provision/playbook.py, passed as -e @overrides.json as ./start.sh does); and tuned alone with an inventory
-that sets its own lab_networks.
+Four renders, two at a time: the catalog and tuned.yml as they are; with --set overrides (parsed by
+lab/provision/playbook.py, passed as -e @overrides.json as ./start.sh does); tuned alone with an inventory
+that sets its own lab_networks; and a service of the user's instead of the sample app (--service: the extra vars
+lab/experiment/service.py ansible_vars makes).
 """
 from __future__ import annotations
 
@@ -62,7 +63,18 @@ def rendered(tmp_path_factory):
                                    json.dumps({"base_sysctl_baseline_text": BASELINE, "lab_insist_memory": True})),
         "inventory": lambda: render(base / "inventory", None, "--limit", "tuned",
                                     inventory=inventory_with_other_networks(base / "inventory")),
+        "service": lambda: render(base / "service", knobs.parse_overrides(["default:app_unpacked=false"]), "-e",
+                                  json.dumps(SERVICE_VARS)),
     })
+
+
+# what lab/experiment/service.py ansible_vars gives a Boot 3.2+ jar with stubs on two extra ports
+SERVICE_VARS = {"tomcat_http_port": 9966, "lab_service": {
+    "name": "shop", "jar": "/srv/shop.jar", "kit": "/lab/kit/core/target/lab-kit.jar", "start_class": "com.shop.Main",
+    "launcher": "org.springframework.boot.loader.launch.PropertiesLauncher", "health": "/shop/actuator/health",
+    "proxy_path": "/shop/", "properties": {"spring.profiles.active": "h2", "backend.url": "{mock}/v1",
+                                           "shop.cache": False, "shop.retries": 3},
+    "mock": {"stubs": "/srv/stubs", "extra_ports": [8082, 8083], "builtin": False}}}
 
 
 @pytest.fixture(scope="module")
@@ -97,29 +109,33 @@ def jvm_options(text: str) -> list[str]:
 
 # --- every template, for both machines ---------------------------------------------------------------
 
-def expected_files(mpm: str) -> set[str]:
-    """roles/*/templates/*.j2 as render.yml names them: only the chosen MPM's file, as the httpd role."""
+def expected_files(mpm: str, service: bool = False) -> set[str]:
+    """roles/*/templates/*.j2 as render.yml names them: only the chosen MPM's file, as the httpd role; the app's
+    configuration of the sample app or of a service."""
     names = set()
     for path in glob.glob(str(ANSIBLE_DIR / "roles" / "*" / "templates" / "*.j2")):
         role, name = Path(path).parent.parent.name, Path(path).name[:-len(".j2")]
         if re.fullmatch(r"mpm_\w+\.conf", name) and name != f"mpm_{mpm}.conf":
             continue
+        if name == ("application.yml" if service else "service.yml"):
+            continue
         names.add(f"{role}/{name}")
-    return names | {"site/manifest.json"}
+    return names | {"site/manifest.json", "pcp/openmetrics-sources.json"}
 
 
 def test_every_role_template_is_rendered(rendered):
     for variant, mpms in (("plain", {"default": "event", "tuned": "worker"}),
-                          ("override", {"default": "prefork", "tuned": "worker"}), ("inventory", {"tuned": "worker"})):
+                          ("override", {"default": "prefork", "tuned": "worker"}), ("inventory", {"tuned": "worker"}),
+                          ("service", {"default": "event", "tuned": "worker"})):
         for machine, mpm in mpms.items():
             got = set(rendered[variant][machine])
-            assert got == expected_files(mpm), (
+            assert got == expected_files(mpm, service=variant == "service"), (
                 f"{variant} {machine}: rendered {sorted(got)}; a role or template not in tests/render.yml "
                 f"(render_roles and the roles: list) is missing there")
 
 
 def all_files(rendered):
-    return [(f"{variant}/{machine}/{name}", text) for variant in ("plain", "override")
+    return [(f"{variant}/{machine}/{name}", text) for variant in ("plain", "override", "service")
             for machine in rendered[variant] for name, text in rendered[variant][machine].items()]
 
 
@@ -135,9 +151,9 @@ def test_no_control_characters(rendered):
 
 def test_ansible_managed_header(rendered):
     """group_vars' ansible_managed reaches the templates (hotproc.conf must start with #pmdahotproc instead;
-    the manifest is JSON, which has no comments)."""
+    the manifest and the scrape URLs are JSON, which has no comments)."""
     for where, text in all_files(rendered):
-        if not where.endswith(("pcp/hotproc.conf", "site/manifest.json")):
+        if not where.endswith(("pcp/hotproc.conf", "site/manifest.json", "pcp/openmetrics-sources.json")):
             assert "# Managed by the Camel Tuning Lab" in "\n".join(text.splitlines()[:2]), where
 
 
@@ -430,3 +446,64 @@ def test_kernel_settings_no_knob_sets_any_more_get_the_kernels_own_value_back(re
     assert "net.netfilter.nf_conntrack_max = 32768" in tuned and "nf_conntrack_max = 4096" not in tuned
     assert "net.core.somaxconn = 4096" in tuned
     assert "the kernel's own values" not in rendered["plain"]["default"]["base/60-lab.conf"]
+
+
+# -- a service of the user's (--service) instead of the sample app ----------------------------------------------
+
+def test_service_application_yml_gives_the_kit_its_keys_and_the_descriptors_properties(rendered):
+    tuned = rendered["service"]["tuned"]
+    config = yaml.safe_load(tuned["app/service.yml"])
+    assert config["server"]["port"] == 9966 and config["server"]["address"] == "127.0.0.1"
+    assert config["server"]["tomcat"]["threads"]["max"] == 150            # tuned.yml's, on every connector (kit)
+    assert config["lab"]["kit"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1",
+                                           "secret": SECRET, "protocol": "apr"}
+    assert config["lab"]["kit"]["metrics"] == {"port": 9464}
+    # the descriptor's properties as flat keys, typed, {mock} the mock's URL on the machine
+    assert config["spring.profiles.active"] == "h2" and config["backend.url"] == "http://127.0.0.1:9080/v1"
+    assert config["shop.cache"] is False and config["shop.retries"] == 3
+    assert "kit" not in yaml.safe_load(rendered["plain"]["tuned"]["app/application.yml"])["lab"]
+
+
+def test_service_unit_starts_its_jar_with_the_kit_and_keeps_its_console(rendered):
+    def exec_start(unit: str) -> str:
+        return re.search(r"^ExecStart=(.*)$", unit, re.M).group(1)
+    unpacked = rendered["service"]["tuned"]["app/camel-app.service"]      # its class path ends with the kit
+    assert exec_start(unpacked).endswith("@/var/lib/camel-app/unpacked/launch.args ")
+    fat = exec_start(rendered["service"]["default"]["app/camel-app.service"])      # app_unpacked=false
+    assert fat == ("/usr/bin/java @/etc/camel-app/jvm.options -Dloader.path=/opt/camel-app/lab-kit.jar "
+                   "-Dloader.main=com.shop.Main -cp /opt/camel-app/app.jar "
+                   "org.springframework.boot.loader.launch.PropertiesLauncher")
+    for machine in ("default", "tuned"):
+        unit = rendered["service"][machine]["app/camel-app.service"]
+        assert "StandardOutput=append:/var/log/camel-app/app.log" in unit and "--logging.config" not in unit
+    assert "-Dspring.config.additional-location=file:/etc/camel-app/application.yml" in \
+        jvm_options(rendered["service"]["default"]["app/jvm.options"])
+
+
+def test_service_httpd_forwards_its_path(rendered):
+    for machine in ("default", "tuned"):
+        site = rendered["service"][machine]["httpd/lab-site.conf"]
+        assert [p[:2] for p in proxy_pass(site)] == [["/shop/", p[1]] for p in proxy_pass(site)]
+        assert proxy_pass(site)[0][1].endswith(":9966/shop/") or proxy_pass(site)[0][1].endswith(":8009/shop/")
+
+
+def test_service_mock_serves_its_stubs_on_its_ports(rendered):
+    env = dict(line.split("=", 1) for line in rendered["service"]["tuned"]["mock_service/mock-service.env"].splitlines()
+               if "=" in line and not line.startswith("#"))
+    assert env["MOCK_BUILTIN"] == "off" and env["MOCK_STUBS"] == "/etc/mock-service/stubs/shop"
+    assert env["MOCK_EXTRA_PORTS"] == "8082,8083"
+    plain = dict(line.split("=", 1) for line in rendered["plain"]["tuned"]["mock_service/mock-service.env"].splitlines()
+                 if "=" in line and not line.startswith("#"))
+    assert plain["MOCK_BUILTIN"] == "on" and plain["MOCK_STUBS"] == "" and plain["MOCK_EXTRA_PORTS"] == ""
+
+
+def test_service_metrics_come_from_the_kit_and_its_manifest_has_no_sample_app_parts(rendered):
+    manifest = json.loads(rendered["service"]["tuned"]["site/manifest.json"])
+    assert manifest["info_url"] == ""
+    assert "audit.log" not in manifest["logs"] and manifest["logs"]["app.log"] == "/var/log/camel-app/app.log"
+    sources = json.loads(rendered["service"]["tuned"]["pcp/openmetrics-sources.json"])
+    assert sources["app"]["url"].startswith("http://127.0.0.1:9464/metrics?names=")
+    assert "jvm_memory_used_bytes" in sources["app"]["url"].split("=", 1)[1].split(",")
+    assert sources["mock"]["url"].startswith("http://127.0.0.1:9080/__mock/metrics?names=")
+    plain = json.loads(rendered["plain"]["tuned"]["pcp/openmetrics-sources.json"])
+    assert plain["app"]["url"].startswith("http://127.0.0.1:8080/actuator/prometheus?includedNames=")

@@ -251,8 +251,9 @@ def service_record(svc, t: design.Trial) -> dict:
           f"its plan {Path(svc.plan.path).name}", flush=True)
     for config, knobs in left.items():
         if knobs:
-            print(f"  left out of {config} (the service cannot take them): "
-                  + "; ".join(f"{k}: {why}" for k, why in knobs.items()), flush=True)
+            print(f"  left out of {config}, which {svc.name} cannot take:", flush=True)
+            for why in knobs.values():
+                print(f"    {why}", flush=True)
     return {"service": {**service.record(svc), "left_out": {c: k for c, k in left.items() if k}}}
 
 

@@ -1,0 +1,224 @@
+"""A service of the user's run on the machines (--service, issue 38): which knobs it can take (service_fit, design),
+the run options that refuse what cannot run, and its own JMeter plan made two-sided (user_plan) and run by JMeter
+for real against two stand-in services on 127.0.0.1."""
+from __future__ import annotations
+
+import http.server
+import json
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
+
+from lab import paths
+from lab.experiment import design, load, run, service
+from lab.experiment.load import plan_check, user_plan
+from lab.provision import jarinfo, service_fit
+
+BOOT3_LIBS = ("spring-boot-3.5.7.jar", "tomcat-embed-core-10.1.48.jar")
+BOOT2_LIBS = ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.83.jar")
+
+
+def facts(tmp_path: Path, manifest=BOOT32, libs=BOOT3_LIBS) -> jarinfo.JarFacts:
+    return jarinfo.read(boot_jar(tmp_path / "svc.jar", manifest, libs))
+
+
+def descriptor(tmp_path: Path, manifest=BOOT32, libs=BOOT3_LIBS, load_plan: bool = True) -> service.Service:
+    boot_jar(tmp_path / "shop.jar", manifest, libs)
+    if load_plan:
+        plan(tmp_path)
+    text = "name: shop\njar: shop.jar\nport: 9966\nproxy_path: /shop/\nhealth: /shop/health\n"
+    (tmp_path / "shop.yml").write_text(text + ("load: {plan: my.jmx}\n" if load_plan else ""))
+    return service.load(str(tmp_path / "shop.yml"))
+
+
+# -- which knobs a service can take -----------------------------------------------------------------------------
+
+def test_a_knob_of_the_sample_app_does_not_fit_a_service(tmp_path):
+    got = facts(tmp_path)
+    why = service_fit.misfit("app_backend_max_connections", 50, got, "shop")
+    assert "app_backend_max_connections" in why and "shop" in why and "sample app" in why
+    assert service_fit.misfit("logback_audit_appender", "ASYNC", got, "shop")
+    assert service_fit.misfit("tomcat_threads_max", 300, got, "shop") is None
+    assert service_fit.misfit("jvm_gc", "g1", got, "shop") is None
+    assert service_fit.misfit("app_backend_max_connections", 50, None) is None      # the sample app takes all
+
+
+def test_apr_needs_a_tomcat_that_still_has_it(tmp_path):
+    boot3 = facts(tmp_path)
+    why = service_fit.misfit("tomcat_ajp_connector", "apr", boot3, "shop")
+    assert "Tomcat ≤ 9.0.113" in why and "10.1.48" in why and "3.5.7" in why
+    assert service_fit.misfit("tomcat_ajp_connector", "nio2", boot3, "shop") is None
+    (tmp_path / "2").mkdir()
+    assert service_fit.misfit("tomcat_ajp_connector", "apr", facts(tmp_path / "2", BOOT2, BOOT2_LIBS)) is None
+    (tmp_path / "3").mkdir()
+    newer = facts(tmp_path / "3", BOOT2, ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.115.jar"))
+    assert "9.0.115" in service_fit.misfit("tomcat_ajp_connector", "apr", newer, "shop")
+
+
+def test_the_tuned_set_is_given_to_a_service_without_what_it_cannot_take(tmp_path):
+    svc = descriptor(tmp_path)
+    sample = design.config_knobs("tuned")
+    mine = design.config_knobs("tuned", service=svc)
+    assert sample["tomcat_ajp_connector"] == "apr" and mine["tomcat_ajp_connector"] == "nio"   # the catalog's
+    assert mine["tomcat_threads_max"] == sample["tomcat_threads_max"] == 150
+    assert mine["logback_audit_appender"] != sample["logback_audit_appender"]
+    left = design.left_out("tuned", svc)
+    assert "tomcat_ajp_connector" in left and "logback_audit_appender" in left and "tomcat_threads_max" not in left
+    assert design.left_out("tuned", None) == {}
+    # the machine named tuned gets the catalog's value back by an override (its host_vars hold tuned.yml)
+    overrides = design.Trial().overrides({}, svc)
+    assert overrides["tuned"]["tomcat_ajp_connector"] == "nio"
+
+
+def test_a_set_value_the_service_cannot_take_is_refused_naming_it(tmp_path):
+    svc = descriptor(tmp_path)
+    with pytest.raises(ValueError, match=r"--set tomcat_ajp_connector=apr: .*Tomcat 10\.1\.48"):
+        design.config_knobs("tuned", {"tuned": {"tomcat_ajp_connector": "apr"}}, svc)
+    with pytest.raises(ValueError, match="--set app_compose_pool_size=8: .*sample app.*shop"):
+        run.Options(overrides=["tuned:app_compose_pool_size=8"], service=svc)
+    opts = run.Options(overrides=["tuned:tomcat_threads_max=300"], service=svc)
+    assert opts.trials()[0].overrides(opts.sets, svc)["tuned"]["tomcat_threads_max"] == 300
+
+
+def test_a_service_without_its_own_plan_or_with_another_model_is_refused(tmp_path):
+    svc = descriptor(tmp_path, load_plan=False)
+    with pytest.raises(ValueError, match="shop: its descriptor has no load"):
+        run.Options(service=svc)
+    (tmp_path / "b").mkdir()
+    svc = descriptor(tmp_path / "b")
+    with pytest.raises(ValueError, match="--model open: a service's own plan"):
+        run.Options(profile=load.Profile(model="open"), service=svc)
+
+
+def test_the_ansible_vars_and_the_record_say_what_runs(tmp_path):
+    svc = descriptor(tmp_path)
+    got = service.ansible_vars(svc)
+    assert got["tomcat_http_port"] == 9966
+    assert got["lab_service"]["launcher"] == "org.springframework.boot.loader.launch.PropertiesLauncher"
+    assert got["lab_service"]["start_class"] == "shop.App" and got["lab_service"]["proxy_path"] == "/shop/"
+    assert got["lab_service"]["mock"] is None and got["lab_service"]["kit"].endswith("kit/core/target/lab-kit.jar")
+    assert service.ansible_vars(None) == {"lab_service": None}
+    kept = service.record(svc)
+    assert kept["name"] == "shop" and kept["facts"]["tomcat_version"] == "10.1.48" and kept["labels"] == ["GET owners"]
+    json.dumps(kept)
+
+
+# -- the service's own plan, two-sided --------------------------------------------------------------------------
+
+def parsed(path: Path) -> ET.Element:
+    return ET.parse(path).getroot()
+
+
+def test_each_thread_group_runs_once_per_machine_with_its_own_target_and_jtl(tmp_path):
+    out = user_plan.two_sided(plan(tmp_path), tmp_path / "two.jmx")
+    root = parsed(out)
+    groups = root.findall(".//ThreadGroup")
+    assert len(groups) == 2
+    text = out.read_text()
+    for side in load.MACHINES:
+        assert f"__P({side}_host)" in text and f"__P({side}_port,80)" in text
+        assert f"${{__P(run_dir,.)}}/{side}/jmeter.jtl" in text
+    assert "__P(host" not in text and "__P(port" not in text        # the shared HTTP defaults went into each side
+    # each side's writer and target sit inside its own group's tree
+    tree = root.find("hashTree/hashTree")
+    kids = list(tree)
+    for i, side in enumerate(load.MACHINES):
+        group_tree = kids[kids.index(groups[i]) + 1]
+        inside = ET.tostring(group_tree, encoding="unicode")
+        assert f"__P({side}_host)" in inside and f"/{side}/jmeter.jtl" in inside
+    assert [s.get("testname") for s in root.iter("HTTPSamplerProxy")] == ["GET owners", "GET owners"]
+
+
+def test_the_users_own_listeners_are_turned_off_and_a_serial_plan_is_refused(tmp_path):
+    source = plan(tmp_path)
+    text = source.read_text().replace(
+        "<hashTree>\n      <ConfigTestElement",
+        '<hashTree>\n      <ResultCollector guiclass="SummaryReport" testclass="ResultCollector" testname="mine" '
+        'enabled="true"><stringProp name="filename">mine.jtl</stringProp></ResultCollector><hashTree/>'
+        "\n      <ConfigTestElement", 1)
+    source.write_text(text)
+    out = user_plan.two_sided(source, tmp_path / "two.jmx")
+    mine = [c for c in parsed(out).iter("ResultCollector") if c.get("testname") == "mine"]
+    assert [c.get("enabled") for c in mine] == ["false"]
+    serial = text.replace('testname="petclinic" enabled="true"/>',
+                          'testname="petclinic" enabled="true"><boolProp name="TestPlan.serialize_threadgroups">'
+                          "true</boolProp></TestPlan>", 1)
+    source.write_text(serial)
+    with pytest.raises(plan_check.PlanError, match="one after the other"):
+        user_plan.two_sided(source, tmp_path / "serial.jmx")
+
+
+class Counted(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.server.paths.append(self.path)
+        body = b"[]"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def two_services():
+    servers = []
+    for _ in load.MACHINES:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counted)
+        server.paths = []
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    yield dict(zip(load.MACHINES, servers, strict=True))
+    for server in servers:
+        server.shutdown()
+
+
+def test_jmeter_runs_the_users_plan_on_both_machines_at_once(tmp_path, two_services):
+    """The example descriptor's own plan (services/examples/petclinic-rest.jmx), as the lab runs it."""
+    targets = {side: f"http://127.0.0.1:{s.server_address[1]}" for side, s in two_services.items()}
+    result = load.run(tmp_path, targets, load.Profile(users=2, ramp_up_s=1, duration_s=4), progress=lambda _: None,
+                      plan=paths.ROOT / "services" / "examples" / "petclinic-rest.jmx")
+    assert result.exit_code == 0 and (tmp_path / "plan.jmx").exists()
+    labels = {"owner", "owners", "vets", "pet types"}
+    for side, server in two_services.items():
+        samples = load.read_jtl(tmp_path / side / "jmeter.jtl")
+        assert samples and {s["label"] for s in samples} <= labels and all(s["success"] == "true" for s in samples)
+        assert len(server.paths) == len(samples)       # each side's JTL holds exactly its own machine's requests
+        assert all(p.startswith("/petclinic/api/") for p in server.paths)
+    assert str(tmp_path / "plan.jmx") in result.command
+
+
+def test_unpack_jar_puts_the_kit_last_on_the_class_path(tmp_path):
+    jar = boot_jar(tmp_path / "svc.jar", BOOT32, BOOT3_LIBS)
+    with __import__("zipfile").ZipFile(jar, "a") as z:
+        z.writestr("BOOT-INF/classpath.idx", "".join(f'- "BOOT-INF/lib/{lib}"\n' for lib in BOOT3_LIBS))
+    kit = tmp_path / "kit.jar"
+    kit.write_bytes(b"kit")
+    unpacker = paths.ANSIBLE_DIR / "roles" / "app" / "files" / "unpack_jar.py"
+    done = subprocess.run([sys.executable, str(unpacker), str(jar), str(tmp_path / "unpacked"), str(kit)],
+                          capture_output=True, text=True)
+    assert done.stdout.strip() == "unpacked", done.stderr
+    classpath, main = (tmp_path / "unpacked" / "launch.args").read_text().splitlines()
+    assert classpath.split(":")[-1] == "unpacked/lib/lab-kit.jar" and main == "shop.App"
+    assert (tmp_path / "unpacked" / "lib" / "lab-kit.jar").read_bytes() == b"kit"
+    again = subprocess.run([sys.executable, str(unpacker), str(jar), str(tmp_path / "unpacked"), str(kit)],
+                           capture_output=True, text=True)
+    assert again.stdout.strip() == "unchanged"
+    kit.write_bytes(b"another kit")                   # a new kit is unpacked again
+    third = subprocess.run([sys.executable, str(unpacker), str(jar), str(tmp_path / "unpacked"), str(kit)],
+                           capture_output=True, text=True)
+    assert third.stdout.strip() == "unpacked"
+
+
+def test_the_example_descriptors_carry_their_plans():
+    for name in ("petclinic-rest", "tripbooking"):
+        checked = plan_check.check(paths.ROOT / "services" / "examples" / f"{name}.jmx")
+        assert {"host", "users", "ramp_up_s", "duration_s"} <= set(checked.reads)
+    assert SAMPLER and BOOT2
