@@ -6,7 +6,7 @@
 #   ./test.sh mock lab     only these stages
 #
 # Stages: lint (ruff over every Python folder, as ruff.toml says), mock (mock-service pytest), app (Maven
-# verify of both stacks and of the tuning kit on both Boot lines), lab (host plumbing unit tests, Vagrantfile validation, the layout rules, the
+# verify of both stacks and of the tuning kit on both Boot lines; the e2e's own service built), lab (host plumbing unit tests, Vagrantfile validation, the layout rules, the
 # benchmarks' plans), ansible (lint, knob validation and template renders, no VM), report (report/ pytest on a
 # recorded run folder), e2e (real machines: up, provision, a short run checked, checks, down). Outside CI, e2e
 # skips loudly where no machine can be brought up; under CI=true it always runs.
@@ -29,7 +29,8 @@ done
 
 stage_lint() { .venv/bin/ruff check --no-cache; }
 stage_mock() { .venv/bin/python -m pytest -q mock-service/tests; }
-stage_app()  { (cd app && ./mvnw -B -ntp verify && ./mvnw -B -ntp -f ../kit/pom.xml verify); }
+stage_app()  { (cd app && ./mvnw -B -ntp verify && ./mvnw -B -ntp -f ../kit/pom.xml verify \
+                 && ./mvnw -B -ntp -q -f ../services/testapp/pom.xml package); }
 stage_lab()  { ./start.sh prereqs && .venv/bin/python -m pytest -q lab/tests bench; }
 stage_ansible() { .venv/bin/python -m pytest -q ansible/tests; }
 stage_report() { .venv/bin/python -m pytest -q report/tests; }

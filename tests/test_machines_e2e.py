@@ -465,8 +465,12 @@ def test_the_ajp_secret_stays_in_the_lab(short_run):
 # Reached over SSH on their private addresses like any host (not through Vagrant), provisioned, loaded and
 # collected from inside the lab namespace, with one JMeter remote engine on this machine (a `loadgen` host with
 # ansible_connection local). Last: its provisioning admits only this host and the generator to the machines.
-# --tls: the load over HTTPD's 443 front, checked on this run too (a run of its own cost CI 7 minutes)
-HOSTS_RUN = ["--users", "4", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-hosts", "--tls"]
+# --tls: the load over HTTPD's 443 front, checked on this run too (a run of its own cost CI 7 minutes); and
+# --service: the machines run a service that is not the sample app (services/testapp.yml: a plain Boot 3 service
+# of the lab's own making, its backend the mock's stub, its own JMeter plan), folded into this run for the same reason
+HOSTS_RUN = ["--users", "4", "--ramp-up", "10s", "--duration", "1m", "--label", "e2e-hosts", "--tls",
+             "--service", "testapp"]
+TESTAPP = ROOT / "services" / "testapp"
 FOREIGN_TABLE = "someone_else"           # planted on tuned before the hosts run
 
 
@@ -513,6 +517,9 @@ def hosts_run(short_run, tmp_path_factory):
                               "input { type filter hook input priority 10; policy accept; }'")
     assert planted.returncode == 0, planted.stderr
     pmcd_before = pmcd_pid()
+    if not (TESTAPP / "target" / "lab-testapp.jar").exists():      # the app stage builds it; `./test.sh e2e` alone
+        subprocess.run([str(ROOT / "app" / "mvnw"), "-B", "-q", "-ntp", "-f", str(TESTAPP / "pom.xml"), "package",
+                        "-DskipTests"], cwd=ROOT / "app", check=True, timeout=15 * 60)
     results = ROOT / "results"
     before = set(results.iterdir())
     try:
@@ -563,10 +570,33 @@ def test_a_load_over_tls_goes_through_httpds_443_front(hosts_run):
         assert successful_samples(hosts_run["folder"] / side / "jmeter.jtl") > 0, side
         ip = record["machines"][side]["ip"]
         fetched = subprocess.run(["ip", "netns", "exec", "camel-lab", "curl", "-sk", "-o", "/dev/null", "-w",
-                                  "%{http_code} %{scheme}", f"https://{ip}/api/customers/1"],
+                                  "%{http_code} %{scheme}", f"https://{ip}/shop/price/1"],
                                  capture_output=True, text=True, timeout=120)
         assert fetched.stdout.split() == ["200", "HTTPS"], fetched.stdout + fetched.stderr
     assert "over HTTPS (HTTPD's TLS front)" in (hosts_run["folder"] / "summary.md").read_text()
+
+
+def test_a_service_of_the_users_runs_with_the_kit_its_stubs_and_its_own_plan(hosts_run):
+    """The hosts run is of services/testapp.yml: its jar with the tuning kit behind HTTPD over AJP, its backend
+    answered by the mock's stub, its plan's labels in each JTL, the kit's metrics in PCP, its console as app.log."""
+    folder, record = hosts_run["folder"], run_json(hosts_run)
+    assert record["service"]["name"] == "testapp" and record["service"]["facts"]["boot_version"].startswith("3.")
+    assert "tomcat_ajp_connector" in record["service"]["left_out"]["tuned"]       # apr: not on Tomcat 10.1
+    assert (folder / "plan.jmx").exists()
+    for side in ("default", "tuned"):
+        with (folder / side / "jmeter.jtl").open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert {r["label"] for r in rows} == {"price", "ping"}, side
+        assert sum(r["success"] == "true" for r in rows if r["label"] == "price") > 0, side
+        assert "Started ShopApplication" in (folder / side / "logs" / "app.log").read_text(), side
+        metrics = (folder / side / "pcp" / "metrics.csv").read_text()
+        assert "openmetrics.app.jvm_memory_used_bytes" in metrics, side          # the kit's page, no actuator
+        assert "openmetrics.app.tomcat_connector_threads_busy" in metrics, side
+        mock = in_lab(side, "curl -s http://127.0.0.1:9080/__mock/metrics")       # every call matched a stub
+        assert "mock_http_requests_total" in mock.stdout and "mock_unmatched_requests_total{" not in mock.stdout, side
+    tuned = (folder / "tuned" / "config" / "application.yml").read_text()
+    assert "protocol: nio" in tuned and 'shop.pricing-url: "http://127.0.0.1:9080"' in tuned
+    assert "ProxyPass /shop/ ajp://127.0.0.1:8009/shop/" in (folder / "tuned" / "config" / "lab.conf").read_text()
 
 
 def test_a_hosts_own_nftables_table_survives_the_lab(hosts_run):
