@@ -501,6 +501,11 @@ def test_service_metrics_come_from_the_kit_and_its_manifest_has_no_sample_app_pa
     manifest = json.loads(rendered["service"]["tuned"]["site/manifest.json"])
     assert manifest["info_url"] == ""
     assert "audit.log" not in manifest["logs"] and manifest["logs"]["app.log"] == "/var/log/camel-app/app.log"
+    exported = manifest["pcp"]["metrics"]      # what the kit does not export yet is not asked for
+    assert "openmetrics.app.tomcat_connector_threads_busy" in exported
+    assert "openmetrics.app.camel_route_exchanges_seconds_sum" not in exported
+    assert "openmetrics.app.camel_route_exchanges_seconds_sum" in json.loads(
+        rendered["plain"]["tuned"]["site/manifest.json"])["pcp"]["metrics"]
     sources = json.loads(rendered["service"]["tuned"]["pcp/openmetrics-sources.json"])
     assert sources["app"]["url"].startswith("http://127.0.0.1:9464/metrics?names=")
     assert "jvm_memory_used_bytes" in sources["app"]["url"].split("=", 1)[1].split(",")

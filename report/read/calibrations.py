@@ -22,7 +22,7 @@ REQUIRED = ("model", "ramp_up_s", "hold_s", "provider", "host_cpus")
 WORDS = {"model": "load model", "users": "users", "rate_per_s": "rate (req/s)", "step_rates": "stage rates (req/s)",
          "ramp_up_s": "ramp-up (s)", "hold_s": "hold (s)", "keep_alive": "keep-alive", "scheme": "scheme",
          "mix": "request mix", "provider": "provider", "accelerator": "accelerator", "host_cpus": "host CPUs",
-         "cores": "host cores"}
+         "cores": "host cores", "service": "service"}
 # what a calibrating verdict.json must hold beyond records.VERDICT: the t quantile's degrees of freedom per
 # figure and, when the report widened its interval, the within-run one
 _AA = {"method": {"df": MapOf(NUMBER)}, "effects": MapOf({"ci_within": {"low": NUMBER, "high": NUMBER}})}
@@ -34,7 +34,8 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
     stage length step_s; compared within a factor of HOLD_FACTOR), keep-alive, scheme and request mix, and the
     host facts that change the noise: provider (libvirt VMs or real hosts), libvirt's accelerator (kvm, tcg), the
     host's CPU count and whether the machines swapped host cores half-way (a fixed placement keeps a core's bias
-    that a swap cancels). None where run.json does not say."""
+    that a swap cancels); and the service the machines ran with its plan (the lab's sample app when run.json names
+    none: an A/A of one service never calibrates another's). None where run.json does not say."""
     load = run.load
     model = load.get("model")
     rates = load.get("step_rates")
@@ -43,6 +44,9 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
           "keep_alive": load.get("keep_alive") if model == "closed" else None,
           "scheme": load.get("scheme"), "mix": load.get("mix"), "provider": run.get("provider"),
           "host_cpus": run.get("host", "cpus")}
+    service = run.get("service", default=None) or {}
+    fp["service"] = (f"{service.get('name')} ({Path(str(service.get('plan'))).name})" if service.get("name")
+                     else "the lab's sample app")
     for key in SIZE.get(str(model), ()):
         fp[key] = tuple(rates) if key == "step_rates" and rates is not None else load.get(key)
     if fp["provider"] != "hosts":       # real hosts have no accelerator nor pinned cores of the lab's

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from report import fmt
@@ -80,6 +81,9 @@ def liveness_line(vm: str, probe: dict[str, Any]) -> str:
 def _run_line(run: RunInfo) -> str:
     load = run.load
     mix = ", ".join(f"{k} {v} %" for k, v in (load.get("mix") or {}).items())
+    plan = run.get("service", "plan")
+    if plan:        # a service's own JMeter plan: its thread groups, not the lab's mix
+        mix = ""
     bits = [f"status {run.status}", f"started {run.get('started', default='?')}",
             f"ended {run.get('ended', default='?')}"]
     if load:
@@ -90,12 +94,13 @@ def _run_line(run: RunInfo) -> str:
                      f"{load.get('step_s', '?')} s at "
                      f"{', '.join(f'{r:g}' for r in load.get('step_rates') or [])} req/s")
         rate = f"{load.get('rate_per_s')} req/s" if load.get("rate_per_s") and model == "open" else ""
-        named = f" {load['name']}" if load.get("name") else ""
+        named = f" {load['name']}" if load.get("name") and not plan else ""
         bits.append(f"load{named}: {model} model, {' '.join(x for x in (users, rate) if x)}, "
                     f"ramp-up {load.get('ramp_up_s', '?')} s, {load.get('duration_s', '?')} s"
                     + (f", keep-alive {'on' if load.get('keep_alive') else 'off'}" if 'keep_alive' in load else "")
                     + (", over HTTPS (HTTPD's TLS front)" if load.get("scheme") == "https" else "")
-                    + (f", mix {mix}" if mix else ""))
+                    + (f", mix {mix}" if mix else "")
+                    + (f", the service's own plan {Path(str(plan)).name}" if plan else ""))
     commit = run.get("git_commit")
     if commit:
         bits.append(f"git {str(commit)[:12]}")
@@ -212,6 +217,7 @@ def design_lines(run: RunInfo) -> list[str]:
                      + (": roles swapped — " + ", ".join(f"the {side} configuration ran on machine {vm}"
                                                         for side, vm in sorted(d["machines"].items()))
                         if swapped else ": each configuration on its own machine") + ".")
+    lines += service_lines(run)
     starts = run.get("service_starts", default={})
     if starts:
         spread = starts.get("spread_s")
@@ -222,6 +228,24 @@ def design_lines(run: RunInfo) -> list[str]:
         lines.append("Start not equalised: this run did not restart both machines' services together "
                      "(their JVMs may have different histories).")
     return lines + [""]
+
+
+def service_lines(run: RunInfo) -> list[str]:
+    """The service the machines ran when it was not the lab's sample app (run.json service): what its jar is, and
+    the knobs of a configuration's knob set it could not take (left out of that side)."""
+    svc = run.get("service", default=None)
+    if not isinstance(svc, dict) or not svc.get("name"):
+        return []
+    facts = svc.get("facts") or {}
+    what = ", ".join(x for x in (f"Spring Boot {facts['boot_version']}" if facts.get("boot_version") else "",
+                                 f"Tomcat {facts['tomcat_version']}" if facts.get("tomcat_version") else "",
+                                 f"Camel {facts['camel_version']}" if facts.get("camel_version") else "") if x)
+    lines = [f"Service: **{svc['name']}** ({Path(str(svc.get('jar', '?'))).name}{': ' + what if what else ''}), with "
+             "the lab's tuning kit on its class path; HTTPD forwards " + str(svc.get("proxy_path", "?")) + "."]
+    for config, left in sorted((svc.get("left_out") or {}).items()):
+        if isinstance(left, dict) and left:
+            lines.append(f"Left out of {config} (the service cannot take them): " + ", ".join(sorted(left)) + ".")
+    return lines
 
 
 def _gc(machine: Machine) -> str:

@@ -43,10 +43,20 @@ def run_with(tmp_path, load=None, **host):
     ({}, {"host": {"cpus": 8}}, "host CPUs 8, not 2"),
     ({"ramp_up_s": None}, {}, "its run.json does not record the ramp-up (s)"),
     ({}, {"core_swap": {"mode": "swap", "at_s": 240, "swapped_at": 1.8e9}}, "host cores swapped, not fixed"),
+    ({}, {"service": {"name": "shop", "plan": "/x/shop.jmx"}}, "service shop (shop.jmx), not the lab's sample app"),
 ])
 def test_an_aa_of_another_load_or_host_does_not_match(tmp_path, load, host, why):
     mine = run_with(tmp_path / "a")
     assert mismatch(mine, run_with(tmp_path / "b", load, **host)) == why
+
+
+def test_an_aa_of_one_service_calibrates_only_that_service_and_plan(tmp_path):
+    shop = {"name": "shop", "plan": "/services/shop.jmx"}
+    mine = run_with(tmp_path / "a", service=shop)
+    assert mismatch(mine, run_with(tmp_path / "b", service={**shop, "plan": "/elsewhere/shop.jmx"})) is None
+    assert mismatch(mine, run_with(tmp_path / "c", service={**shop, "plan": "/services/other.jmx"})) == \
+        "service shop (other.jmx), not shop (shop.jmx)"
+    assert mismatch(run_with(tmp_path / "d"), run_with(tmp_path / "e", service=None)) is None   # sample app, old
 
 
 def test_the_same_load_matches_with_a_hold_within_a_factor_of_two(tmp_path):

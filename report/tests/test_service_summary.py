@@ -1,0 +1,36 @@
+"""A run of a service of the user's (run.json service, issue 38): the summary names it, says what its jar is and what
+its configurations could not take, and describes its load as its own plan, not the lab's request mix."""
+from __future__ import annotations
+
+import json
+
+from report.read.runinfo import RunInfo
+from report.render.summary import _run_line, service_lines
+
+SERVICE = {"name": "petclinic-rest", "jar": "/ext/spring-petclinic-rest-3.4.3.jar", "proxy_path": "/petclinic/",
+           "plan": "/work/services/examples/petclinic-rest.jmx",
+           "facts": {"boot_version": "3.5.7", "tomcat_version": "10.1.48", "camel_version": None},
+           "left_out": {"tuned": {"tomcat_ajp_connector": "needs Tomcat ≤ 9.0.113", "logback_audit_appender": "…"}}}
+LOAD = {"name": "lab", "model": "closed", "users": 20, "ramp_up_s": 30, "duration_s": 180, "keep_alive": True,
+        "mix": {"get": 60, "summary": 25}}
+
+
+def run(tmp_path, **record) -> RunInfo:
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "r", "status": "complete", "load": LOAD, **record}))
+    return RunInfo(tmp_path)
+
+
+def test_a_service_run_says_what_ran_and_what_was_left_out(tmp_path):
+    lines = service_lines(run(tmp_path, service=SERVICE))
+    assert lines[0] == ("Service: **petclinic-rest** (spring-petclinic-rest-3.4.3.jar: Spring Boot 3.5.7, Tomcat "
+                        "10.1.48), with the lab's tuning kit on its class path; HTTPD forwards /petclinic/.")
+    assert lines[1] == "Left out of tuned (the service cannot take them): logback_audit_appender, tomcat_ajp_connector."
+    line = _run_line(run(tmp_path, service=SERVICE))
+    assert "the service's own plan petclinic-rest.jmx" in line and "mix" not in line and "load lab" not in line
+
+
+def test_the_sample_apps_run_says_its_mix_and_no_service(tmp_path):
+    assert service_lines(run(tmp_path, service=None)) == []
+    assert service_lines(run(tmp_path)) == []           # a run folder from before services
+    line = _run_line(run(tmp_path))
+    assert "load lab: closed model" in line and "mix get 60 %, summary 25 %" in line
