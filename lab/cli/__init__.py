@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 from lab import lock, machines, paths, steps
 from lab.cli.arguments import INSIST_MEMORY_HELP, add_run_options, parser  # noqa: F401 - the command line's own
 from lab.experiment import check, disk, load, record, reporting, run, service, service_check, sweep
+from lab.experiment.load import plan_check
 from lab.experiment.run import seconds  # noqa: F401 - tests read durations as the command line does
 from lab.machines import box, lifecycle, memory, netns, prereqs, settings, vagrant
 from lab.provision import hosts, hosts_down, jars, knob_sets, knobs, playbook
@@ -74,8 +76,20 @@ def run_options(args) -> run.Options:
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
                        knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts,
                        insist_memory=args.insist_memory, cores=args.cores,
-                       service=service.load(args.service_name) if args.service_name else None)
+                       service=chosen_service(args.service_name, args.plan))
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
+
+
+def chosen_service(name: str | None, plan: Path | None) -> service.Service | None:
+    """--service's descriptor, checked, with --plan's plan (checked) instead of its own; ValueError naming the
+    problem."""
+    if name is None:
+        if plan is not None:
+            raise ValueError("--plan runs a plan of yours against a service of yours: add --service NAME|PATH (the "
+                             "lab's sample app runs the lab's own plan, jmeter/plan.jmx)")
+        return None
+    found = service.load(name)
+    return found if plan is None else dataclasses.replace(found, plan=plan_check.check(plan))
 
 
 def sweep_plan(args, opts: run.Options) -> sweep.Plan:

@@ -92,6 +92,9 @@ def add_run_options(add) -> None:
     add("--service", dest="service_name", default=None, metavar="NAME|PATH",
         help="run a service of your own instead of the lab's sample app: services/NAME.yml or a descriptor's path "
              "(its jar, port, paths, backends' stubs and JMeter plan; check it first with ./start.sh service check)")
+    add("--plan", type=Path, default=None, metavar="FILE.jmx",
+        help="with --service: this JMeter plan of yours instead of the descriptor's load.plan (it must read the lab's "
+             "properties host, users, ramp_up_s, duration_s: checked before anything starts)")
     add("--hosts", type=Path, default=None, metavar="INVENTORY",
         help="run on real hosts instead of the VMs: an Ansible inventory naming `default` and `tuned` (and "
              "optionally a `loadgen` group for JMeter's remote engines); see README, Real hosts")

@@ -33,7 +33,8 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
     for knob, value in (sets or {}).get(config, {}).items():
         why = service_fit.misfit(knob, value, service.facts, service.name) if service is not None else None
         if why:
-            raise ValueError(f"--set {knob}={value}: {why}")
+            shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
+            raise ValueError(f"--set {knob}={shown}: {why}")
         resolved[knob] = value
     return resolved
 

@@ -112,8 +112,19 @@ def values_text(spec: dict) -> str:
     return " | ".join(words)
 
 
+def needs_text(spec: dict) -> str:
+    """What a service must have for the knob (its `needs:`, lab/provision/service_fit.py), in words; '' for any."""
+    needs = spec.get("needs")
+    if needs == "sample":
+        return "; the sample app only"
+    if isinstance(needs, dict):
+        return "".join(f"; {value} needs Tomcat ≤ {rule.get('tomcat_max')}" for value, rule in needs.items()
+                       if isinstance(rule, dict) and rule.get("tomcat_max"))
+    return ""
+
+
 def comment(spec: dict) -> str:
-    return f"{spec['what']}; {values_text(spec)}; {spec['lands']}"
+    return f"{spec['what']}; {values_text(spec)}; {spec['lands']}{needs_text(spec)}"
 
 
 def render_defaults(text: str | None = None) -> str:

@@ -222,3 +222,36 @@ def test_the_example_descriptors_carry_their_plans():
         checked = plan_check.check(paths.ROOT / "services" / "examples" / f"{name}.jmx")
         assert {"host", "users", "ramp_up_s", "duration_s"} <= set(checked.reads)
     assert SAMPLER and BOOT2
+
+
+# -- the command line ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, said", [
+    (["--plan", "x.jmx"], "--plan runs a plan of yours against a service of yours: add --service"),
+    (["--service", "no-such-service"], "no such service descriptor"),
+    (["--service", "testapp", "--set", "tuned:app_audit_enabled=false"],
+     "--set app_audit_enabled=false: app_audit_enabled tunes the lab's own sample app"),
+    (["--service", "testapp", "--model", "open", "--rate", "5"], "--model open: a service's own plan"),
+])
+def test_the_command_line_refuses_what_a_service_cannot_run(argv, said, capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    if "testapp" in argv and not (paths.ROOT / "services" / "testapp" / "target" / "lab-testapp.jar").exists():
+        pytest.skip("services/testapp is built by the app stage")
+    from lab import cli
+    assert cli.main(argv) == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+
+
+def test_plan_replaces_the_descriptors_plan_and_is_checked(tmp_path):
+    from lab import cli
+    descriptor(tmp_path)
+    other = plan(tmp_path / "other" if (tmp_path / "other").mkdir() is None else tmp_path,
+                 samplers=[SAMPLER.format(name="GET vets", on="true", domain="", port="")])
+    chosen = cli.chosen_service(str(tmp_path / "shop.yml"), other)
+    assert chosen.plan.samplers == ("GET vets",) and chosen.name == "shop"
+    hard = plan(tmp_path / "hard" if (tmp_path / "hard").mkdir() is None else tmp_path,
+                samplers=[SAMPLER.format(name="typed host", on="true", domain="10.1.2.3", port="")])
+    with pytest.raises(plan_check.PlanError, match="'typed host': domain is '10.1.2.3'"):
+        cli.chosen_service(str(tmp_path / "shop.yml"), hard)
