@@ -288,6 +288,14 @@ def runs(tmp_path_factory):
         jobs[name] = lambda insist=insist, name=name: ansible_playbook(
             "-i", str(INVENTORY), *insist, "site.yml", overrides={"tuned": {"jvm_heap_max_mb": 400}},
             tmp=tmp_path_factory.mktemp(name))
+    # a service of the user's whose own start (service check) took much metaspace and many threads: refused; one
+    # never measured: estimated as the sample app, and said so
+    for name, footprint in (("service_heavy", {"metaspace_mb": 300, "threads": 120, "rss_mb": 420}),
+                            ("service_unmeasured", None)):
+        service = {"lab_service": {"name": "shop", "footprint": footprint}}
+        jobs[name] = lambda service=service, name=name: ansible_playbook(
+            "-i", str(INVENTORY), *LOAD, "-e", json.dumps(service), "validate.yml",
+            overrides={"default": {}, "tuned": {}}, tmp=tmp_path_factory.mktemp(name))
     # every named knob set on both machines (as per-machine overrides, the way a run gives a machine another set)
     for path in sorted(KNOB_SETS.glob("*.yml")):
         values = yaml.safe_load(path.read_text()) or {}
@@ -415,6 +423,19 @@ def test_memory_beyond_the_machine_is_refused_unless_the_run_insists(runs):
     warnings = [r for r in insisted.results() if WARNING.match(r["msg"])]
     assert [r["host"] for r in warnings] == ["tuned"], insisted.describe()
     assert WARNING.match(warnings[0]["msg"]).groups() == MEMORY.match(failure["msg"]).groups()
+
+
+def test_a_services_measured_start_is_what_its_memory_estimate_takes(runs):
+    heavy, unmeasured = runs["service_heavy"], runs["service_unmeasured"]
+    assert heavy.rc == 2, heavy.describe()
+    failures = heavy.failures()
+    assert {f["host"] for f in failures} == {"default", "tuned"}, heavy.describe()
+    msg = failures[0]["msg"]
+    assert "metaspace 375 MB (jvm_metaspace_max_mb null: shop's own start took 300 MB, + 25 %)" in msg, msg
+    assert "+ the service's own 120 threads at start × 0.25 MB of stack" in msg, msg
+    assert unmeasured.rc == 0, unmeasured.describe()
+    notes = [m for m in unmeasured.messages() if m.startswith("NOTE: the memory estimate of shop")]
+    assert len(notes) == 2 and "service check shop" in notes[0], unmeasured.describe()
 
 
 def test_an_inventory_without_the_machines_networks_and_memory_is_refused(runs):

@@ -21,6 +21,8 @@ read the lab's properties.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,6 +224,37 @@ def load(name_or_path: str) -> Service:
         plan=_load(base, raw.get("load"), where))
 
 
+def footprint_path(svc: Service) -> Path:
+    return paths.STATE_DIR / "services" / svc.name / "footprint.json"
+
+
+def _jar_digest(jar: Path) -> str:
+    digest = hashlib.sha256()
+    with open(jar, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_footprint(svc: Service, measured: dict) -> Path:
+    """What `service check` measured of this jar's start (metaspace_mb, threads, rss_mb, ...), kept for its runs."""
+    path = footprint_path(svc)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**measured, "jar": str(svc.jar), "jar_sha256": _jar_digest(svc.jar)}, indent=1))
+    return path
+
+
+def footprint(svc: Service) -> dict | None:
+    """The measured start of this very jar (write_footprint), or None: never measured, or measured of another jar."""
+    try:
+        found = json.loads(footprint_path(svc).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(found, dict) or found.get("jar_sha256") != _jar_digest(svc.jar):
+        return None
+    return {k: found.get(k) for k in ("metaspace_mb", "threads", "rss_mb")}
+
+
 def ansible_vars(svc: Service | None) -> dict:
     """The extra vars that make the machines run the service (ansible/group_vars/all/lab.yml lab_service), with
     the tuning kit's jar (jars.ensure_kit builds it); the service's port is Tomcat's (the knob tomcat_http_port,
@@ -234,7 +267,7 @@ def ansible_vars(svc: Service | None) -> dict:
         "lab_service": {
             "name": svc.name, "jar": str(svc.jar), "kit": str(jars.KIT_JAR), "start_class": svc.facts.start_class,
             "launcher": jarinfo.PROPERTIES_LAUNCHER[svc.facts.loader], "health": svc.health,
-            "proxy_path": svc.proxy_path, "properties": dict(svc.properties),
+            "proxy_path": svc.proxy_path, "properties": dict(svc.properties), "footprint": footprint(svc),
             "mock": None if mock is None else {"stubs": str(mock.stubs) if mock.stubs else None,
                                                "extra_ports": list(mock.extra_ports), "builtin": mock.builtin}}}
 

@@ -43,6 +43,7 @@ class Started:
     threads: int
     port: int
     metrics_families: int          # families on the kit's metrics page (the names PCP reads)
+    metaspace_mb: float | None = None   # what the JVM's class metadata took once ready (the kit's page)
     check_status: int | None = None   # what the descriptor's check path answered, straight from the service
     unmatched: dict | None = None     # requests the mock's stubs did not match: {"METHOD path": count}
 
@@ -131,7 +132,8 @@ def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Starte
         _wait(lambda: _answers(health) == 200, svc.start_timeout_s, proc, work / "service.log", svc.name)
         ready = time.monotonic() - started
         rss, threads = _footprint(proc.pid)
-        result = Started(proc.pid, round(ready, 1), round(rss), threads, port, _families(metrics_port, work))
+        result = Started(proc.pid, round(ready, 1), round(rss), threads, port, _families(metrics_port, work),
+                         metaspace_mb=_metaspace_mb((work / "metrics.txt").read_text()))
         result.check_status = _answers(f"http://127.0.0.1:{port}{svc.check_path}")
         if mock_url is not None:
             result.unmatched = _unmatched(f"{mock_url}/__mock/metrics")
@@ -148,6 +150,18 @@ def _unmatched(url: str) -> dict:
         if match:
             found[f"{match[1]} {match[2]}"] = int(match[3])
     return found
+
+
+def _metaspace_mb(page: str) -> float | None:
+    """jvm_memory_used_bytes of the Metaspace pool, in MB, from the kit's page; None when it has none."""
+    match = re.search(r'^jvm_memory_used_bytes\{[^}]*id="Metaspace"[^}]*} ([0-9.eE+]+)$', page, re.M)
+    return round(float(match[1]) / 2**20, 1) if match else None
+
+
+def keep_footprint(svc: service.Service, started: Started) -> Path:
+    """What the service took once ready, for the machines' memory estimate (service.footprint reads it back)."""
+    return service.write_footprint(svc, {"metaspace_mb": started.metaspace_mb, "threads": started.threads,
+                                         "rss_mb": started.rss_mb, "ready_after_s": started.ready_after_s})
 
 
 def _families(port: int, work: Path, wait_s: float = 30) -> int:
@@ -202,9 +216,14 @@ def check(name: str, log=print) -> int:
     kit = jars.ensure_kit(log)
     work = paths.STATE_DIR / "services" / svc.name
     started = start_once(svc, kit, work, log)
+    metaspace = started.metaspace_mb if started.metaspace_mb is not None else "?"
     print(f"  started      health answered after {started.ready_after_s:g} s; then {started.rss_mb:g} MB resident, "
-          f"{started.threads} threads (JVM flags of its own; the machines have 512 MB); the kit's metrics: "
-          f"{started.metrics_families} families", flush=True)
+          f"{started.threads} threads, metaspace {metaspace} MB "
+          f"(JVM flags of its own; the machines have 512 MB); the kit's metrics: {started.metrics_families} families",
+          flush=True)
+    kept = keep_footprint(svc, started)
+    print(f"  footprint    kept in {kept}: the machines' memory estimate takes the service's metaspace and threads "
+          "from it", flush=True)
     problems = []
     if started.check_status != svc.check_status:
         problems.append(f"its check {svc.check_path} answered {started.check_status or 'nothing'}, not "

@@ -192,7 +192,7 @@ def _no_jar_build(monkeypatch):
     running into the next test (it would call that test's stand-in for ensure_jar)."""
     done = Future()
     done.set_result([])
-    monkeypatch.setattr(jars, "jars_beside", lambda overrides, log=print: done)
+    monkeypatch.setattr(jars, "jars_beside", lambda overrides, log=print, service_jar=None: done)
 
 
 def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatch, tmp_path, capsys):

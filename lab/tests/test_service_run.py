@@ -255,3 +255,21 @@ def test_plan_replaces_the_descriptors_plan_and_is_checked(tmp_path):
                 samplers=[SAMPLER.format(name="typed host", on="true", domain="10.1.2.3", port="")])
     with pytest.raises(plan_check.PlanError, match="'typed host': domain is '10.1.2.3'"):
         cli.chosen_service(str(tmp_path / "shop.yml"), hard)
+
+
+def test_a_measured_start_is_kept_for_that_jar_only(tmp_path, monkeypatch):
+    from lab.experiment import service_check
+    monkeypatch.setattr(paths, "STATE_DIR", tmp_path / "state")
+    svc = descriptor(tmp_path)
+    assert service.footprint(svc) is None and service.ansible_vars(svc)["lab_service"]["footprint"] is None
+    page = ('jvm_memory_used_bytes{area="heap",id="G1 Eden Space"} 1.2E7\n'
+            'jvm_memory_used_bytes{area="nonheap",id="Metaspace"} 8.388608E7\n')
+    metaspace = service_check._metaspace_mb(page)
+    assert metaspace == 80.0 and service_check._metaspace_mb("nothing\n") is None
+    started = service_check.Started(1, 5.0, 213, 43, 8080, 18, metaspace_mb=metaspace)
+    kept = service_check.keep_footprint(svc, started)
+    assert kept == tmp_path / "state" / "services" / "shop" / "footprint.json"
+    assert service.footprint(svc) == {"metaspace_mb": 80.0, "threads": 43, "rss_mb": 213}
+    assert service.ansible_vars(svc)["lab_service"]["footprint"]["metaspace_mb"] == 80.0
+    boot_jar(svc.jar, BOOT32, (*BOOT3_LIBS, "jackson-core-2.19.0.jar"))     # a new build of the service
+    assert service.footprint(svc) is None
