@@ -1,9 +1,11 @@
 """A folder assembled from Maven Central by a pom (JMeter's home, async-profiler), once per content of that
-pom: the pom's hash is stamped in the folder, and a folder stamped by another pom is assembled again."""
+pom: the pom's hash is stamped in the folder, and a folder stamped by another pom is assembled again; and one
+artifact by its coordinates (a service's jar: artifact())."""
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -53,3 +55,27 @@ def assemble(pom: Path, home: Path, home_property: str, marker: str, error: type
     shutil.rmtree(home, ignore_errors=True)
     building.rename(home)
     return home
+
+
+COORDINATES = re.compile(r"(?P<group>[\w.-]+):(?P<artifact>[\w.-]+):(?P<version>[\w.+-]+)(?::(?P<classifier>[\w.-]+))?")
+
+
+def artifact(coordinates: str, folder: Path, error: type[Exception]) -> Path:
+    """group:artifact:version[:classifier] (a jar) resolved from Maven Central (through ~/.m2) into folder, once;
+    error naming the coordinates when they are malformed or Maven cannot resolve them."""
+    found = COORDINATES.fullmatch(coordinates.strip())
+    if not found:
+        raise error(f"{coordinates!r}: Maven coordinates are group:artifact:version[:classifier]")
+    g, a, v, c = found["group"], found["artifact"], found["version"], found["classifier"]
+    jar = folder / f"{a}-{v}{'-' + c if c else ''}.jar"
+    if jar.is_file():
+        return jar
+    folder.mkdir(parents=True, exist_ok=True)
+    maven = [str(MAVEN_WRAPPER)] if MAVEN_WRAPPER.exists() else ["mvn"]
+    # the dependency plugin of jmeter/pom.xml's version (in ~/.m2 already)
+    shell.run([*maven, "-B", "-ntp", "-q", "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy",
+               f"-Dartifact={g}:{a}:{v}:jar{':' + c if c else ''}", f"-DoutputDirectory={folder}"],
+              f"resolving {coordinates} from Maven Central failed", error=error, cwd=folder)
+    if not jar.is_file():
+        raise error(f"resolving {coordinates}: Maven succeeded but left no {jar}")
+    return jar

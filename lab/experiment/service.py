@@ -3,7 +3,7 @@ without a line of its code changed (issue 38).
 
 ```yaml
 name: petclinic-rest                  # [a-z0-9-], the run folder's label and the report's title
-jar: build/petclinic-rest.jar         # the executable jar, relative to this file
+jar: build/petclinic-rest.jar         # the executable jar, relative to this file, or {maven: group:artifact:version}
 port: 9966                            # server.port: the service's own HTTP connector
 proxy_path: /petclinic/               # what HTTPD forwards to the service
 health: /petclinic/actuator/health    # answers 200 on 127.0.0.1:<port> once the service is up
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from lab import paths
+from lab import maven, paths
 from lab.experiment.load import plan_check
 from lab.provision import jarinfo, jars
 
@@ -103,8 +103,16 @@ def _file(base: Path, value, key: str, where: str, directory: bool = False) -> P
     return path
 
 
-def _jar(base: Path, raw, where: str) -> tuple[Path, jarinfo.JarFacts]:
-    jar = _file(base, raw, "jar", where)
+def _jar(base: Path, raw, where: str, name: str) -> tuple[Path, jarinfo.JarFacts]:
+    if isinstance(raw, dict):
+        if set(raw) != {"maven"} or not isinstance(raw["maven"], str):
+            raise _fail(where, "jar", "a path, or {maven: group:artifact:version[:classifier]} (from Maven Central)")
+        try:       # kept beside the lab's other state: resolved once
+            jar = maven.artifact(raw["maven"], paths.STATE_DIR / "services" / name / "jar", ServiceError)
+        except ServiceError as e:
+            raise _fail(where, "jar.maven", str(e)) from None
+    else:
+        jar = _file(base, raw, "jar", where)
     try:
         facts = jarinfo.read(jar)
     except jarinfo.JarError as e:
@@ -204,7 +212,7 @@ def load(name_or_path: str) -> Service:
     if "jar" not in raw:
         raise _fail(where, "jar", "missing: the service's executable jar")
     base = source.resolve().parent
-    jar, facts = _jar(base, raw["jar"], where)
+    jar, facts = _jar(base, raw["jar"], where, name)
     port = _int(raw, "port", 8080, 1024, 65535, where)
     if port in RESERVED_PORTS:
         raise _fail(where, "port", f"{port} is {RESERVED_PORTS[port]}'s port on the machines")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -273,3 +274,19 @@ def test_a_measured_start_is_kept_for_that_jar_only(tmp_path, monkeypatch):
     assert service.ansible_vars(svc)["lab_service"]["footprint"]["metaspace_mb"] == 80.0
     boot_jar(svc.jar, BOOT32, (*BOOT3_LIBS, "jackson-core-2.19.0.jar"))     # a new build of the service
     assert service.footprint(svc) is None
+
+
+def test_a_jar_by_maven_coordinates_is_resolved_once_and_then_checked(tmp_path, monkeypatch):
+    """jar: {maven: g:a:v} comes from Maven Central (through ~/.m2: spring-boot 3.5.9 is there once the app stage
+    built the kit's tests); a jar that is not a Boot executable is then refused naming it, as a path would be."""
+    monkeypatch.setattr(paths, "STATE_DIR", tmp_path / "state")
+    (tmp_path / "shop.yml").write_text("name: shop\njar: {maven: org.springframework.boot:spring-boot:3.5.9}\n")
+    with pytest.raises(service.ServiceError, match=r"shop.yml: jar: .*spring-boot-3\.5\.9\.jar"):
+        service.load(str(tmp_path / "shop.yml"))
+    assert (tmp_path / "state" / "services" / "shop" / "jar" / "spring-boot-3.5.9.jar").is_file()
+    for bad, said in (("{maven: not-coordinates}", "jar.maven: 'not-coordinates': Maven coordinates are"),
+                      ("{maven: lab.none:no-such-artifact:0.0.1}", "jar.maven: resolving lab.none:no-such-artifact"),
+                      ("{url: http://x}", "jar: a path, or {maven: group:artifact:version")):
+        (tmp_path / "bad.yml").write_text(f"name: shop\njar: {bad}\n")
+        with pytest.raises(service.ServiceError, match=re.escape(said)):
+            service.load(str(tmp_path / "bad.yml"))
