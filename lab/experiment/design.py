@@ -28,10 +28,10 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
     resolved = knobs.defaults()
     chosen = knob_sets.values(config, resolved)
     if service is not None:
-        chosen, _ = service_fit.split(chosen, service.facts, service.name)
+        chosen, _ = service_fit.split(chosen, service.facts, service.name, knobs.specs())
     resolved.update(chosen)
     for knob, value in (sets or {}).get(config, {}).items():
-        why = service_fit.misfit(knob, value, service.facts, service.name) if service is not None else None
+        why = service_fit.misfit(knob, value, service.facts, service.name, knobs.specs()) if service else None
         if why:
             shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
             raise ValueError(f"--set {knob}={shown}: {why}")
@@ -43,7 +43,8 @@ def left_out(config: str, service) -> dict[str, str]:
     """{knob: why} of the configuration's knob set that the service cannot take (nothing for the sample app)."""
     if service is None:
         return {}
-    return service_fit.split(knob_sets.values(config, knobs.defaults()), service.facts, service.name)[1]
+    return service_fit.split(knob_sets.values(config, knobs.defaults()), service.facts, service.name,
+                             knobs.specs())[1]
 
 
 def _same(a, b) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from lab import machines, paths
-from lab.provision import role_names
+from lab.provision import role_names, service_fit
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 CATALOG = ANSIBLE_DIR / "knobs.yml"
@@ -112,19 +112,8 @@ def values_text(spec: dict) -> str:
     return " | ".join(words)
 
 
-def needs_text(spec: dict) -> str:
-    """What a service must have for the knob (its `needs:`, lab/provision/service_fit.py), in words; '' for any."""
-    needs = spec.get("needs")
-    if needs == "sample":
-        return "; the sample app only"
-    if isinstance(needs, dict):
-        return "".join(f"; {value} needs Tomcat ≤ {rule.get('tomcat_max')}" for value, rule in needs.items()
-                       if isinstance(rule, dict) and rule.get("tomcat_max"))
-    return ""
-
-
 def comment(spec: dict) -> str:
-    return f"{spec['what']}; {values_text(spec)}; {spec['lands']}{needs_text(spec)}"
+    return f"{spec['what']}; {values_text(spec)}; {spec['lands']}{service_fit.needs_words(spec)}"
 
 
 def render_defaults(text: str | None = None) -> str:

@@ -12,7 +12,7 @@ a knob set's (written for the sample app, like tuned.yml) is left out of the ser
 """
 from __future__ import annotations
 
-from lab.provision import jarinfo, knobs
+from lab.provision import jarinfo
 
 SAMPLE = "sample"
 
@@ -21,13 +21,22 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in str(text).split(".") if part.isdigit())
 
 
-def misfit(knob: str, value, facts: jarinfo.JarFacts | None, service: str = "the service",
-           specs: dict | None = None) -> str | None:
+def needs_words(spec: dict) -> str:
+    """A knob's `needs:` in words for the knob table (lab/provision/knobs.py); '' when any service takes it."""
+    needs = spec.get("needs")
+    if needs == SAMPLE:
+        return "; the sample app only"
+    rules = needs.items() if isinstance(needs, dict) else ()
+    return "".join(f"; {value} needs Tomcat ≤ {rule['tomcat_max']}" for value, rule in rules
+                   if (rule or {}).get("tomcat_max"))
+
+
+def misfit(knob: str, value, facts: jarinfo.JarFacts | None, service: str, specs: dict) -> str | None:
     """Why `knob=value` cannot be given to the service whose jar says `facts` (None: the sample app, which takes
-    every knob); None when it fits."""
+    every knob); None when it fits. specs: the catalog's knobs (knobs.specs())."""
     if facts is None:
         return None
-    needs = (specs or knobs.specs()).get(knob, {}).get("needs")
+    needs = specs.get(knob, {}).get("needs")
     if needs == SAMPLE:
         return (f"{knob} tunes the lab's own sample app (its code, logging or start), not {service}: the kit "
                 "cannot give it to a jar it did not build")
@@ -40,9 +49,8 @@ def misfit(knob: str, value, facts: jarinfo.JarFacts | None, service: str = "the
     return None
 
 
-def split(values: dict, facts: jarinfo.JarFacts | None, service: str = "the service") -> tuple[dict, dict]:
+def split(values: dict, facts: jarinfo.JarFacts | None, service: str, specs: dict) -> tuple[dict, dict]:
     """A knob set's values → (those the service takes, {knob: why} for those left out)."""
-    specs = knobs.specs()
     kept, left = {}, {}
     for knob, value in values.items():
         why = misfit(knob, value, facts, service, specs)

@@ -18,7 +18,7 @@ from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
 from lab import paths
 from lab.experiment import design, load, run, service
 from lab.experiment.load import plan_check, user_plan
-from lab.provision import jarinfo, service_fit
+from lab.provision import jarinfo, knobs, service_fit
 
 BOOT3_LIBS = ("spring-boot-3.5.7.jar", "tomcat-embed-core-10.1.48.jar")
 BOOT2_LIBS = ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.83.jar")
@@ -41,24 +41,25 @@ def descriptor(tmp_path: Path, manifest=BOOT32, libs=BOOT3_LIBS, load_plan: bool
 
 def test_a_knob_of_the_sample_app_does_not_fit_a_service(tmp_path):
     got = facts(tmp_path)
-    why = service_fit.misfit("app_backend_max_connections", 50, got, "shop")
+    why = service_fit.misfit("app_backend_max_connections", 50, got, "shop", knobs.specs())
     assert "app_backend_max_connections" in why and "shop" in why and "sample app" in why
-    assert service_fit.misfit("logback_audit_appender", "ASYNC", got, "shop")
-    assert service_fit.misfit("tomcat_threads_max", 300, got, "shop") is None
-    assert service_fit.misfit("jvm_gc", "g1", got, "shop") is None
-    assert service_fit.misfit("app_backend_max_connections", 50, None) is None      # the sample app takes all
+    assert service_fit.misfit("logback_audit_appender", "ASYNC", got, "shop", knobs.specs())
+    assert service_fit.misfit("tomcat_threads_max", 300, got, "shop", knobs.specs()) is None
+    assert service_fit.misfit("jvm_gc", "g1", got, "shop", knobs.specs()) is None
+    assert service_fit.misfit("app_backend_max_connections", 50, None, "the sample", knobs.specs()) is None   # takes all
 
 
 def test_apr_needs_a_tomcat_that_still_has_it(tmp_path):
     boot3 = facts(tmp_path)
-    why = service_fit.misfit("tomcat_ajp_connector", "apr", boot3, "shop")
+    why = service_fit.misfit("tomcat_ajp_connector", "apr", boot3, "shop", knobs.specs())
     assert "Tomcat ≤ 9.0.113" in why and "10.1.48" in why and "3.5.7" in why
-    assert service_fit.misfit("tomcat_ajp_connector", "nio2", boot3, "shop") is None
+    assert service_fit.misfit("tomcat_ajp_connector", "nio2", boot3, "shop", knobs.specs()) is None
     (tmp_path / "2").mkdir()
-    assert service_fit.misfit("tomcat_ajp_connector", "apr", facts(tmp_path / "2", BOOT2, BOOT2_LIBS)) is None
+    boot2 = facts(tmp_path / "2", BOOT2, BOOT2_LIBS)
+    assert service_fit.misfit("tomcat_ajp_connector", "apr", boot2, "shop", knobs.specs()) is None
     (tmp_path / "3").mkdir()
     newer = facts(tmp_path / "3", BOOT2, ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.115.jar"))
-    assert "9.0.115" in service_fit.misfit("tomcat_ajp_connector", "apr", newer, "shop")
+    assert "9.0.115" in service_fit.misfit("tomcat_ajp_connector", "apr", newer, "shop", knobs.specs())
 
 
 def test_the_tuned_set_is_given_to_a_service_without_what_it_cannot_take(tmp_path):
