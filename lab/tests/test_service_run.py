@@ -46,7 +46,7 @@ def test_a_knob_of_the_sample_app_does_not_fit_a_service(tmp_path):
     assert service_fit.misfit("logback_audit_appender", "ASYNC", got, "shop", knobs.specs())
     assert service_fit.misfit("tomcat_threads_max", 300, got, "shop", knobs.specs()) is None
     assert service_fit.misfit("jvm_gc", "g1", got, "shop", knobs.specs()) is None
-    assert service_fit.misfit("app_backend_max_connections", 50, None, "the sample", knobs.specs()) is None   # takes all
+    assert service_fit.misfit("app_backend_max_connections", 50, None, "the sample", knobs.specs()) is None  # all
 
 
 def test_apr_needs_a_tomcat_that_still_has_it(tmp_path):
