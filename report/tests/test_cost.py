@@ -16,8 +16,9 @@ PIDS = {  # instance → command line (pcp/processes.csv)
 }
 
 
-def _write(folder, machine, pcp_ms, openmetrics_ms, mock_ms, scrape_s, seconds=200):
-    """A machine's metrics.csv: 2 CPUs, 512 MiB; constant per-second CPU of each process (ms/s)."""
+def _write(folder, machine, pcp_ms, openmetrics_ms, mock_ms, scrape_s, seconds=200, kit=False):
+    """A machine's metrics.csv: 2 CPUs, 512 MiB; constant per-second CPU of each process (ms/s). kit: the scrapes
+    timed by the tuning kit (a service's run), not by actuator."""
     mdir = folder / machine
     with open(mdir / "pcp" / "metrics.csv", "w", newline="") as f:
         out = csv.writer(f)
@@ -34,6 +35,9 @@ def _write(folder, machine, pcp_ms, openmetrics_ms, mock_ms, scrape_s, seconds=2
                 out.writerow([t, "hotproc.psinfo.utime", instance, ms * 0.75])
                 out.writerow([t, "hotproc.psinfo.stime", instance, ms * 0.25])
                 out.writerow([t, "hotproc.psinfo.rss", instance, rss])
+            if kit:
+                out.writerow([t, "openmetrics.app.lab_kit_scrape_seconds_sum", "", scrape_s])
+                continue
             out.writerow([t, "openmetrics.app.http_server_requests_seconds_sum",
                           "0 exception:None method:GET outcome:SUCCESS status:200 uri:/actuator/prometheus", scrape_s])
             out.writerow([t, "openmetrics.app.http_server_requests_seconds_sum",
@@ -60,6 +64,14 @@ def test_shares_are_the_processes_cpu_of_all_vcpus_and_the_mock_is_not_pcp(run_c
     assert math.isclose(scrapes.cpu, 0.01, rel_tol=1e-6)
     assert math.isclose(mock.cpu, 0.05, rel_tol=1e-6) and mock.note == "1 process"
     assert math.isclose(cost.instruments_cpu, 0.029, rel_tol=1e-6) and not cost.over_budget
+
+
+def test_a_services_scrapes_are_the_kits_own_timer(run_copy):
+    _write(run_copy, "tuned", pcp_ms=10, openmetrics_ms=28, mock_ms=100, scrape_s=0.03, kit=True)
+    run, machine = _machine(run_copy, "tuned")
+    scrapes = machine_cost(machine).shares[1]
+    assert math.isclose(scrapes.cpu, 0.015, rel_tol=1e-6) and scrapes.at_most
+    assert "time answering the tuning kit's /metrics" in scrapes.note
 
 
 def test_over_budget_is_said(run_copy):
