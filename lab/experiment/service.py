@@ -11,7 +11,8 @@ check: {path: /petclinic/api/owners, status: 200}   # through HTTPD, before the 
 start_timeout_s: 600
 properties: {spring.profiles.active: hsqldb}        # Spring properties the lab writes; {mock} = the mock's URL
 mock: {stubs: stubs/, extra_ports: [8082], builtin: false}   # the service's backends (absent: none)
-load: {plan: load/petclinic.jmx}      # a JMeter plan reading the lab's properties (plan_check.py)
+load: {plan: load/petclinic.jmx}      # a JMeter plan reading the lab's properties (plan_check.py), or
+                                      # {requests: load/requests.csv}: a request list (load/request_list.py)
 ```
 What the jar can say is read from it (jarinfo.py), never typed: its Boot line, Java, server, Tomcat and Camel.
 `load()` refuses, naming the file and the field, what the lab could not run: an unknown or mistyped field, a jar
@@ -30,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from lab import maven, paths
-from lab.experiment.load import plan_check
+from lab.experiment.load import plan_check, request_list
 from lab.provision import jarinfo, jars
 
 SERVICES = paths.ROOT / "services"
@@ -178,15 +179,20 @@ def _health(raw: dict, facts: jarinfo.JarFacts, where: str) -> str:
     return _url_path(raw.get("health", "/actuator/health"), "health", where)
 
 
-def _load(base: Path, raw, where: str) -> plan_check.PlanFacts | None:
+def _load(base: Path, raw, where: str, name: str) -> plan_check.PlanFacts | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != {"plan"}:
-        raise _fail(where, "load", "must be {plan: FILE.jmx} (a JMeter plan that reads the lab's properties)")
+    if not isinstance(raw, dict) or len(raw) != 1 or set(raw) - {"plan", "requests"}:
+        raise _fail(where, "load", "must be {plan: FILE.jmx} (a JMeter plan that reads the lab's properties) or "
+                    "{requests: FILE.csv} (a request list the lab replays: load/request_list.py)")
+    key = next(iter(raw))
     try:
-        return plan_check.check(_file(base, raw["plan"], "load.plan", where))
+        source = _file(base, raw[key], f"load.{key}", where)
+        if key == "requests":       # the lab writes the plan that replays it, beside its other state
+            source = request_list.write_plan(source, paths.STATE_DIR / "services" / name / "requests.jmx")
+        return plan_check.check(source)
     except plan_check.PlanError as e:
-        raise _fail(where, "load.plan", str(e)) from None
+        raise _fail(where, f"load.{key}", str(e)) from None
 
 
 def load(name_or_path: str) -> Service:
@@ -229,7 +235,7 @@ def load(name_or_path: str) -> Service:
         check_status=_int(check, "status", 200, 100, 599, f"{where}: check"),
         start_timeout_s=_int(raw, "start_timeout_s", 600, 30, 3600, where),
         properties=_properties(raw.get("properties"), where), mock=_mock(base, raw.get("mock"), port, where),
-        plan=_load(base, raw.get("load"), where))
+        plan=_load(base, raw.get("load"), where, name))
 
 
 def footprint_path(svc: Service) -> Path:
