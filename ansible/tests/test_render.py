@@ -501,6 +501,8 @@ def test_service_metrics_come_from_the_kit_and_its_manifest_has_no_sample_app_pa
     manifest = json.loads(rendered["service"]["tuned"]["site/manifest.json"])
     assert manifest["info_url"] == ""
     assert "audit.log" not in manifest["logs"] and manifest["logs"]["app.log"] == "/var/log/camel-app/app.log"
+    assert "/etc/camel-app/logback.xml" not in manifest["configs"] and "/etc/camel-app/application.yml" in \
+        manifest["configs"]
     exported = manifest["pcp"]["metrics"]      # what the kit does not export yet is not asked for
     assert "openmetrics.app.tomcat_connector_threads_busy" in exported
     assert "openmetrics.app.camel_route_exchanges_seconds_sum" not in exported
