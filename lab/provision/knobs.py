@@ -156,7 +156,8 @@ def readme_table(sets: dict[str, dict], text: str | None = None) -> str:
             default = "(inventory)" if spec.get("inventory") else _cell("`" + _show(spec["default"]) + "`")
             cells = [_cell("`" + _show(values[name]) + "`") if name in values and values[name] != spec.get("default")
                      else "" for values in sets.values()]
-            rows.append(f"| `{name}` | {default} | {' | '.join(cells)} | {_cell(comment(spec) + service_fit.needs_words(spec))} |")
+            what = _cell(comment(spec) + service_fit.needs_words(spec))
+            rows.append(f"| `{name}` | {default} | {' | '.join(cells)} | {what} |")
         heads = " | ".join(sets)
         out += ["", f"**{_cell(s.title)}**", "", f"| knob | default | {heads} | what; values; where it lands |",
                 "| --- | --- | " + "--- | " * len(sets) + "--- |", *rows]
