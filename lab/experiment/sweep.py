@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lab import steps
 from lab.experiment import record as run_record
-from lab.experiment import reporting, trial
+from lab.experiment import reporting, service, trial
 from lab.provision import knob_sets, knobs
 
 MAX_TRIALS = 12                  # default cap on a sweep's trials (a product of axes grows fast)
@@ -221,6 +221,7 @@ def execute(plan: Plan, opts, s, log=steps.note, run_trial=trial.run_trial) -> i
         "rule": {"best": "highest tuned-vs-default successful TPS ratio with tuned errors ≤ 0.1 %",
                  "max_error_pct": 0.1},
         "load": dataclasses.asdict(opts.profile), "warmup_s": opts.effective_warmup_s,
+        "service": service.record(opts.service),
         "estimated_s": estimate_s(plan, opts.profile.planned_s),
         "points": [{"label": p.label, "values": p.values, "about": p.about, "tier": p.tier, "run_dir": None,
                     "exit_code": None} for p in plan.points]})

@@ -5,6 +5,7 @@ in TPS and in errors."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 from report.read.sweep import Trial
@@ -48,9 +49,12 @@ def render(data: dict[str, Any], trials: list[Trial]) -> str:
     done = [t for t in trials if t.reported]
     lines = [f"# Camel Tuning Lab — {title} {data['sweep_id']}", ""]
     load_ = data.get("load") or {}
+    svc = data.get("service") or {}
+    named = (f"service {svc['name']}'s own plan {Path(str(svc.get('plan'))).name}" if svc.get("name")
+             else load_.get("name", "lab"))
     lines.append(f"Status {data['status']}: {len(done)} of {len(trials)} trials reported. Each trial is one A/B run: "
                  f"the default side unchanged (the control), the tuned side on knob set {data['configuration']} with "
-                 f"the trial's values. Load: {load_.get('name', 'lab')}, {load_.get('model', '?')} model, "
+                 f"the trial's values. Load: {named}, {load_.get('model', '?')} model, "
                  f"{load_.get('users', '?')} users, ramp-up {load_.get('ramp_up_s', '?')} s, hold "
                  f"{load_.get('duration_s', '?')} s, warm-up excluded {data.get('warmup_s', '?')} s.")
     lines.append("")

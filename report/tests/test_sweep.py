@@ -50,6 +50,17 @@ def test_the_best_value_keeps_errors_within_the_rule(tmp_path):
     assert "data:image/png;base64," in (folder / "sweep.html").read_text()
 
 
+def test_a_sweep_of_a_service_names_its_plan_as_the_load(tmp_path):
+    folder = write_sweep(tmp_path, "sweep", [("a", {"x": 1}, None, effect(1.2)), ("b", {"x": 2}, None, effect(1.3))])
+    data = json.loads((folder / "sweep.json").read_text())
+    data.update(load={"name": "lab", "model": "closed", "users": 20},
+                service={"name": "petclinic-rest", "plan": "/s/examples/petclinic-rest.jmx"})
+    (folder / "sweep.json").write_text(json.dumps(data))
+    write(folder)
+    assert "Load: service petclinic-rest's own plan petclinic-rest.jmx, closed model, 20 users" in \
+        (folder / "sweep.md").read_text()
+
+
 def test_no_trial_within_the_rule_is_said(tmp_path):
     folder = write_sweep(tmp_path, "sweep", [("a", {"x": 1}, None, effect(1.2, errors=5)),
                                               ("b", {"x": 2}, None, effect(1.3, errors=1))])
