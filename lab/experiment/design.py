@@ -27,11 +27,12 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
     service.Service): the set's values it cannot take left out, a --set value it cannot take refused (ValueError)."""
     resolved = knobs.defaults()
     chosen = knob_sets.values(config, resolved)
+    specs = knobs.specs() if service is not None else {}
     if service is not None:
-        chosen, _ = service_fit.split(chosen, service.facts, service.name, knobs.specs())
+        chosen, _ = service_fit.split(chosen, service.facts, service.name, specs)
     resolved.update(chosen)
     for knob, value in (sets or {}).get(config, {}).items():
-        why = service_fit.misfit(knob, value, service.facts, service.name, knobs.specs()) if service else None
+        why = service_fit.misfit(knob, value, service.facts, service.name, specs) if service else None
         if why:
             shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
             raise ValueError(f"--set {knob}={shown}: {why}")

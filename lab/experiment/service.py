@@ -54,6 +54,11 @@ class Mock:
     extra_ports: tuple[int, ...] = ()
     builtin: bool = False
 
+    def to_dict(self) -> dict:
+        """As Ansible's lab_service.mock and run.json's service.mock have it."""
+        return {"stubs": str(self.stubs) if self.stubs else None, "extra_ports": list(self.extra_ports),
+                "builtin": self.builtin}
+
 
 @dataclass(frozen=True)
 class Service:
@@ -275,15 +280,13 @@ def ansible_vars(svc: Service | None) -> dict:
     which a service cannot take). None: the sample app ({"lab_service": None})."""
     if svc is None:
         return {"lab_service": None}
-    mock = svc.mock
     return {
         "tomcat_http_port": svc.port,
         "lab_service": {
             "name": svc.name, "jar": str(svc.jar), "kit": str(jars.KIT_JAR), "start_class": svc.facts.start_class,
             "launcher": jarinfo.PROPERTIES_LAUNCHER[svc.facts.loader], "health": svc.health,
             "proxy_path": svc.proxy_path, "properties": dict(svc.properties), "footprint": footprint(svc),
-            "mock": None if mock is None else {"stubs": str(mock.stubs) if mock.stubs else None,
-                                               "extra_ports": list(mock.extra_ports), "builtin": mock.builtin}}}
+            "mock": None if svc.mock is None else svc.mock.to_dict()}}
 
 
 def record(svc: Service | None) -> dict | None:
@@ -294,5 +297,4 @@ def record(svc: Service | None) -> dict | None:
             "port": svc.port, "proxy_path": svc.proxy_path, "health": svc.health,
             "check": {"path": svc.check_path, "status": svc.check_status},
             "plan": svc.plan.path if svc.plan else None, "labels": list(svc.plan.samplers) if svc.plan else None,
-            "mock": None if svc.mock is None else {"stubs": str(svc.mock.stubs) if svc.mock.stubs else None,
-                                                   "extra_ports": list(svc.mock.extra_ports)}}
+            "mock": None if svc.mock is None else svc.mock.to_dict()}

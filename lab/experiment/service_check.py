@@ -132,8 +132,10 @@ def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Starte
         _wait(lambda: _answers(health) == 200, svc.start_timeout_s, proc, work / "service.log", svc.name)
         ready = time.monotonic() - started
         rss, threads = _footprint(proc.pid)
-        result = Started(proc.pid, round(ready, 1), round(rss), threads, port, _families(metrics_port, work),
-                         metaspace_mb=_metaspace_mb((work / "metrics.txt").read_text()))
+        page = _metrics_page(metrics_port, work)
+        result = Started(proc.pid, round(ready, 1), round(rss), threads, port,
+                         sum(1 for line in page.splitlines() if line.startswith("# TYPE ")),
+                         metaspace_mb=_metaspace_mb(page))
         result.check_status = _answers(f"http://127.0.0.1:{port}{svc.check_path}")
         if mock_url is not None:
             result.unmatched = _unmatched(f"{mock_url}/__mock/metrics")
@@ -164,8 +166,8 @@ def keep_footprint(svc: service.Service, started: Started) -> Path:
                                          "rss_mb": started.rss_mb, "ready_after_s": started.ready_after_s})
 
 
-def _families(port: int, work: Path, wait_s: float = 30) -> int:
-    """The kit's metrics page read once it answers (kept in work/metrics.txt): how many families it has."""
+def _metrics_page(port: int, work: Path, wait_s: float = 30) -> str:
+    """The kit's metrics page once it answers (kept in work/metrics.txt)."""
     url, until = f"http://127.0.0.1:{port}/metrics", time.monotonic() + wait_s
     while True:
         try:
@@ -177,7 +179,7 @@ def _families(port: int, work: Path, wait_s: float = 30) -> int:
                 raise CheckFailed(f"the kit's metrics did not answer on {url} within {wait_s:g} s ({e})") from None
             time.sleep(POLL_S)
     (work / "metrics.txt").write_text(page)
-    return sum(1 for line in page.splitlines() if line.startswith("# TYPE "))
+    return page
 
 
 def _wait(ready, timeout_s: float, proc: subprocess.Popen, log_file: Path, what: str) -> None:
