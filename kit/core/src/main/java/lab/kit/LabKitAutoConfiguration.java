@@ -1,6 +1,9 @@
 package lab.kit;
 
+import lab.kit.camel.CamelMetrics;
 import lab.kit.metrics.KitMetrics;
+import lab.kit.metrics.MetricSource;
+import org.springframework.beans.factory.ObjectProvider;
 import lab.kit.tomcat.KitTomcatCustomizer;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -24,8 +27,19 @@ public class LabKitAutoConfiguration {
     /** The metrics PCP reads and the readiness check (lab.kit.metrics.enabled=false: none). */
     @Bean
     @ConditionalOnProperty(name = "lab.kit.metrics.enabled", matchIfMissing = true)
-    public KitMetrics labKitMetrics(Environment environment) {
-        return new KitMetrics(environment);
+    public KitMetrics labKitMetrics(Environment environment, ObjectProvider<MetricSource> sources) {
+        return new KitMetrics(environment, sources);
+    }
+
+    /** Camel: each route's exchanges and time, camel-http's connection pools (a service without Camel: none). */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.apache.camel.spring.boot.CamelContextConfiguration")
+    @ConditionalOnProperty(name = "lab.kit.metrics.enabled", matchIfMissing = true)
+    public static class Camel {
+        @Bean
+        public CamelMetrics labKitCamelMetrics() {
+            return new CamelMetrics();
+        }
     }
 
     /** Tomcat: the AJP connector with its secret, server.tomcat.* on every connector, the small HTTP pool. */

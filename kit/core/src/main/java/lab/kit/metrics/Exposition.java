@@ -8,7 +8,7 @@ import java.util.Set;
  * the service's own. With a set of sample names (the scrape's {@code ?names=}), only those samples and their
  * families' HELP and TYPE lines are written: PCP's agent then parses a few lines per scrape, not the whole page.
  */
-final class Exposition {
+public final class Exposition {
     private final StringBuilder out = new StringBuilder(4096);
     private final Set<String> names;          // null: every sample
     private String family;
@@ -20,7 +20,7 @@ final class Exposition {
     }
 
     /** The next family: its name, Prometheus type (gauge, counter, summary) and help. */
-    Exposition family(String name, String type, String help) {
+    public Exposition family(String name, String type, String help) {
         family = name;
         familyHead = "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
         familyWritten = false;
@@ -28,7 +28,7 @@ final class Exposition {
     }
 
     /** One sample of the current family: suffix ("", "_sum", "_count"), label pairs, value. */
-    Exposition sample(String suffix, double value, String... labels) {
+    public Exposition sample(String suffix, double value, String... labels) {
         String name = family + suffix;
         if (names != null && !names.contains(name)) {
             return this;

@@ -7,6 +7,7 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
@@ -16,6 +17,7 @@ import com.sun.net.httpserver.HttpServer;
 import org.apache.catalina.connector.Connector;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.web.context.WebServerInitializedEvent;
 import org.springframework.boot.web.embedded.tomcat.TomcatWebServer;
@@ -32,8 +34,9 @@ import org.springframework.util.ClassUtils;
  * a scrape never takes a request thread of the service.
  *
  * <ul>
- * <li>{@code GET /metrics[?names=a,b]}: JVM, Tomcat connectors, the service's thread pools, and the kit's own
- * scrape time ({@code lab_kit_scrape_seconds}: the lab's own cost);</li>
+ * <li>{@code GET /metrics[?names=a,b]}: JVM, Tomcat connectors, the service's thread pools, the kit's other
+ * sources (Camel's routes and HTTP client pools when Camel is there), and the kit's own scrape time
+ * ({@code lab_kit_scrape_seconds}: the lab's own cost);</li>
  * <li>{@code GET /lab/ready}: 200 once Spring Boot says the application is ready, 503 before (the health check of a
  * service without actuator).</li>
  * </ul>
@@ -46,13 +49,16 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
     private final JvmMetrics jvm = new JvmMetrics();
     private final TomcatMetrics tomcat = new TomcatMetrics();
     private final ExecutorMetrics executors = new ExecutorMetrics();
+    private final ObjectProvider<MetricSource> sourceBeans;
+    private volatile List<MetricSource> sources = List.of();
     private final AtomicLong scrapes = new AtomicLong();
     private final AtomicLong scrapeNanos = new AtomicLong();
     private volatile boolean ready;
     private HttpServer server;
 
-    public KitMetrics(Environment environment) {
+    public KitMetrics(Environment environment, ObjectProvider<MetricSource> sources) {
         this.environment = environment;
+        this.sourceBeans = sources;
     }
 
     @Override
@@ -63,6 +69,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
             start();        // as soon as the context is up: PCP scrapes while the service finishes starting
         } else if (event instanceof ApplicationReadyEvent) {
             executors.find(((ApplicationReadyEvent) event).getApplicationContext());
+            sources = sourceBeans.orderedStream().collect(java.util.stream.Collectors.toList());
             ready = true;
         } else if (event instanceof ContextClosedEvent && server != null) {
             server.stop(0);
@@ -112,6 +119,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
         jvm.write(out);
         tomcat.write(out);
         executors.write(out);
+        sources.forEach(source -> source.write(out));
         out.family("lab_kit_scrape_seconds", "summary", "time the kit took to render /metrics (before this one)");
         out.sample("_count", scrapes.get());
         out.sample("_sum", scrapeNanos.get() / 1e9);

@@ -1,0 +1,6 @@
+package lab.kit.metrics;
+
+/** More samples for the kit's page, from a part of the kit that exists only when its library does (Camel). */
+public interface MetricSource {
+    void write(Exposition out);
+}

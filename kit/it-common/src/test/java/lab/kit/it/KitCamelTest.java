@@ -1,0 +1,118 @@
+package lab.kit.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.sun.net.httpserver.HttpServer;
+import org.apache.camel.ProducerTemplate;
+import org.apache.camel.builder.RouteBuilder;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/** A Camel service's routes and camel-http pool on the kit's page, with no camel-micrometer and no Micrometer: the
+ * route timers count what the routes did, and the pool's maximum is the one the service gave its component. */
+@SpringBootTest(classes = {ItApplication.class, KitCamelTest.Routes.class},
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
+        "lab.kit.metrics.port=0", "camel.component.http.max-total-connections=17"})
+class KitCamelTest {
+    static final HttpServer BACKEND = backend();
+
+    static HttpServer backend() {
+        try {
+            HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+            server.createContext("/pong", exchange -> {
+                byte[] body = "pong".getBytes();
+                exchange.sendResponseHeaders(200, body.length);
+                try (OutputStream out = exchange.getResponseBody()) {
+                    out.write(body);
+                }
+            });
+            server.start();
+            return server;
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @AfterAll
+    static void stopBackend() {
+        BACKEND.stop(0);
+    }
+
+    @DynamicPropertySource
+    static void backendPort(DynamicPropertyRegistry registry) {
+        registry.add("it.backend.port", () -> BACKEND.getAddress().getPort());
+    }
+
+    /** Not a @Configuration: the other tests' applications scan this package and must not get these routes. */
+    static class Routes {
+        @Bean
+        RouteBuilder itRoutes() {
+            return new RouteBuilder() {
+                @Override
+                public void configure() {
+                    from("direct:call").routeId("call").to("http://127.0.0.1:{{it.backend.port}}/pong");
+                    from("direct:fail").routeId("fail").throwException(new IllegalStateException("planned"));
+                }
+            };
+        }
+    }
+
+    @Autowired
+    ApplicationContext context;
+
+    @Autowired
+    ProducerTemplate producer;
+
+    String page() throws Exception {
+        Object kit = context.getBean("labKitMetrics");
+        int port = (int) kit.getClass().getMethod("port").invoke(kit);
+        HttpResponse<String> answer = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, answer.statusCode(), answer.body());
+        return answer.body();
+    }
+
+    static double value(String page, String sample) {
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(sample) + " (\\S+)$").matcher(page);
+        assertTrue(m.find(), sample + " not on the page:\n" + page);
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    void routesAndTheHttpPoolAreOnThePage() throws Exception {
+        for (int i = 0; i < 5; i++) {
+            assertEquals("pong", producer.requestBody("direct:call", "", String.class));
+        }
+        assertThrows(Exception.class, () -> producer.requestBody("direct:fail", ""));
+        String page = page();
+        String backend = "127.0.0.1:" + BACKEND.getAddress().getPort();
+        assertTrue(page.contains("# TYPE camel_route_exchanges_seconds summary\n"), page);
+        assertEquals(5, value(page, "camel_route_exchanges_seconds_count{outcome=\"success\",route=\"call\"}"));
+        assertTrue(value(page, "camel_route_exchanges_seconds_sum{outcome=\"success\",route=\"call\"}") > 0, page);
+        assertEquals(1, value(page, "camel_route_exchanges_seconds_count{outcome=\"failure\",route=\"fail\"}"));
+        assertEquals(17, value(page, "httpcomponents_httpclient_pool_total_max{httpclient=\"" + backend + "\"}"));
+        assertEquals(0, value(page, "httpcomponents_httpclient_pool_total_pending{httpclient=\"" + backend + "\"}"));
+        assertEquals(0, value(page, "httpcomponents_httpclient_pool_total_connections{httpclient=\"" + backend
+                + "\",state=\"leased\"}"));
+        assertTrue(value(page, "httpcomponents_httpclient_pool_total_connections{httpclient=\"" + backend
+                + "\",state=\"available\"}") >= 1, "the calls' connection kept for the next: " + page);
+    }
+}
