@@ -54,9 +54,10 @@ public class Health { public static String up() { return "{\\"status\\":\\"UP\\"
 """
 
 
-def fat_jar(path: Path, classes: dict[str, bytes], libs: dict[str, bytes], start_class: str | None = "lab.stand.Main"):
+def fat_jar(path: Path, classes: dict[str, bytes], libs: dict[str, bytes], start_class: str | None = "lab.stand.Main",
+            main_class: str = "org.springframework.boot.loader.JarLauncher"):
     """A jar laid out as Spring Boot's repackaging does: BOOT-INF/classes/, BOOT-INF/lib/*.jar, classpath.idx."""
-    manifest = "Manifest-Version: 1.0\nMain-Class: org.springframework.boot.loader.JarLauncher\n"
+    manifest = f"Manifest-Version: 1.0\nMain-Class: {main_class}\n"
     if start_class:
         manifest += f"Start-Class: {start_class}\n"
     with zipfile.ZipFile(path, "w") as jar:
@@ -71,9 +72,19 @@ def fat_jar(path: Path, classes: dict[str, bytes], libs: dict[str, bytes], start
         jar.writestr("BOOT-INF/classpath.idx", "".join(f'- "BOOT-INF/lib/{n}"\n' for n in reversed(list(libs))))
 
 
-def unpack(jar: Path, dest: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(UNPACK), str(jar), str(dest)], capture_output=True, text=True,
-                          env={**os.environ, **env})
+def unpack(jar: Path, dest: Path, *kit: Path, fat: bool = False, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(UNPACK), *(["--fat"] if fat else []), str(jar), str(dest),
+                           *map(str, kit)], capture_output=True, text=True, env={**os.environ, **env})
+
+
+@pytest.fixture
+def kit(tmp_path) -> Path:
+    """A stand-in for the tuning kit's jar (kit/core/target/lab-kit.jar)."""
+    path = tmp_path / "kit" / "lab-kit.jar"
+    path.parent.mkdir()
+    with zipfile.ZipFile(path, "w") as jar:
+        jar.writestr("lab/kit/Kit.class", b"kit")
+    return path
 
 
 def test_unpack_keeps_the_class_path_order_and_the_main_class(tmp_path):
@@ -87,6 +98,47 @@ def test_unpack_keeps_the_class_path_order_and_the_main_class(tmp_path):
     assert (dest / "launch.args").read_text().splitlines() == [
         "-cp unpacked/app-classes.jar:unpacked/lib/b.jar:unpacked/lib/a.jar", "lab.stand.Main",
     ], "relative to its parent"
+
+
+def test_the_kit_is_copied_beside_the_libraries_and_last_on_the_class_path(tmp_path, kit):
+    jar, dest = tmp_path / "app.jar", tmp_path / "unpacked"
+    fat_jar(jar, {"lab/App.class": b"app"}, {"a.jar": b"A"})
+    assert unpack(jar, dest, kit).stdout == "unpacked\n"
+    assert (dest / "launch.args").read_text().splitlines()[0] == \
+        "-cp unpacked/app-classes.jar:unpacked/lib/a.jar:unpacked/lib/lab-kit.jar", "the service's classes win"
+    assert (dest / "lib" / "lab-kit.jar").read_bytes() == kit.read_bytes()
+    with zipfile.ZipFile(kit, "a") as newer:        # a new kit is a new unpacking
+        newer.writestr("lab/kit/More.class", b"more")
+    assert unpack(jar, dest, kit).stdout == "unpacked\n"
+
+
+@pytest.mark.parametrize("main_class", ["org.springframework.boot.loader.JarLauncher",
+                                        "org.springframework.boot.loader.launch.JarLauncher"])
+def test_the_fat_jar_starts_by_its_own_loaders_properties_launcher_with_the_kit_on_loader_path(
+        tmp_path, kit, main_class):
+    """Knob app_unpacked false: the jar as it is; Boot's JarLauncher ignores loader.path, its PropertiesLauncher
+    (in the same package: Boot 3.2 moved both, with no alias of the old names) appends it to the jar's class path."""
+    jar, dest = tmp_path / "app.jar", tmp_path / "fat"
+    fat_jar(jar, {"lab/App.class": b"app"}, {"a.jar": b"A"}, main_class=main_class)
+    assert unpack(jar, dest, kit, fat=True).stdout == "written\n"
+    launcher = main_class.replace("JarLauncher", "PropertiesLauncher")
+    assert (dest / "launch.args").read_text().splitlines() == [
+        f"-Dloader.path={kit}", "-Dloader.main=lab.stand.Main", f"-cp {jar}", launcher]
+    assert not (dest / "lib").exists(), "nothing unpacked"
+    assert unpack(jar, dest, kit, fat=True).stdout == "unchanged\n"
+    assert unpack(jar, dest, kit).stdout == "unpacked\n", "the other mode into the same folder is not 'unchanged'"
+
+
+def test_a_fat_jar_without_spring_boots_launcher_is_refused_and_changes_nothing(tmp_path, kit):
+    jar, dest = tmp_path / "app.jar", tmp_path / "fat"
+    fat_jar(jar, {"lab/App.class": b"app"}, {"a.jar": b"A"})
+    unpack(jar, dest, kit, fat=True)
+    before = (dest / "launch.args").read_text()
+    fat_jar(jar, {"lab/App.class": b"v2"}, {"a.jar": b"A"}, main_class="com.shop.OwnMain")
+    refused = unpack(jar, dest, kit, fat=True)
+    assert refused.returncode == 1 and "Main-Class com.shop.OwnMain is not Spring Boot's launcher" in refused.stderr
+    assert (dest / "launch.args").read_text() == before
+    assert unpack(jar, dest, fat=True).returncode != 0, "--fat without the kit: the usage"
 
 
 def class_path_files(dest: Path) -> dict[str, tuple[int, int, bytes]]:
@@ -243,14 +295,14 @@ def key_of(unpacked: Path) -> str:
     return subprocess.run([str(KEY), str(unpacked)], capture_output=True, text=True, check=True).stdout
 
 
-def test_an_archive_made_on_the_controller_serves_a_machines_own_unpacking(stand_in_jar, tmp_path):
-    """cds_make.sh unpacks and trains in its folder; the machine unpacks the same jar in another folder and
-    starts from the archive alone: its key is the machine's, and its classes come from it."""
+def test_an_archive_made_on_the_controller_serves_a_machines_own_unpacking(stand_in_jar, tmp_path, kit):
+    """cds_make.sh unpacks (the kit last, as on the machines) and trains in its folder; the machine unpacks the same
+    jar in another folder and starts from the archive alone: its key is the machine's, and its classes come from it."""
     controller, machine = tmp_path / "controller", tmp_path / "machine"
-    made = subprocess.run([str(MAKE), str(stand_in_jar), str(controller), "-", "/actuator/health", "{port}"],
+    made = subprocess.run([str(MAKE), str(stand_in_jar), str(kit), str(controller), "-", "/actuator/health", "{port}"],
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, made.stdout + made.stderr
-    assert unpack(stand_in_jar, machine / "unpacked").returncode == 0
+    assert unpack(stand_in_jar, machine / "unpacked", kit).returncode == 0
     assert made.stdout == key_of(machine / "unpacked") == (controller / "app.jsa.key").read_text()
     shutil.copy(controller / "app.jsa", machine / "app.jsa")
     shared = classes_from_archive(["-XX:SharedArchiveFile=app.jsa", "@unpacked/launch.args"], free_port(),
@@ -258,18 +310,18 @@ def test_an_archive_made_on_the_controller_serves_a_machines_own_unpacking(stand
     assert {"lab.stand.Main", "lab.dep.Health"} <= shared
     # the same jar again: the archive is kept, no training start
     made_at = (controller / "app.jsa").stat().st_mtime_ns
-    again = subprocess.run([str(MAKE), str(stand_in_jar), str(controller), "-", "/actuator/health", "{port}"],
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run([str(MAKE), str(stand_in_jar), str(kit), str(controller), "-", "/actuator/health",
+                            "{port}"], capture_output=True, text=True, timeout=120)
     assert again.stdout == made.stdout and (controller / "app.jsa").stat().st_mtime_ns == made_at, again.stderr
 
 
-def test_a_controller_archive_refuses_a_machine_jar_of_another_time(stand_in_jar, tmp_path):
+def test_a_controller_archive_refuses_a_machine_jar_of_another_time(stand_in_jar, tmp_path, kit):
     """What the role's check before taking an archive relies on: -Xshare:on refuses a class path jar whose time
     differs (the JVM would otherwise start without the archive, quietly)."""
     controller, machine = tmp_path / "controller", tmp_path / "machine"
-    subprocess.run([str(MAKE), str(stand_in_jar), str(controller), "-", "/actuator/health", "{port}"],
+    subprocess.run([str(MAKE), str(stand_in_jar), str(kit), str(controller), "-", "/actuator/health", "{port}"],
                    capture_output=True, text=True, timeout=120, check=True)
-    unpack(stand_in_jar, machine / "unpacked")
+    unpack(stand_in_jar, machine / "unpacked", kit)
     os.utime(machine / "unpacked" / "lib" / "dep.jar")
     class_path = (machine / "unpacked" / "launch.args").read_text().split()[1]
     check = subprocess.run(["java", "-Xshare:on", f"-XX:SharedArchiveFile={controller}/app.jsa", "-cp", class_path,

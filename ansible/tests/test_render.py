@@ -70,8 +70,7 @@ def rendered(tmp_path_factory):
 
 # what lab/experiment/service.py ansible_vars gives a Boot 3.2+ jar with stubs on two extra ports
 SERVICE_VARS = {"tomcat_http_port": 9966, "lab_service": {
-    "name": "shop", "jar": "/srv/shop.jar", "kit": "/lab/kit/core/target/lab-kit.jar", "start_class": "com.shop.Main",
-    "launcher": "org.springframework.boot.loader.launch.PropertiesLauncher", "health": "/shop/actuator/health",
+    "name": "shop", "jar": "/srv/shop.jar", "camel": None, "health": "/shop/actuator/health",
     "proxy_path": "/shop/", "properties": {"spring.profiles.active": "h2", "backend.url": "{mock}/v1",
                                            "shop.cache": False, "shop.retries": 3},
     "mock": {"stubs": "/srv/stubs", "extra_ports": [8082, 8083], "builtin": False}}}
@@ -198,8 +197,9 @@ def test_tuned_application_yml(tuned):
     assert (tomcat["max-connections"], tomcat["accept-count"], tomcat["connection-timeout"]) == (200, 100, "30000ms")
     assert "keep-alive-timeout" not in tomcat
     assert config["server"]["compression"]["enabled"] is False
-    assert config["lab"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1", "secret": SECRET,
-                                    "protocol": "apr"}
+    assert config["lab.kit"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1", "secret": SECRET,
+                                        "protocol": "apr"}, "the tuning kit's keys (kit/README.md): the AJP connector"
+    assert "ajp" not in config["lab"]
     audit = config["lab"]["log"]["audit"]
     assert (audit["appender"], audit["queue-size"], audit["discarding-threshold"]) == ("ASYNC", 500, 0)
 
@@ -251,7 +251,7 @@ def test_default_application_yml(default):
     assert tomcat["threads"] == {"max": 200, "min-spare": 10}
     assert (tomcat["max-connections"], tomcat["accept-count"]) == (8192, 100)
     assert "connection-timeout" not in tomcat and "keep-alive-timeout" not in tomcat
-    assert config["lab"]["ajp"]["enabled"] is False and config["lab"]["ajp"]["protocol"] == "nio"
+    assert config["lab.kit"]["ajp"]["enabled"] is False and config["lab.kit"]["ajp"]["protocol"] == "nio"
     assert config["lab"]["log"]["audit"]["appender"] == "SYNC"
     assert config["lab"]["log"]["audit"]["discarding-threshold"] == -1, "-1: Logback's own default (queueSize/5)"
 
@@ -333,7 +333,7 @@ def test_manifest_names_what_a_run_collects(tuned, default):
     assert manifest["journals"] == {"mock.log": "mock-service"}
     assert {"/etc/camel-app/application.yml", "/etc/lab/knobs.json", "/etc/pcp/lab/pmlogger.config",
             "/etc/apache2/mods-enabled/mpm_*.conf", "/etc/lab/firewall.nft"} <= set(manifest["configs"])
-    assert manifest["info_url"] == "http://127.0.0.1:8080/actuator/info"
+    assert manifest["info_url"] == "http://127.0.0.1:9464/lab/info", "the tuning kit's"
     assert manifest["pcp"]["archive_root"] == "/var/log/pcp/lab" and manifest["pcp"]["interval_s"] == 5
     # every exported metric is logged: under one of pmlogger's names (a metric or its group)
     logged = tuned["pcp/pmlogger.config"].split()
@@ -409,14 +409,17 @@ def test_the_app_starts_unpacked_from_the_fat_jar_or_from_its_cds_archive(render
     with_cds = exec_start(rendered["override"]["tuned"]["app/camel-app.service"]).split()
     assert unpacked[1:3] == ["@/etc/camel-app/jvm.options", "@/var/lib/camel-app/unpacked/launch.args"], \
         "unpacked by default"
-    assert fat_jar[1:4] == ["@/etc/camel-app/jvm.options", "-jar", "/opt/camel-app/app.jar"]
-    assert with_cds[1:4] == ["@/etc/camel-app/jvm.options", "-XX:SharedArchiveFile=/var/lib/camel-app/app.jsa",
-                             "@/var/lib/camel-app/unpacked/launch.args"]
+    # the fat jar as it is: its launch.args name Spring Boot's PropertiesLauncher and the kit (unpack_jar.py --fat)
+    assert fat_jar[1:] == ["@/etc/camel-app/jvm.options", "@/var/lib/camel-app/fat/launch.args"]
+    assert with_cds[1:] == ["@/etc/camel-app/jvm.options", "-XX:SharedArchiveFile=/var/lib/camel-app/app.jsa",
+                            "@/var/lib/camel-app/unpacked/launch.args"]
+    assert len(unpacked) == 3, "the configuration is in jvm.options, for the unit and the CDS training start alike"
     # launch.args' class path is relative to the unpacking's parent (unpack_jar.py), where the JVM runs
     assert "WorkingDirectory=/var/lib/camel-app\n" in rendered["plain"]["default"]["app/camel-app.service"]
-    assert with_cds[4:] == unpacked[3:] == fat_jar[4:] == [
-        "--spring.config.additional-location=file:/etc/camel-app/application.yml",
-        "--logging.config=/etc/camel-app/logback.xml"]
+    for machine in ("default", "tuned"):
+        options = jvm_options(rendered["plain"][machine]["app/jvm.options"])
+        assert options[-2:] == ["-Dspring.config.additional-location=file:/etc/camel-app/application.yml",
+                                "-Dlogging.config=/etc/camel-app/logback.xml"]
     plain_tuned = exec_start(rendered["plain"]["tuned"]["app/camel-app.service"])
     assert "SharedArchiveFile" not in plain_tuned, "no CDS by default"
 
@@ -455,29 +458,30 @@ def test_service_application_yml_gives_the_kit_its_keys_and_the_descriptors_prop
     config = yaml.safe_load(tuned["app/service.yml"])
     assert config["server"]["port"] == 9966 and config["server"]["address"] == "127.0.0.1"
     assert config["server"]["tomcat"]["threads"]["max"] == 150            # tuned.yml's, on every connector (kit)
-    assert config["lab"]["kit"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1",
-                                           "secret": SECRET, "protocol": "apr"}
-    assert config["lab"]["kit"]["metrics"] == {"port": 9464}
+    assert config["lab.kit"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1",
+                                        "secret": SECRET, "protocol": "apr"}
+    assert config["lab.kit"]["metrics"] == {"port": 9464}
     # the descriptor's properties as flat keys, typed, {mock} the mock's URL on the machine
     assert config["spring.profiles.active"] == "h2" and config["backend.url"] == "http://127.0.0.1:9080/v1"
     assert config["shop.cache"] is False and config["shop.retries"] == 3
-    assert "kit" not in yaml.safe_load(rendered["plain"]["tuned"]["app/application.yml"])["lab"]
+    sample = yaml.safe_load(rendered["plain"]["tuned"]["app/application.yml"])
+    assert sample["lab.kit"] == config["lab.kit"], "the sample app gets the kit's keys like any service"
+    assert "lab" not in config, "none of the sample app's own keys"
 
 
 def test_service_unit_starts_its_jar_with_the_kit_and_keeps_its_console(rendered):
     def exec_start(unit: str) -> str:
         return re.search(r"^ExecStart=(.*)$", unit, re.M).group(1)
     unpacked = rendered["service"]["tuned"]["app/camel-app.service"]      # its class path ends with the kit
-    assert exec_start(unpacked).endswith("@/var/lib/camel-app/unpacked/launch.args ")
+    assert exec_start(unpacked) == "/usr/bin/java @/etc/camel-app/jvm.options @/var/lib/camel-app/unpacked/launch.args"
     fat = exec_start(rendered["service"]["default"]["app/camel-app.service"])      # app_unpacked=false
-    assert fat == ("/usr/bin/java @/etc/camel-app/jvm.options -Dloader.path=/opt/camel-app/lab-kit.jar "
-                   "-Dloader.main=com.shop.Main -cp /opt/camel-app/app.jar "
-                   "org.springframework.boot.loader.launch.PropertiesLauncher")
+    assert fat == "/usr/bin/java @/etc/camel-app/jvm.options @/var/lib/camel-app/fat/launch.args"
     for machine in ("default", "tuned"):
         unit = rendered["service"][machine]["app/camel-app.service"]
-        assert "StandardOutput=append:/var/log/camel-app/app.log" in unit and "--logging.config" not in unit
-    assert "-Dspring.config.additional-location=file:/etc/camel-app/application.yml" in \
-        jvm_options(rendered["service"]["default"]["app/jvm.options"])
+        assert "StandardOutput=append:/var/log/camel-app/app.log" in unit
+        options = jvm_options(rendered["service"][machine]["app/jvm.options"])
+        assert "-Dspring.config.additional-location=file:/etc/camel-app/application.yml" in options
+        assert not [o for o in options if o.startswith("-Dlogging.config")], "a service keeps its own logging"
 
 
 def test_service_httpd_forwards_its_path(rendered):
@@ -499,11 +503,11 @@ def test_service_mock_serves_its_stubs_on_its_ports(rendered):
 
 def test_service_metrics_come_from_the_kit_and_its_manifest_has_no_sample_app_parts(rendered):
     manifest = json.loads(rendered["service"]["tuned"]["site/manifest.json"])
-    assert manifest["info_url"] == ""
+    assert manifest["info_url"] == "http://127.0.0.1:9464/lab/info"
     assert "audit.log" not in manifest["logs"] and manifest["logs"]["app.log"] == "/var/log/camel-app/app.log"
     assert "/etc/camel-app/logback.xml" not in manifest["configs"] and "/etc/camel-app/application.yml" in \
         manifest["configs"]
-    exported = manifest["pcp"]["metrics"]      # what the kit does not export yet is not asked for
+    exported = manifest["pcp"]["metrics"]      # a service without Camel: no route or camel-http series to ask for
     assert "openmetrics.app.tomcat_connector_threads_busy" in exported
     assert "openmetrics.app.camel_route_exchanges_seconds_sum" not in exported
     assert "openmetrics.app.camel_route_exchanges_seconds_sum" in json.loads(
@@ -513,4 +517,4 @@ def test_service_metrics_come_from_the_kit_and_its_manifest_has_no_sample_app_pa
     assert "jvm_memory_used_bytes" in sources["app"]["url"].split("=", 1)[1].split(",")
     assert sources["mock"]["url"].startswith("http://127.0.0.1:9080/__mock/metrics?names=")
     plain = json.loads(rendered["plain"]["tuned"]["pcp/openmetrics-sources.json"])
-    assert plain["app"]["url"].startswith("http://127.0.0.1:8080/actuator/prometheus?includedNames=")
+    assert plain["app"]["url"] == sources["app"]["url"], "the sample app's page is the kit's too"

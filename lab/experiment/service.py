@@ -32,7 +32,7 @@ import yaml
 
 from lab import maven, paths
 from lab.experiment.load import plan_check, request_list
-from lab.provision import jarinfo, jars
+from lab.provision import jarinfo
 
 SERVICES = paths.ROOT / "services"
 GUEST_JAVA = 17                       # the machines' OpenJDK (Debian bookworm's openjdk-17)
@@ -275,16 +275,15 @@ def footprint(svc: Service) -> dict | None:
 
 
 def ansible_vars(svc: Service | None) -> dict:
-    """The extra vars that make the machines run the service (ansible/group_vars/all/lab.yml lab_service), with
-    the tuning kit's jar (jars.ensure_kit builds it); the service's port is Tomcat's (the knob tomcat_http_port,
-    which a service cannot take). None: the sample app ({"lab_service": None})."""
+    """The extra vars that make the machines run the service (ansible/group_vars/all/lab.yml lab_service; the tuning
+    kit beside it is every run's, lab_kit_jar); the service's port is Tomcat's (the knob tomcat_http_port, which a
+    service cannot take). None: the sample app ({"lab_service": None})."""
     if svc is None:
         return {"lab_service": None}
     return {
         "tomcat_http_port": svc.port,
         "lab_service": {
-            "name": svc.name, "jar": str(svc.jar), "kit": str(jars.KIT_JAR), "start_class": svc.facts.start_class,
-            "launcher": jarinfo.PROPERTIES_LAUNCHER[svc.facts.loader], "health": svc.health,
+            "name": svc.name, "jar": str(svc.jar), "camel": svc.facts.camel_version, "health": svc.health,
             "proxy_path": svc.proxy_path, "properties": dict(svc.properties), "footprint": footprint(svc),
             "mock": None if svc.mock is None else svc.mock.to_dict()}}
 

@@ -54,14 +54,14 @@ def ensure_jar(stack: str, log=print) -> Path:
 
 
 def jars_beside(overrides: dict[str, dict], log=print, service_jar: Path | None = None) -> Future:
-    """The jars of this run's stacks, built on a thread of their own while the caller brings the machines up
-    (run(jars=...) waits for them): a cold run's base box build leaves a host core to Maven's 1-2 min. A service's
-    run (service_jar: its own jar, built by its owners) needs the tuning kit instead: [kit, service jar]."""
+    """The jars of this run, built on a thread of their own while the caller brings the machines up (run(jars=...)
+    waits for them): a cold run's base box build leaves a host core to Maven's 1-2 min. The tuning kit, which every
+    service gets beside its jar, then the jars of this run's stacks, or a service's own (built by its owners)."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="jars")
     try:
         if service_jar is not None:
             return pool.submit(lambda: [ensure_kit(log), service_jar])
-        return pool.submit(lambda: [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))])
+        return pool.submit(lambda: [ensure_kit(log)] + [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))])
     finally:
         pool.shutdown(wait=False)
 

@@ -270,7 +270,8 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     except (ValueError, yaml.YAMLError) as bad:
         raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
     built = (list(jars.result()) if jars is not None
-             else [app_jars.ensure_jar(stack, log) for stack in sorted(app_jars.stacks_in_use(overrides))])
+             else [app_jars.ensure_kit(log)]
+             + [app_jars.ensure_jar(stack, log) for stack in sorted(app_jars.stacks_in_use(overrides))])
     try:   # the agent library the app role copies to the machines
         built.append(profiler.ensure(log=log) / profiler.LIBRARY)
     except profiler.ProfilerError as failure:

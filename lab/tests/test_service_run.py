@@ -101,9 +101,8 @@ def test_the_ansible_vars_and_the_record_say_what_runs(tmp_path):
     svc = descriptor(tmp_path)
     got = service.ansible_vars(svc)
     assert got["tomcat_http_port"] == 9966
-    assert got["lab_service"]["launcher"] == "org.springframework.boot.loader.launch.PropertiesLauncher"
-    assert got["lab_service"]["start_class"] == "shop.App" and got["lab_service"]["proxy_path"] == "/shop/"
-    assert got["lab_service"]["mock"] is None and got["lab_service"]["kit"].endswith("kit/core/target/lab-kit.jar")
+    assert got["lab_service"]["proxy_path"] == "/shop/" and got["lab_service"]["camel"] is None
+    assert got["lab_service"]["mock"] is None and "kit" not in got["lab_service"], "every run's: lab_kit_jar"
     assert service.ansible_vars(None) == {"lab_service": None}
     kept = service.record(svc)
     assert kept["name"] == "shop" and kept["facts"]["tomcat_version"] == "10.1.48" and kept["labels"] == ["GET owners"]

@@ -16,7 +16,7 @@ from report.stats.machine import Machine
 INSTRUMENT_BUDGET = 0.03            # of a machine's CPU (all its vCPUs), over the measured window
 PCP_PROCESS = re.compile(r"\bpm(cd|logger|da\w*)\b|pmdaopenmetrics|/pcp/")   # pmcd, pmlogger, pmda*
 SCRAPE_URI = "uri:/actuator/prometheus"
-KIT_SCRAPE = "openmetrics.app.lab_kit_scrape_seconds_sum"     # a service's: the tuning kit's own timer (kit/README.md)
+KIT_SCRAPE = "openmetrics.app.lab_kit_scrape_seconds_sum"     # the tuning kit's own timer (kit/README.md)
 # the scrape's own frames in a CPU profile (Spring Boot's endpoint and the Prometheus client writing the page; the
 # tuning kit's exporter)
 SCRAPE_FRAMES = re.compile(r"PrometheusScrapeEndpoint|io/prometheus/client/|lab/kit/metrics/")
@@ -75,7 +75,7 @@ def _scrape_share(machine: Machine, metrics: Metrics, window: Window, cpus: floa
         share, samples = profiled
         return Share("metric scrapes in the JVM", cpu=share * java_cpu_ms / (1000.0 * cpus),
                      note=f"{100 * share:.1f} % of the JVM's {samples} CPU samples (profile)")
-    kit_s = mean_in_window(metrics, KIT_SCRAPE, window)     # a service's: the tuning kit times its own page
+    kit_s = mean_in_window(metrics, KIT_SCRAPE, window)     # the tuning kit times its own page (older runs: actuator's)
     wall_s = kit_s if not math.isnan(kit_s) else \
         mean_in_window(metrics, "openmetrics.app.http_server_requests_seconds_sum", window, contains(SCRAPE_URI))
     if math.isnan(wall_s):

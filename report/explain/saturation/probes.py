@@ -197,7 +197,7 @@ def accept_queue(r: Reader) -> Resource:
 
 def backend_pool(r: Reader) -> Resource:
     res = Resource("Backend pool", reads="leased connections", unit="connections")
-    client = contains("httpclient:backend")
+    client = contains("httpclient:")      # every pool (the sample app's one backend; older runs named it "backend")
     leased, unusable = r.count("openmetrics.app.httpcomponents_httpclient_pool_total_connections",
                                lambda i: client(i) and "state:leased" in i)
     if len(leased):

@@ -4,17 +4,18 @@
 # then a training start of it here (cds_train.sh): seconds natively instead of minutes under emulation, and
 # none of a 512 MB machine's memory, which the dump alone exceeds. Again only for another key (cds_key.sh).
 #
-#   cds_make.sh JAR DIR JAVA_HOME HEALTH_PATH APP_ARGS...    JAVA_HOME: the machines' JVM build (cds_jvm.sh),
+#   cds_make.sh JAR KIT DIR JAVA_HOME HEALTH_PATH APP_ARGS...    KIT: the tuning kit, last on the class path as on
+#   the machines; JAVA_HOME: the machines' JVM build (cds_jvm.sh),
 #   "-" for the controller's java; APP_ARGS' "{port}" becomes a free port of 127.0.0.1;
 #   prints the key of DIR/app.jsa; exit 1 with the reason when no archive came
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
-jar=$(readlink -f "$1") dir=$2 java_home=$3 health=$4
-shift 4
+jar=$(readlink -f "$1") kit=$(readlink -f "$2") dir=$3 java_home=$4 health=$5
+shift 5
 [ "$java_home" = - ] || export PATH="$java_home/bin:$PATH"
 mkdir -p "$dir"
 cd "$dir"
-python3 "$here/unpack_jar.py" "$jar" unpacked > /dev/null
+python3 "$here/unpack_jar.py" "$jar" unpacked "$kit" > /dev/null
 key=$("$here/cds_key.sh" unpacked)
 if [ "$(cat app.jsa.key 2>/dev/null)" != "$key" ]; then
   rm -f app.jsa.key

@@ -10,10 +10,13 @@ machines' unpackings (tasks/cds.yml).
 DEST/source.sha256 remembers which jar it holds and which unpacker made it: the same jar unpacked by the same
 unpacker again changes nothing (a mended unpacker unpacks again: the first kept no directory entries).
 
-    unpack_jar.py JAR DEST [KIT]   prints "unpacked" or "unchanged"; exit 1 with the reason otherwise
+    unpack_jar.py JAR DEST [KIT]         prints "unpacked" or "unchanged"; exit 1 with the reason otherwise
+    unpack_jar.py --fat JAR DEST KIT     only DEST/launch.args, to start the fat jar as it is (knob app_unpacked
+                                         false); prints "written" or "unchanged"
 
-KIT, a jar copied into lib/ and put last on the class path: the lab's tuning kit for a service (the service's own
-classes always win).
+KIT, the lab's tuning kit (kit/README.md): copied into lib/ and put last on the class path (the service's own
+classes always win). With --fat, the jar is started by Spring Boot's PropertiesLauncher of the jar's own loader
+(the JarLauncher ignores loader.path) with the kit on loader.path, appended to the jar's class path.
 """
 import calendar
 import hashlib
@@ -28,25 +31,75 @@ def entry_time(entry: zipfile.ZipInfo) -> int:
     return calendar.timegm((*entry.date_time, 0, 0, 0))
 
 
-def unpack(jar: str, dest: str, kit: str | None = None) -> bool:
+def read_manifest(fat: zipfile.ZipFile) -> dict[str, str]:
+    text = fat.read("META-INF/MANIFEST.MF").decode().replace("\r\n ", "").replace("\n ", "")
+    return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+
+
+def start_class(manifest: dict[str, str], jar: str) -> str:
+    main = manifest.get("Start-Class")
+    if not main:
+        raise ValueError(f"{jar} names no Start-Class: not a Spring Boot fat jar")
+    return main
+
+
+def properties_launcher(manifest: dict[str, str], jar: str) -> str:
+    """The PropertiesLauncher beside the jar's own launcher: org.springframework.boot.loader (Boot < 3.2) or
+    org.springframework.boot.loader.launch (3.2+; no alias of the old name)."""
+    main = manifest.get("Main-Class", "")
+    package, _, name = main.rpartition(".")
+    if name not in ("JarLauncher", "PropertiesLauncher") or not package.startswith("org.springframework.boot.loader"):
+        raise ValueError(f"{jar}: Main-Class {main or '(none)'} is not Spring Boot's launcher")
+    return f"{package}.PropertiesLauncher"
+
+
+def stamp_of(*sources: str) -> str:
     digest = hashlib.sha256()
-    for source in (jar, os.path.abspath(__file__), *([kit] if kit else [])):
+    for source in (*sources, os.path.abspath(__file__)):
         with open(source, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
+    return digest.hexdigest()
+
+
+def unchanged(dest: str, digest: str) -> bool:
     stamp = os.path.join(dest, "source.sha256")
-    if os.path.exists(stamp) and open(stamp).read().strip() == digest.hexdigest():
+    return os.path.exists(stamp) and open(stamp).read().strip() == digest
+
+
+def replace(work: str, dest: str, digest: str) -> None:
+    with open(os.path.join(work, "source.sha256"), "w") as f:
+        f.write(digest + "\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.rename(work, dest)
+
+
+def fat_launch(jar: str, dest: str, kit: str) -> bool:
+    """DEST/launch.args starting JAR as it is, with KIT on loader.path."""
+    digest = stamp_of(jar, kit) + " fat"
+    if unchanged(dest, digest):
+        return False
+    with zipfile.ZipFile(jar) as fat:
+        manifest = read_manifest(fat)
+    main, launcher = start_class(manifest, jar), properties_launcher(manifest, jar)
+    work = dest + ".new"
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    with open(os.path.join(work, "launch.args"), "w") as args:
+        args.write(f"-Dloader.path={os.path.abspath(kit)}\n-Dloader.main={main}\n-cp {os.path.abspath(jar)}\n{launcher}\n")
+    replace(work, dest, digest)
+    return True
+
+
+def unpack(jar: str, dest: str, kit: str | None = None) -> bool:
+    digest = stamp_of(jar, *([kit] if kit else []))
+    if unchanged(dest, digest):
         return False
     work = dest + ".new"
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(os.path.join(work, "lib"))
     with zipfile.ZipFile(jar) as fat:
-        manifest = dict(line.split(": ", 1) for line in
-                        fat.read("META-INF/MANIFEST.MF").decode().replace("\r\n ", "").replace("\n ", "").splitlines()
-                        if ": " in line)
-        main = manifest.get("Start-Class")
-        if not main:
-            raise ValueError(f"{jar} names no Start-Class: not a Spring Boot fat jar")
+        main = start_class(read_manifest(fat), jar)
         order = [line.split('"')[1] for line in fat.read("BOOT-INF/classpath.idx").decode().splitlines()
                  if line.startswith("- ")]
         for name in order:
@@ -73,17 +126,19 @@ def unpack(jar: str, dest: str, kit: str | None = None) -> bool:
     path = [os.path.join(where, "app-classes.jar")] + [os.path.join(where, "lib", os.path.basename(n)) for n in order]
     with open(os.path.join(work, "launch.args"), "w") as args:
         args.write(f"-cp {':'.join(path)}\n{main}\n")
-    with open(os.path.join(work, "source.sha256"), "w") as f:
-        f.write(digest.hexdigest() + "\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    os.rename(work, dest)
+    replace(work, dest, digest)
     return True
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4):
+    fat_jar = sys.argv[1:2] == ["--fat"]
+    argv = sys.argv[2:] if fat_jar else sys.argv[1:]
+    if len(argv) != 3 and (fat_jar or len(argv) != 2):
         sys.exit(__doc__)
     try:
-        print("unpacked" if unpack(*sys.argv[1:]) else "unchanged")
+        if fat_jar:
+            print("written" if fat_launch(*argv) else "unchanged")
+        else:
+            print("unpacked" if unpack(*argv) else "unchanged")
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as failure:
         sys.exit(f"unpack_jar.py: {sys.argv[1]}: {failure}")

@@ -60,9 +60,9 @@ class AprConnectorTest {
             ajpPort = s.getLocalPort();
         }
         app = new SpringApplicationBuilder(LabApplication.class).run(
-                "--server.port=0", "--lab.backend.url=" + BackendStub.get().url(),
-                "--lab.ajp.enabled=true", "--lab.ajp.protocol=apr", "--lab.ajp.secret=apr-secret",
-                "--lab.ajp.port=" + ajpPort, "--server.tomcat.threads.max=23", "--server.tomcat.accept-count=11");
+                "--server.port=0", "--lab.kit.metrics.port=0", "--lab.backend.url=" + BackendStub.get().url(),
+                "--lab.kit.ajp.enabled=true", "--lab.kit.ajp.protocol=apr", "--lab.kit.ajp.secret=apr-secret",
+                "--lab.kit.ajp.port=" + ajpPort, "--server.tomcat.threads.max=23", "--server.tomcat.accept-count=11");
         startupLog = output.getAll();
     }
 

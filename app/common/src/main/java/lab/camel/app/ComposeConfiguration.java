@@ -3,20 +3,19 @@ package lab.camel.app;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.binder.jvm.ExecutorServiceMetrics;
 import org.apache.camel.CamelContext;
 import org.apache.camel.spi.ThreadPoolProfile;
 import org.apache.camel.util.concurrent.ThreadPoolRejectedPolicy;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** The compose thread pool (lab.compose.*): the summary's three backend calls run on it in parallel. */
+/** The compose thread pool (lab.compose.*): the summary's three backend calls run on it in parallel. The tuning kit
+ * reads it as a bean (executor_* {name="composePool"}). */
 @Configuration(proxyBeanMethods = false)
 public class ComposeConfiguration {
 
     @Bean(name = "composePool", destroyMethod = "")
-    public ExecutorService composePool(CamelContext camel, LabProperties lab, MeterRegistry registry) {
+    public ExecutorService composePool(CamelContext camel, LabProperties lab) {
         LabProperties.Compose c = lab.getCompose();
         ThreadPoolProfile profile = new ThreadPoolProfile("compose");
         profile.setPoolSize(c.getPoolSize());
@@ -30,7 +29,6 @@ public class ComposeConfiguration {
         profile.setRejectedPolicy(ThreadPoolRejectedPolicy.valueOf(c.getRejectedPolicy()));
         // owned by Camel's ExecutorServiceManager: shut down with the CamelContext
         ExecutorService pool = camel.getExecutorServiceManager().newThreadPool(this, "compose", profile);
-        new ExecutorServiceMetrics(pool, "compose", java.util.List.of()).bindTo(registry);
         return pool;
     }
 }

@@ -13,14 +13,12 @@ public class LabProperties {
     private String stack = "unknown";
     private final Backend backend = new Backend();
     private final Compose compose = new Compose();
-    private final Ajp ajp = new Ajp();
     private final Audit audit = new Audit();
 
     public String getStack() { return stack; }
     public void setStack(String stack) { this.stack = stack; }
     public Backend getBackend() { return backend; }
     public Compose getCompose() { return compose; }
-    public Ajp getAjp() { return ajp; }
     public Audit getAudit() { return audit; }
 
     /** The external service's HTTP client (Camel's http component, Apache HttpClient 4 on camel3, 5 on camel4). */
@@ -72,27 +70,6 @@ public class LabProperties {
         public void setQueueSize(int v) { this.queueSize = v; }
         public long getKeepAliveSeconds() { return keepAliveSeconds; }
         public void setKeepAliveSeconds(long v) { this.keepAliveSeconds = v; }
-    }
-
-    /** The optional AJP connector. It receives the same server.tomcat.* / server.compression.* values as HTTP. */
-    public static class Ajp {
-        private boolean enabled = false;
-        private int port = 8009;
-        private String address = "127.0.0.1";
-        private String secret;
-        /** nio | nio2 | apr (apr: camel3 stack only, needs libtcnative-1) */
-        private String protocol = "nio";
-
-        public boolean isEnabled() { return enabled; }
-        public void setEnabled(boolean enabled) { this.enabled = enabled; }
-        public int getPort() { return port; }
-        public void setPort(int port) { this.port = port; }
-        public String getAddress() { return address; }
-        public void setAddress(String address) { this.address = address; }
-        public String getSecret() { return secret; }
-        public void setSecret(String secret) { this.secret = secret; }
-        public String getProtocol() { return protocol; }
-        public void setProtocol(String protocol) { this.protocol = protocol; }
     }
 
     /** Audit log of every message (the logger "audit"; sync/async is chosen in logback.xml). */

@@ -10,15 +10,19 @@ import java.time.Duration;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import lab.kit.metrics.KitMetrics;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.ApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * One running app shared by every test class that extends this (Spring caches the context): HTTP on a random
  * port, AJP (nio, secret "s3cret") on a free port, every Tomcat knob set to a non-default value, and the
- * backend stub behind it with a 1 s response timeout.
+ * backend stub behind it with a 1 s response timeout; the tuning kit on the class path (as on the machines), its page
+ * on a free port.
  */
 @SpringBootTest(classes = LabApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
@@ -31,9 +35,10 @@ import org.springframework.test.context.DynamicPropertySource;
             "server.tomcat.max-keep-alive-requests=77",
             "server.compression.enabled=true",
             "server.compression.min-response-size=64B",
-            "lab.ajp.enabled=true",
-            "lab.ajp.protocol=nio",
-            "lab.ajp.secret=s3cret",
+            "lab.kit.metrics.port=0",
+            "lab.kit.ajp.enabled=true",
+            "lab.kit.ajp.protocol=nio",
+            "lab.kit.ajp.secret=s3cret",
             "lab.backend.response-timeout-ms=1000",
             "lab.backend.connect-timeout-ms=1000",
             "lab.backend.max-total-connections=40",
@@ -42,9 +47,6 @@ import org.springframework.test.context.DynamicPropertySource;
             "lab.compose.max-pool-size=8",
             "lab.compose.queue-size=50",
             "lab.camel.exchange-factory=pooled",
-            // @SpringBootTest turns metrics export off; the tests read /actuator/prometheus (keys of 2.7 and 3.x)
-            "management.metrics.export.prometheus.enabled=true",
-            "management.prometheus.metrics.export.enabled=true",
         })
 public abstract class AbstractAppTest {
 
@@ -56,10 +58,13 @@ public abstract class AbstractAppTest {
     @Value("${local.server.port}")
     protected int httpPort;
 
+    @Autowired
+    protected ApplicationContext context;
+
     @DynamicPropertySource
     static void dynamicProperties(DynamicPropertyRegistry registry) {
         registry.add("lab.backend.url", () -> BackendStub.get().url());
-        registry.add("lab.ajp.port", () -> AJP_PORT);
+        registry.add("lab.kit.ajp.port", () -> AJP_PORT);
     }
 
     static int freePort() {
@@ -73,13 +78,20 @@ public abstract class AbstractAppTest {
     protected HttpResponse<String> http(String method, String path, String body) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
                 .timeout(Duration.ofSeconds(20))
-                .header("Accept", path.startsWith("/actuator/prometheus") ? "text/plain" : "application/json");
+                .header("Accept", "application/json");
         if (body != null) {
             b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
         } else {
             b.method(method, HttpRequest.BodyPublishers.noBody());
         }
         return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** The tuning kit's page (its metrics and /lab/info), as PCP and the lab's collection read it on the machines. */
+    protected HttpResponse<String> kit(String path) throws Exception {
+        int port = context.getBean(KitMetrics.class).port();
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .timeout(Duration.ofSeconds(20)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
     protected static JsonNode json(String text) throws IOException {

@@ -15,7 +15,7 @@ import org.springframework.boot.web.servlet.context.ServletWebServerApplicationC
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
- * lab.ajp.protocol=nio2: the AJP connector is AjpNio2Protocol, gets the knobs, and serves an AJP round trip.
+ * lab.kit.ajp.protocol=nio2: the AJP connector is AjpNio2Protocol, gets the knobs, and serves an AJP round trip.
  * Also lab.backend.keep-alive=false: every backend call on a new TCP connection.
  */
 class AjpNio2StandaloneTest {
@@ -23,8 +23,8 @@ class AjpNio2StandaloneTest {
     @Test
     void nio2AjpConnector() throws Exception {
         try (ConfigurableApplicationContext app = new SpringApplicationBuilder(LabApplication.class).run(
-                "--server.port=0", "--lab.backend.url=" + BackendStub.get().url(), "--lab.ajp.enabled=true",
-                "--lab.ajp.protocol=nio2", "--lab.ajp.secret=n2", "--lab.ajp.port=0",
+                "--server.port=0", "--lab.kit.metrics.port=0", "--lab.backend.url=" + BackendStub.get().url(), "--lab.kit.ajp.enabled=true",
+                "--lab.kit.ajp.protocol=nio2", "--lab.kit.ajp.secret=n2", "--lab.kit.ajp.port=0",
                 "--server.tomcat.threads.max=31", "--server.tomcat.threads.min-spare=3",
                 "--lab.backend.keep-alive=false")) {
             TomcatWebServer server = (TomcatWebServer) ((ServletWebServerApplicationContext) app).getWebServer();

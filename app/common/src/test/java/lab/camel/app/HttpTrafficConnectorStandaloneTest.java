@@ -16,7 +16,7 @@ class HttpTrafficConnectorStandaloneTest {
     @Test
     void theTomcatKnobsReachTheHttpConnector() {
         try (ConfigurableApplicationContext app = new SpringApplicationBuilder(LabApplication.class).run(
-                "--server.port=0", "--lab.backend.url=" + BackendStub.get().url(), "--lab.ajp.enabled=false",
+                "--server.port=0", "--lab.kit.metrics.port=0", "--lab.backend.url=" + BackendStub.get().url(), "--lab.kit.ajp.enabled=false",
                 "--server.tomcat.threads.max=57", "--server.tomcat.threads.min-spare=7",
                 "--server.tomcat.max-connections=321")) {
             TomcatWebServer server = (TomcatWebServer) ((ServletWebServerApplicationContext) app).getWebServer();

@@ -33,7 +33,7 @@ class LogbackStandaloneTest {
         Path dir = Path.of("target", "logback-test-" + mode).toAbsolutePath();
         Path config = Path.of("..", "config", "logback.xml").toAbsolutePath().normalize();
         try (ConfigurableApplicationContext app = new SpringApplicationBuilder(LabApplication.class).run(
-                "--server.port=0", "--lab.backend.url=" + BackendStub.get().url(),
+                "--server.port=0", "--lab.kit.metrics.port=0", "--lab.backend.url=" + BackendStub.get().url(),
                 "--logging.config=" + config, "--lab.log.dir=" + dir, "--lab.log.console=OFF",
                 "--lab.log.audit.appender=" + mode, "--lab.log.audit.queue-size=1024",
                 "--lab.log.audit.discarding-threshold=0", "--lab.log.audit.never-block=true")) {

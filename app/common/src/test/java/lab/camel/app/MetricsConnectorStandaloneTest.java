@@ -39,8 +39,8 @@ class MetricsConnectorStandaloneTest {
     @Test
     void ajpGetsThe300AndTheMetricsConnectorStaysSmall() {
         try (ConfigurableApplicationContext app = new SpringApplicationBuilder(LabApplication.class).run(
-                "--server.port=0", "--lab.backend.url=" + BackendStub.get().url(), "--lab.ajp.enabled=true",
-                "--lab.ajp.secret=a18", "--lab.ajp.port=0", "--server.tomcat.threads.max=300",
+                "--server.port=0", "--lab.kit.metrics.port=0", "--lab.backend.url=" + BackendStub.get().url(), "--lab.kit.ajp.enabled=true",
+                "--lab.kit.ajp.secret=a18", "--lab.kit.ajp.port=0", "--server.tomcat.threads.max=300",
                 "--server.tomcat.threads.min-spare=300", "--server.tomcat.max-connections=400")) {
             AbstractProtocol<?> ajp = protocol(app, AbstractAjpProtocol.class);
             assertEquals(300, ajp.getMaxThreads());

@@ -13,7 +13,7 @@ class StartupFailureTest {
     private static String startFailure(String... properties) {
         String[] args = new String[properties.length + 3];
         args[0] = "--server.port=0";
-        args[1] = "--lab.ajp.port=0";
+        args[1] = "--lab.kit.ajp.port=0";
         args[2] = "--lab.backend.url=" + BackendStub.get().url();
         for (int i = 0; i < properties.length; i++) {
             args[i + 3] = "--" + properties[i];
@@ -29,14 +29,14 @@ class StartupFailureTest {
 
     @Test
     void ajpWithoutSecretDoesNotStart() {
-        String m = startFailure("lab.ajp.enabled=true");
-        assertTrue(m.contains("lab.ajp.secret"), m);
+        String m = startFailure("lab.kit.ajp.enabled=true");
+        assertTrue(m.contains("lab.kit.ajp.secret"), m);
     }
 
     @Test
     void aprWithoutTheNativeLibraryOrOnTomcat10DoesNotStart() {
         // the surefire fork runs with java.library.path pointing at an empty directory
-        String m = startFailure("lab.ajp.enabled=true", "lab.ajp.secret=x", "lab.ajp.protocol=apr");
+        String m = startFailure("lab.kit.ajp.enabled=true", "lab.kit.ajp.secret=x", "lab.kit.ajp.protocol=apr");
         if (ClassUtils.isPresent("org.apache.coyote.ajp.AjpAprProtocol", null)) {
             assertTrue(m.contains("libtcnative-1") && m.contains("no fallback"), m);
         } else {
@@ -46,7 +46,7 @@ class StartupFailureTest {
 
     @Test
     void unknownProtocolDoesNotStart() {
-        String m = startFailure("lab.ajp.enabled=true", "lab.ajp.secret=x", "lab.ajp.protocol=bio");
+        String m = startFailure("lab.kit.ajp.enabled=true", "lab.kit.ajp.secret=x", "lab.kit.ajp.protocol=bio");
         assertTrue(m.contains("expected nio, nio2 or apr"), m);
     }
 }

@@ -12,11 +12,20 @@ import org.apache.camel.spring.boot.CamelContextConfiguration;
 public class CamelMetrics implements CamelContextConfiguration, MetricSource {
     private final RouteTimers routes = new RouteTimers();
     private volatile HttpClientPools pools;
+    private volatile String version;
 
     @Override
     public void beforeApplicationStart(CamelContext camelContext) {
         camelContext.addRoutePolicyFactory(routes);
         pools = new HttpClientPools(camelContext);
+        version = camelContext.getVersion();
+    }
+
+    @Override
+    public void info(java.util.Map<String, Object> lab) {
+        if (version != null) {
+            lab.put("camel", version);
+        }
     }
 
     @Override

@@ -37,6 +37,7 @@ import org.springframework.util.ClassUtils;
  * <li>{@code GET /metrics[?names=a,b]}: JVM, Tomcat connectors, the service's thread pools, the kit's other
  * sources (Camel's routes and HTTP client pools when Camel is there), and the kit's own scrape time
  * ({@code lab_kit_scrape_seconds}: the lab's own cost);</li>
+ * <li>{@code GET /lab/info}: the running versions (Java, Boot, Tomcat, tcnative, Camel) and connectors;</li>
  * <li>{@code GET /lab/ready}: 200 once Spring Boot says the application is ready, 503 before (the health check of a
  * service without actuator).</li>
  * </ul>
@@ -49,6 +50,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
     private final JvmMetrics jvm = new JvmMetrics();
     private final TomcatMetrics tomcat = new TomcatMetrics();
     private final ExecutorMetrics executors = new ExecutorMetrics();
+    private final LabInfo info = new LabInfo();
     private final ObjectProvider<MetricSource> sourceBeans;
     private volatile List<MetricSource> sources = List.of();
     private final AtomicLong scrapes = new AtomicLong();
@@ -81,6 +83,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
         if (event.getWebServer() instanceof TomcatWebServer) {
             for (Connector connector : ((TomcatWebServer) event.getWebServer()).getTomcat().getService().findConnectors()) {
                 tomcat.add(connector);
+                info.add(connector);
             }
         }
     }
@@ -107,6 +110,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
             return t;
         }));
         server.createContext("/metrics", this::metrics);
+        server.createContext("/lab/info", exchange -> answer(exchange, 200, info.json(sources), "application/json"));
         server.createContext("/lab/ready", exchange -> answer(exchange, ready ? 200 : 503,
                 ready ? "{\"status\":\"READY\"}" : "{\"status\":\"STARTING\"}", "application/json"));
         server.start();

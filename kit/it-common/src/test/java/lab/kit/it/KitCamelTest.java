@@ -15,11 +15,13 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.sun.net.httpserver.HttpServer;
+import org.apache.camel.CamelContext;
 import org.apache.camel.ProducerTemplate;
 import org.apache.camel.builder.RouteBuilder;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
@@ -81,11 +83,18 @@ class KitCamelTest {
     @Autowired
     ProducerTemplate producer;
 
+    @Autowired
+    CamelContext camel;
+
     String page() throws Exception {
+        return get("/metrics");
+    }
+
+    String get(String path) throws Exception {
         Object kit = context.getBean("labKitMetrics");
         int port = (int) kit.getClass().getMethod("port").invoke(kit);
         HttpResponse<String> answer = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+                URI.create("http://127.0.0.1:" + port + path)).build(), HttpResponse.BodyHandlers.ofString());
         assertEquals(200, answer.statusCode(), answer.body());
         return answer.body();
     }
@@ -114,5 +123,17 @@ class KitCamelTest {
                 + "\",state=\"leased\"}"));
         assertTrue(value(page, "httpcomponents_httpclient_pool_total_connections{httpclient=\"" + backend
                 + "\",state=\"available\"}") >= 1, "the calls' connection kept for the next: " + page);
+    }
+
+    @Test
+    void infoNamesWhatRuns() throws Exception {
+        String info = get("/lab/info");
+        assertTrue(info.startsWith("{\"lab\":{"), info);
+        assertTrue(info.contains("\"camel\":\"" + camel.getVersion() + "\""), info);
+        assertTrue(info.contains("\"springBoot\":\"" + SpringBootVersion.getVersion() + "\""), info);
+        assertTrue(info.contains("\"java\":\"" + System.getProperty("java.version") + "\""), info);
+        assertTrue(info.contains("\"tcnative\":\"not loaded\""), info);
+        assertTrue(info.matches(".*\"connectors\":\\{\"Http11NioProtocol:\\d+\":\"org\\.apache\\.coyote\\.http11\\."
+                + "Http11NioProtocol\"}.*"), info);
     }
 }

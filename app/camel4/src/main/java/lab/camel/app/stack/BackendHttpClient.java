@@ -1,32 +1,25 @@
 package lab.camel.app.stack;
 
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.binder.httpcomponents.hc5.PoolingHttpClientConnectionManagerMetricsBinder;
 import lab.camel.app.LabProperties;
 import org.apache.camel.CamelContext;
-import org.apache.camel.Endpoint;
 import org.apache.camel.component.http.HttpComponent;
-import org.apache.camel.component.http.HttpEndpoint;
 import org.apache.camel.spring.boot.CamelContextConfiguration;
-import org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * camel4 stack: applies lab.backend.* to Camel's http component (Apache HttpClient 5) and publishes its
- * connection pool to Micrometer (httpcomponents.httpclient.pool.*{httpclient="backend"}).
+ * camel4 stack: applies lab.backend.* to Camel's http component (Apache HttpClient 5); the tuning kit
+ * reads its connection pool (httpcomponents_httpclient_pool_*, kit/README.md).
  */
 @Component
 public class BackendHttpClient implements CamelContextConfiguration {
 
     private static final Logger LOG = LoggerFactory.getLogger(BackendHttpClient.class);
     private final LabProperties.Backend cfg;
-    private final MeterRegistry registry;
 
-    public BackendHttpClient(LabProperties lab, MeterRegistry registry) {
+    public BackendHttpClient(LabProperties lab) {
         this.cfg = lab.getBackend();
-        this.registry = registry;
     }
 
     @Override
@@ -52,19 +45,5 @@ public class BackendHttpClient implements CamelContextConfiguration {
 
     @Override
     public void afterApplicationStart(CamelContext camel) {
-        // the component creates the pool when it creates the backend endpoint (one URI: one endpoint, one pool)
-        Object manager = null;
-        for (Endpoint endpoint : camel.getEndpoints()) {
-            if (endpoint instanceof HttpEndpoint && ((HttpEndpoint) endpoint).getClientConnectionManager() != null) {
-                manager = ((HttpEndpoint) endpoint).getClientConnectionManager();
-                break;
-            }
-        }
-        if (manager instanceof PoolingHttpClientConnectionManager) {
-            new PoolingHttpClientConnectionManagerMetricsBinder((PoolingHttpClientConnectionManager) manager, "backend")
-                    .bindTo(registry);
-        } else {
-            LOG.warn("Backend client pool metrics unavailable: connection manager is {}", manager);
-        }
     }
 }
