@@ -6,6 +6,9 @@
     python -m report combine SERIES_FOLDER TRIAL_FOLDER...      the trials of a --repeat N run, combined
     python -m report sweep SWEEP_FOLDER                         a sweep's or an ablation's report (sweep.md, .html)
     python -m report overhead RUN_WITH RUN_WITHOUT              an instrument's cost to the JVM
+    python -m report runs RESULTS                               the index of runs (RESULTS/index.sqlite), as a table
+    python -m report history RESULTS OUT                        histories of comparable runs, change points
+    python -m report gate FOLDER --gate 'tps>=+10%'             a verdict against gates (exit 3 when one fails)
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import argparse
 import sys
 from types import ModuleType
 
-from report.commands import combine, compare, overhead, run, sweep
+from report.commands import combine, compare, gate, history, overhead, run, runs, sweep
 
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "run": (run, "one run's report.html, summary.md and verdict.json"),
@@ -21,6 +24,9 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "combine": (combine, "the trials of a --repeat N run, combined"),
     "sweep": (sweep, "a sweep's or an ablation's report"),
     "overhead": (overhead, "an instrument's cost to the JVM, from a run with it and one without"),
+    "runs": (runs, "the index of runs, rebuilt from the folders, as a table"),
+    "history": (history, "the histories of comparable runs and their change points"),
+    "gate": (gate, "a run's or a series' verdict against gates, for a pipeline"),
 }
 
 

@@ -114,7 +114,7 @@ def expected_files(mpm: str, service: bool = False) -> set[str]:
     names = set()
     for path in glob.glob(str(ANSIBLE_DIR / "roles" / "*" / "templates" / "*.j2")):
         role, name = Path(path).parent.parent.name, Path(path).name[:-len(".j2")]
-        if re.fullmatch(r"mpm_\w+\.conf", name) and name != f"mpm_{mpm}.conf":
+        if re.fullmatch(r"mpm_\w+\.conf", name) and name != f"mpm_{mpm}.conf" or name.startswith("_"):
             continue
         if name == ("application.yml" if service else "service.yml"):
             continue

@@ -76,7 +76,8 @@ def run_options(args) -> run.Options:
                        down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
                        knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts,
                        insist_memory=args.insist_memory, cores=args.cores,
-                       service=chosen_service(args.service_name, args.plan))
+                       service=chosen_service(args.service_name, args.plan), gates=tuple(args.gates))
+    reporting.check_gates(opts.gates)
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
 
 
@@ -113,7 +114,7 @@ def interruptible() -> None:
 
 # the commands that change the lab take its lock (one at a time); those that only read need neither it nor root
 LOCKED = (None, "sweep", "ablate", "up", "down", "provision", "prereqs")
-WITHOUT_ROOT = ("report", "compare", "status", "service")
+WITHOUT_ROOT = ("report", "compare", "status", "service", "runs", "history", "gate")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_compare(args.run_dirs, args.out)
         if args.command == "service":
             return service_check.check(args.service, steps.note)
+        if args.command in ("runs", "history", "gate"):
+            return cmd_history(args)
         if args.command == "status" and os.geteuid() != 0:
             return status_without_root()
         opts = run_options(args) if args.command in (None, "sweep", "ablate") else None
@@ -222,6 +225,25 @@ def cmd_compare(run_dirs: list[Path], out: Path | None) -> int:
         if out is None:
             folder.rmdir()
         raise
+
+
+def cmd_history(args) -> int:
+    """runs, history, gate: the report package's commands of the same names over results/ (report/history/)."""
+    if args.command == "gate":
+        return reporting.report_command("gate", args.folder, *reporting.gate_args(tuple(args.folder_gates)))
+    if not paths.RESULTS.is_dir():
+        print(f"no runs yet: {paths.RESULTS} does not exist")
+        return 0
+    filters = [a for flag, value in (("--label", args.filter_label), ("--since", args.since),
+                                     ("--service", args.filter_service)) if value for a in (flag, value)]
+    if args.command == "runs":
+        return reporting.report_command("runs", paths.RESULTS, *filters)
+    extra = [a for flag, value in (("--ignore", args.ignore), ("--also", args.also)) if value for a in (flag, value)]
+    out = record.make_run_dir("history", paths.RESULTS)
+    code = reporting.report_command("history", paths.RESULTS, out, *filters, *extra)
+    if code != 0 and not any(out.iterdir()):
+        out.rmdir()
+    return code
 
 
 def status_without_root() -> int:

@@ -31,6 +31,9 @@ commands:
   provision build the app, then provision both machines with Ansible (knobs: ansible/knobs.yml,
             ansible/knob_sets/tuned.yml; --set [machine:]knob=value for this run only)
   service   check NAME|PATH: a service of your own checked on this host (descriptor, jar, stubs, plan, one start)
+  runs      every run folder, from results/index.sqlite: ./start.sh runs [--label …] [--since …] [--service …]
+  history   comparable runs in order and their change points: ./start.sh history [--ignore KNOB,…]
+  gate      a finished run against gates: ./start.sh gate results/<run-id> --gate 'tps>=+10%%' (exit 3 on a failure)
   exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
 
 Machine settings live in lab/machines/machines.yml; override one for a run with LAB_<NAME>, e.g.
@@ -82,6 +85,9 @@ def add_run_options(add) -> None:
     add("--repeat", type=int, default=1, metavar="N",
         help="N trials in one command, each restarted alike; from the second on the two configurations "
              "alternate between the machines (crossover) and a combined report cancels machine bias")
+    add("--gate", dest="gates", action="append", default=[], metavar="GATE",
+        help="judge the run's (or the series') verdict: 'tps>=+10%%' (the interval's lower bound), 'errors<=0.1%%' "
+             "(tuned's level), 'p99<=2s'; repeatable; exit 3 when one fails, gates.xml (JUnit) in the folder")
     add("--knob-set", dest="knob_sets", action="append", default=[], metavar="[SIDE=]SET",
         help="run a named knob set (ansible/knob_sets/SET.yml) on a side instead of its own, e.g. "
              "--knob-set tuned=article-2018 (side tuned when left out; default stays the catalog unless "
@@ -142,6 +148,21 @@ def parser() -> argparse.ArgumentParser:
     cp.add_argument("--out", type=Path, default=None, metavar="FOLDER",
                     help="a new folder for the comparison (default results/<stamp>-compare; e.g. one of your own "
                          "when results/ is root's)")
+    filters = argparse.ArgumentParser(add_help=False)
+    filters.add_argument("--label", dest="filter_label", metavar="TEXT", help="only runs whose label holds TEXT")
+    filters.add_argument("--since", metavar="DATE", help="only runs started at or after DATE (ISO, e.g. 2026-11-28)")
+    filters.add_argument("--service", dest="filter_service", metavar="NAME", help="only runs of this service "
+                         "(the lab's own app: sample)")
+    sub.add_parser("runs", parents=[filters], help="every run, series, sweep and tune folder, from the index of "
+                   "results/ (rebuilt from the folders)")
+    hi = sub.add_parser("history", parents=[filters], help="the history of comparable runs and its change points "
+                        "(results/<stamp>-history/history.html)")
+    hi.add_argument("--ignore", metavar="KNOB,…", help="widen the fingerprint: knobs, or parts (load.users, cores, …)")
+    hi.add_argument("--also", metavar="versions,commit", help="narrow the fingerprint")
+    ga = sub.add_parser("gate", help="a run's or a series' verdict against gates (exit 3 when one fails)")
+    ga.add_argument("folder", type=Path, metavar="FOLDER", help="a run or series folder")
+    ga.add_argument("--gate", dest="folder_gates", action="append", required=True, metavar="GATE",
+                    help="e.g. 'tps>=+10%%', 'errors<=0.1%%', 'p99<=2s' (repeatable)")
     sv = sub.add_parser("service", help="a service of your own (README: Your own service)")
     sv.add_argument("action", choices=("check",), help="check: its descriptor, jar, stubs and plan, then one start "
                     "here with the tuning kit, before any machine is used")

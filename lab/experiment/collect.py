@@ -219,7 +219,8 @@ def missing_metrics(machine_dir: Path) -> list[str]:
 
 
 def read_versions(machine_dir: Path) -> dict:
-    """Versions as the machine reported them: versions.txt (OS, packages) and the app's /actuator/info."""
+    """Versions as the machine reported them: versions.txt (OS, packages) and the tuning kit's /lab/info (kept as
+    actuator-info.json, the name of older runs, whose sample app answered it on /actuator/info)."""
     versions: dict = {}
     text = machine_dir / "config" / "versions.txt"
     if text.exists():

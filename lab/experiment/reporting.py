@@ -31,6 +31,36 @@ def report(run_dir: Path, warmup_s: int | str | None = None) -> int:
     return report_command("run", run_dir, *([] if warmup_s is None else ["--warmup", warmup_s]))
 
 
+def index_add(folder: Path) -> None:
+    """A finished run, series or sweep into results/index.sqlite (report/history/index.py; `./start.sh runs`
+    rebuilds it from the folders anyway): a failure is said, never fatal."""
+    report_command("runs", folder.parent, "--add", folder, log=lambda m: print(f"start.sh: {m}", file=sys.stderr),
+                   what="run index")
+
+
+def gate_args(gates: tuple[str, ...]) -> list[str]:
+    return [a for g in gates for a in ("--gate", g)]
+
+
+def check_gates(gates: tuple[str, ...]) -> None:
+    """--gate's texts read before anything starts: ValueError naming a gate that cannot be read."""
+    if not gates:
+        return
+    done = subprocess.run([sys.executable, "-m", "report", "gate", "--check", *gate_args(gates)], cwd=paths.ROOT,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ValueError(done.stderr.strip().splitlines()[-1].split("error: ", 1)[-1])
+
+
+def judge_gates(folder: Path, gates: tuple[str, ...], exit_code: int) -> int:
+    """--gate on a finished run or series: the gates' outcome (report gate: gates.xml, summary.md); exit 3 when
+    one fails, else the run's own exit code."""
+    if not gates or exit_code != 0:
+        return exit_code
+    judged = report_command("gate", folder, *gate_args(gates))
+    return judged if judged in (0, 3) else 1
+
+
 def compare(run_dirs: list[Path], out: Path) -> int:
     """`./start.sh compare`: run folders side by side in a new folder `out`."""
     if len(run_dirs) < 2:

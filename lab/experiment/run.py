@@ -37,6 +37,7 @@ class Options:
     provision: bool = False      # provision even when nothing changed since the last time
     insist_memory: bool = False  # knobs beyond the machine's memory by the estimate: warned about, not refused
     repeat: int = 1              # trials; from the second on the machines swap configurations (crossover)
+    gates: tuple = ()            # --gate: the verdict judged at the end (report/history/gates.py), exit 3 on a failure
     aa: str | None = None        # A/A: both machines run this configuration
     tls: bool = False            # the load over HTTPS, through HTTPD's TLS front (443)
     cores: str = "swap"          # swap: the machines trade host cores half-way through the measured window
@@ -133,6 +134,9 @@ def contradictions(args) -> list[str]:
                         "set its stages")
     if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
         problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
+    if getattr(args, "command", None) in ("sweep", "ablate") and getattr(args, "gates", None):
+        problems.append("--gate judges one run or one series: a sweep's trials each have their own verdict (judge "
+                        "one with ./start.sh gate FOLDER --gate …)")
     if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
         problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
     return problems
@@ -160,11 +164,11 @@ def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:
     """The whole run, one trial or a series, on the lab made with settings s (brought up when it is not);
     returns the exit code (0, 1 failed, 130 interrupted). The knobs are validated before (validate())."""
     if opts.repeat == 1:
-        exit_code, _ = run_trial(opts, opts.trials(repeat=1)[0], s, opts.label, log)
+        exit_code, folder = run_trial(opts, opts.trials(repeat=1)[0], s, opts.label, log)
     else:
-        exit_code = run_series(opts, s, log)
+        exit_code, folder = run_series(opts, s, log)
     take_down(opts, log)
-    return exit_code
+    return reporting.judge_gates(folder, opts.gates, exit_code)
 
 
 def take_down(opts: Options, log=steps.note) -> None:
@@ -179,9 +183,10 @@ def take_down(opts: Options, log=steps.note) -> None:
         hosts_down.down(opts.hosts, log)
 
 
-def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
-    """--repeat N: N trials (each its own run folder), then the combined report in the series folder. An
-    interrupted or failed trial ends the series; the trials done so far are still combined."""
+def run_series(opts: Options, s: settings.Settings, log=steps.note) -> tuple[int, Path]:
+    """--repeat N: N trials (each its own run folder), then the combined report in the series folder (returned
+    with the exit code). An interrupted or failed trial ends the series; the trials done so far are still
+    combined."""
     series_dir = record.make_run_dir(f"{opts.label}-series" if opts.label else "series", paths.RESULTS)
     series_id = series_dir.name
     lock.note(series_id)
@@ -200,6 +205,7 @@ def run_series(opts: Options, s: settings.Settings, log=steps.note) -> int:
     with steps.step(f"combined report over {len(done)} trial(s)"):
         reporting.report_command("combine", series_dir, *done, log=log, what="combined report")
     reporting.print_outcome(series_dir)
-    return exit_code
+    reporting.index_add(series_dir)
+    return exit_code, series_dir
 
 

@@ -61,7 +61,8 @@ def jars_beside(overrides: dict[str, dict], log=print, service_jar: Path | None 
     try:
         if service_jar is not None:
             return pool.submit(lambda: [ensure_kit(log), service_jar])
-        return pool.submit(lambda: [ensure_kit(log)] + [ensure_jar(stack, log) for stack in sorted(stacks_in_use(overrides))])
+        stacks = sorted(stacks_in_use(overrides))
+        return pool.submit(lambda: [ensure_kit(log)] + [ensure_jar(stack, log) for stack in stacks])
     finally:
         pool.shutdown(wait=False)
 

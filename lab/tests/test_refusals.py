@@ -118,3 +118,30 @@ def test_down_with_hosts_takes_the_lab_off_them_and_up_with_hosts_is_refused(tmp
     opts = run.Options(hosts=inventory, down=True)
     run.take_down(opts, log=lambda line: None)
     assert calls[-1] == ("hosts.down", inventory)
+
+
+def test_a_gate_that_cannot_be_read_is_refused_before_anything_starts(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    assert cli.main(["--users", "5", "--gate", "tps>=+10%", "--gate", "tps>>1"]) == 2
+    assert "start.sh: gate 'tps>>1': expected FIGURE<=VALUE or FIGURE>=VALUE" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_gate_on_a_sweep_is_refused(capsys):
+    assert cli.main(["sweep", "tuned:tomcat_threads_max=5,10", "--gate", "tps>=+1%"]) == 2
+    assert "--gate judges one run or one series" in capsys.readouterr().err
+
+
+def test_runs_and_history_before_any_run_say_so(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    assert cli.main(["runs"]) == 0 and cli.main(["history"]) == 0
+    assert capsys.readouterr().out.count("no runs yet") == 2 and not (tmp_path / "results").exists()
+
+
+def test_the_index_names_the_run_profile_as_the_lab_asks_for_it():
+    """report/history/index.py PROFILE_KEYS: every field of the load profile (what makes runs comparable)."""
+    import dataclasses
+
+    from lab.experiment import load
+    from report.history.index import PROFILE_KEYS
+    assert {f.name for f in dataclasses.fields(load.Profile)} <= set(PROFILE_KEYS)

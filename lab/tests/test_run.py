@@ -235,6 +235,9 @@ def fake_provisioning(monkeypatch, tmp_path):
 
     monkeypatch.setattr(playbook, "STAMP", tmp_path / "provisioned.json")
     monkeypatch.setattr(jars, "ensure_jar", lambda stack, log=print: jar)
+    kit = tmp_path / "lab-kit.jar"
+    kit.write_bytes(b"kit v1")
+    monkeypatch.setattr(jars, "ensure_kit", lambda log=print: kit)
     profiler_home = tmp_path / "profiler"
     profiler_home.mkdir()
     (profiler_home / playbook.profiler.LIBRARY).write_bytes(b"agent")
@@ -254,7 +257,7 @@ def test_provisioning_takes_the_jars_built_beside_it(fake_provisioning, monkeypa
     monkeypatch.setattr(jars, "ensure_jar", lambda stack, log=print: built.append(stack) or jar)
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
     beside = jars.jars_beside({})
-    assert beside.result(timeout=30) == [jar] and len(built) == 1
+    assert beside.result(timeout=30) == [jars.ensure_kit(), jar] and len(built) == 1   # the kit: every run's
     quiet = dict(log=lambda *a: None, out=io.StringIO())
     assert playbook.run(resolved, {}, force=False, jars=beside, **quiet).roles is None
     assert len(built) == 1 and len(calls) == 1                                  # no second build

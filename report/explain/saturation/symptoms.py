@@ -46,11 +46,11 @@ def _app_silent(r: Reader) -> Finding | None:
     system = [t.max() for name, (t, _, _) in r.m.by_metric.items() if not name.startswith(SCRAPED) and len(t)]
     if not app or not system or max(system) - max(app) < APP_SILENT_S or max(app) < r.t0:
         return None
-    why = "its /actuator/prometheus went unanswered (frozen, dead or too busy)"
+    why = "its metrics page went unanswered (frozen, dead or too busy)"
     dropped = [e for e in r.events if e.kind == "agent_dropped" and 0 <= e.at - max(app) <= AGENT_DROP_S]
     if dropped:
         # the agent reading the endpoint waits for it: a frozen app and a starved agent look alike from here
-        why = (f"its /actuator/prometheus went unanswered, or PCP's openmetrics agent reading it stalled: pmcd "
+        why = (f"its metrics page went unanswered, or PCP's openmetrics agent reading it stalled: pmcd "
                f"cut that agent off {dropped[0].at - max(app):.0f} s later ({dropped[0].file})")
     return Finding(float(max(app)), "symptom", "the app's own metrics stop",
                    f"{max(system) - max(app):.0f} s before the system's: {why}")

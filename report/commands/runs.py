@@ -1,0 +1,53 @@
+"""python -m report runs RESULTS [--label TEXT] [--since DATE] [--service NAME]: the index of runs (RESULTS/index.sqlite,
+rebuilt from the folders, which stay the truth) and a table of its folders, oldest first; a folder that cannot be
+read is named and skipped."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from report.history import index
+from report.render.history import runs_table
+
+INDEX = "index.sqlite"
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--label", help="only folders whose label holds this text")
+    parser.add_argument("--since", help="only folders started at or after this ISO date or time (e.g. 2026-11-28)")
+    parser.add_argument("--service", help="only runs of this service (the lab's own app: sample)")
+
+
+def refreshed(results: Path) -> tuple[list[index.Entry], dict[str, str]]:
+    """The index rebuilt from RESULTS' folders, and the folders skipped with why."""
+    skipped = index.rebuild(results, results / INDEX)
+    return index.load(results / INDEX), skipped
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", help="the results folder (results/)")
+    add_filters(parser)
+    parser.add_argument("--add", type=Path, metavar="FOLDER", help="only bring FOLDER into the index (a run, series, "
+                                                                  "sweep or tune just finished), no table")
+
+
+def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    results = Path(args.results)
+    if not results.is_dir():
+        parser.error(f"{results} is not a folder")
+    if args.add is not None:
+        try:
+            index.add(results / INDEX, args.add)
+        except index.Unreadable as why:
+            parser.error(f"{args.add}: {why}")
+        return 0
+    entries, skipped = refreshed(results)
+    shown = [e for e in entries if (args.label is None or args.label in e.label)
+             and (args.since is None or e.started >= args.since)
+             and (args.service is None or e.service == args.service)]
+    print(runs_table(shown))
+    print(f"\n{len(shown)} of {len(entries)} indexed folders; index: {results / INDEX}")
+    for name, why in sorted(skipped.items()):
+        print(f"skipped {name}: {why}", file=sys.stderr)
+    return 0

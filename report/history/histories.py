@@ -1,0 +1,100 @@
+"""The histories in an index: its complete runs grouped by fingerprint, oldest first, and for each figure
+(successful TPS, p99, errors) three tracks — the verdict's tuned-vs-default figure with its interval, and each
+configuration's own level — each with its change points and what changed between the runs around them."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from report.history import fingerprint
+from report.history.changes import Change, change_points
+from report.history.index import Entry
+
+FIGURES = {"tps": "successful TPS", "p99": "p99", "error_pct": "errors"}
+SIDES = ("default", "tuned")
+
+
+@dataclass(frozen=True)
+class Filters:
+    label: str | None = None        # a part of the label
+    since: str | None = None        # an ISO date or time: runs started at or after it
+    service: str | None = None
+    ignore: frozenset[str] = frozenset()
+    also: frozenset[str] = frozenset()
+
+    def keep(self, e: Entry) -> bool:
+        return (e.kind == "run" and e.status == "complete" and bool(e.figures)
+                and (self.label is None or self.label in e.label)
+                and (self.since is None or e.started >= self.since)
+                and (self.service is None or e.service == self.service))
+
+
+@dataclass
+class Track:
+    figure: str                     # tps, p99, error_pct
+    what: str                       # "effect" (tuned vs default), or a side's level: "default", "tuned"
+    unit: str                       # %, pt, req/s, ms
+    values: list[float]
+    lows: list[float]
+    highs: list[float]
+    changes: list[Change] = field(default_factory=list)
+    why: list[list[str]] = field(default_factory=list)      # per change: what changed around it
+
+    @property
+    def title(self) -> str:
+        name = FIGURES[self.figure]
+        return f"{name}, tuned vs default" if self.what == "effect" else f"{name} of the {self.what} configuration"
+
+
+@dataclass
+class History:
+    key: str
+    parts: dict
+    entries: list[Entry]
+    tracks: list[Track]
+
+
+def _effect(e: Entry, figure: str) -> tuple[float, float, float, str]:
+    f = e.figures.get(figure) or {}
+    est, low, high = (math.nan if f.get(k) is None else float(f[k]) for k in ("estimate", "low", "high"))
+    if f.get("kind") == "ratio":
+        return 100 * (est - 1), 100 * (low - 1), 100 * (high - 1), "%"
+    return est, low, high, "pt"
+
+
+def _level(e: Entry, figure: str, side: str) -> float:
+    value = (e.figures.get(figure) or {}).get(side)
+    return math.nan if value is None else float(value)
+
+
+LEVEL_UNITS = {"tps": "req/s", "p99": "ms", "error_pct": "%"}
+
+
+def tracks(entries: list[Entry]) -> list[Track]:
+    out = []
+    for figure in FIGURES:
+        if not any(figure in e.figures for e in entries):
+            continue
+        effects = [_effect(e, figure) for e in entries]
+        unit = next((u for *_, u in effects if u), "%")
+        out.append(Track(figure, "effect", unit, [v for v, *_ in effects], [lo for _, lo, _, _ in effects],
+                         [hi for _, _, hi, _ in effects]))
+        for side in SIDES:
+            levels = [_level(e, figure, side) for e in entries]
+            nan = [math.nan] * len(levels)
+            out.append(Track(figure, side, LEVEL_UNITS[figure], levels, nan, nan))
+    for t in out:
+        t.changes = change_points(t.values)
+        t.why = [fingerprint.differences(entries[c.index - 1], entries[c.index]) for c in t.changes]
+    return out
+
+
+def histories(entries: list[Entry], filters: Filters = Filters()) -> list[History]:
+    """The histories (at least two runs each), the longest first."""
+    groups: dict[str, tuple[dict, list[Entry]]] = {}
+    for e in entries:
+        if filters.keep(e):
+            parts = fingerprint.parts(e, filters.ignore, filters.also)
+            groups.setdefault(fingerprint.key(parts), (parts, []))[1].append(e)
+    found = [History(k, parts, members, tracks(members)) for k, (parts, members) in groups.items() if len(members) >= 2]
+    return sorted(found, key=lambda h: (-len(h.entries), h.entries[0].started))

@@ -1,0 +1,164 @@
+"""The history of runs (report/history/): the index rebuilt from folders equals the one built a folder at a time and
+names the folders it skips; the fingerprint groups comparable runs and can be widened; change points found at
+the right run in synthetic histories with planted shifts, and the false alarm rate on flat ones measured; gates
+parsed, judged on the interval, written as JUnit, with exit code 3."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from report.history import gates, index
+from report.history.changes import change_points
+from report.history.histories import Filters, histories
+
+REPORT = Path(__file__).resolve().parent.parent
+LOAD = {"name": "lab", "model": "closed", "users": 20, "ramp_up_s": 20, "duration_s": 60, "keep_alive": True,
+        "samples": {"default": 1}, "jtl": {"default": "/x"}}
+
+
+def write_run(results: Path, n: int, tps: float, threads: int = 200, effect: float | None = None,
+              label: str = "h", commit: str = "c1") -> Path:
+    """A run folder as the lab writes one (the fields the index reads): its tuned TPS level and TPS effect."""
+    folder = results / f"20261128T{n:02d}0000Z-{label}"
+    folder.mkdir(parents=True)
+    knobs = {"default": {"tomcat_threads_max": 200}, "tuned": {"tomcat_threads_max": threads}}
+    run = {"run_id": folder.name, "label": label, "status": "complete", "started": f"2026-11-28T{n:02d}:00:00Z",
+           "git_commit": commit, "design": {"kind": "ab", "configurations": {"default": "default", "tuned": "tuned"}},
+           "load": LOAD | {"started_at": f"t{n}"}, "provider": "libvirt", "accelerator": "tcg", "machine_memory_mb": 512,
+           "host": {"cpus": 2}, "core_swap": {"mode": "swap"},
+           "machines": {side: {"knobs": k, "versions": {"java": "17", "uptime_s": str(n)}} for side, k in knobs.items()}}
+    ratio = effect if effect is not None else tps / 20.0
+    verdict = {"effects": {"tps": {"kind": "ratio", "estimate": ratio, "low": ratio * 0.95, "high": ratio * 1.05,
+                                   "default": 20.0, "tuned": tps},
+                           "error_pct": {"kind": "difference", "estimate": 0.0, "low": -0.1, "high": 0.1,
+                                         "default": 0.0, "tuned": 0.0}}}
+    (folder / "run.json").write_text(json.dumps(run))
+    (folder / "verdict.json").write_text(json.dumps(verdict))
+    return folder
+
+
+def test_the_index_rebuilt_from_folders_equals_the_one_built_run_by_run(tmp_path):
+    results = tmp_path / "results"
+    folders = [write_run(results, n, 30.0 + n) for n in range(1, 5)]
+    (results / "20261128T990000Z-broken").mkdir()
+    (results / "20261128T990000Z-broken" / "run.json").write_text("{not json")
+    (results / "20261128T980000Z-compare").mkdir()                     # not a run: not indexed, not an error
+    incremental = tmp_path / "incremental.sqlite"
+    for f in folders:
+        index.add(incremental, f)
+    skipped = index.rebuild(results, results / "index.sqlite")
+    assert list(skipped) == ["20261128T990000Z-broken"] and "run.json" in skipped["20261128T990000Z-broken"]
+    rebuilt = index.load(results / "index.sqlite")
+    assert index.as_dicts(rebuilt) == index.as_dicts(index.load(incremental))
+    assert [e.id for e in rebuilt] == [f.name for f in folders]
+    assert rebuilt[0].load == {k: v for k, v in LOAD.items() if k in index.PROFILE_KEYS}, "the profile, not results"
+    assert rebuilt[0].versions["tuned"] == {"java": "17"}, "uptime is no version"
+    index.add(incremental, folders[0])                                  # again: replaced, not doubled
+    assert len(index.load(incremental)) == 4
+
+
+def test_a_planted_knob_change_is_a_change_point_of_a_widened_history(tmp_path):
+    results = tmp_path / "results"
+    for n in range(1, 4):
+        write_run(results, n, 30.0 + 0.5 * n)
+    for n in range(4, 7):
+        write_run(results, n, 18.0 + 0.5 * n, threads=4, commit="c2")
+    entries = index.load(results / "index.sqlite") if index.rebuild(results, results / "index.sqlite") == {} else []
+    assert [len(h.entries) for h in histories(entries)] == [3, 3], "the knob splits the fingerprint"
+    [history] = histories(entries, Filters(ignore=frozenset({"tomcat_threads_max"})))
+    tuned = next(t for t in history.tracks if t.figure == "tps" and t.what == "tuned")
+    assert [c.index for c in tuned.changes] == [3], "the first run after the change"
+    assert "tuned: tomcat_threads_max 200 → 4" in tuned.why[0] and "commit c1 → c2" in tuned.why[0]
+    effect = next(t for t in history.tracks if t.figure == "tps" and t.what == "effect")
+    assert effect.lows[0] < effect.values[0] < effect.highs[0]
+
+
+def test_the_history_command_writes_its_page_and_refuses_an_unknown_ignore(tmp_path):
+    results = tmp_path / "results"
+    for n in range(1, 7):
+        write_run(results, n, 30.0 if n < 4 else 15.0, threads=200 if n < 4 else 4)
+    done = subprocess.run([sys.executable, "-m", "report", "history", str(results), str(tmp_path / "out"),
+                           "--ignore", "tomcat_threads_max"], capture_output=True, text=True, cwd=REPORT.parent)
+    assert done.returncode == 0, done.stderr
+    assert "at run 4" in done.stdout and (tmp_path / "out" / "history.html").is_file()
+    assert "tomcat_threads_max 200 → 4" in (tmp_path / "out" / "history.md").read_text()
+    bad = subprocess.run([sys.executable, "-m", "report", "history", str(results), str(tmp_path / "bad"),
+                          "--ignore", "no_such_knob"], capture_output=True, text=True, cwd=REPORT.parent)
+    assert bad.returncode == 2 and "--ignore no_such_knob" in bad.stderr and not (tmp_path / "bad").exists()
+
+
+def planted(n: int, shift: float, seed: int, noise: float = 0.03) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(100 * (1 + noise * rng.standard_normal(n)) * np.r_[np.ones(n // 2), np.full(n - n // 2, 1 + shift)])
+
+
+@pytest.mark.parametrize("shift", [0.05, 0.10, 0.30])
+def test_planted_shifts_are_found_at_the_right_run(shift):
+    """20 runs, 3 % noise, the shift at run 11: how often it is found there, and how often elsewhere (printed)."""
+    found = [[c.index for c in change_points(planted(20, shift, seed))] for seed in range(100)]
+    right = sum(10 in f for f in found) / len(found)
+    elsewhere = sum(any(i != 10 for i in f) for f in found) / len(found)
+    print(f"shift {shift:.0%}: found at the right run in {right:.0%} of 100 histories, elsewhere in {elsewhere:.0%}")
+    assert right >= {0.05: 0.2, 0.10: 0.7, 0.30: 0.95}[shift]
+
+
+def test_the_false_alarm_rate_on_flat_histories():
+    for n in (6, 12, 20):
+        alarms = sum(bool(change_points(planted(n, 0.0, seed))) for seed in range(200)) / 200
+        print(f"flat histories of {n} runs, 3 % noise: a change point in {alarms:.1%} of 200")
+        assert alarms <= 0.05
+
+
+def test_too_short_a_history_has_no_change_point():
+    assert change_points([100.0, 200.0, 100.0]) == []
+
+
+@pytest.mark.parametrize("text, figure, reads, value", [
+    ("tps>=+10%", "tps", "effect", 10.0), ("errors<=0.1%", "error_pct", "level", 0.1),
+    ("errors<=+0.5pt", "error_pct", "effect", 0.5), ("p99<=2s", "p99", "level", 2000.0),
+    ("p99 <= +5 %", "p99", "effect", 5.0), ("tps>=30/s", "tps", "level", 30.0)])
+def test_gates_parse(text, figure, reads, value):
+    g = gates.parse(text)
+    assert (g.figure, g.reads, g.value) == (figure, reads, value)
+
+
+@pytest.mark.parametrize("text", ["tps>10%", "tps>=10%", "latency<=2s", "errors<=0.1", "p99<=+2s", "tps>=2s", ""])
+def test_gates_that_cannot_be_read_say_why(text):
+    with pytest.raises(gates.GateError, match="gate"):
+        gates.parse(text)
+
+
+def test_a_relative_gate_is_judged_on_the_interval_bound():
+    effects = {"tps": {"kind": "ratio", "estimate": 1.15, "low": 1.05, "high": 1.25, "tuned": 30.0},
+               "error_pct": {"kind": "difference", "estimate": 0.2, "low": -0.1, "high": 0.5, "tuned": 0.3}}
+    judged = {g: gates.judge(gates.parse(g), effects) for g in
+              ("tps>=+10%", "tps>=+5%", "errors<=+0.4pt", "errors<=0.5%", "errors<=0.1%")}
+    assert not judged["tps>=+10%"].passed and "not shown" in judged["tps>=+10%"].detail   # estimate +15 %, bound +5 %
+    assert judged["tps>=+5%"].passed
+    assert not judged["errors<=+0.4pt"].passed and judged["errors<=0.5%"].passed and not judged["errors<=0.1%"].passed
+
+
+def test_the_gate_command_exits_3_on_a_failure_and_writes_junit_and_the_summary(tmp_path):
+    folder = write_run(tmp_path, 1, 36.0)                                       # TPS +80 % (+71 … +89)
+    (folder / "summary.md").write_text("# Summary\n")
+    def gate(*texts: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "report", "gate", str(folder), *sum((["--gate", t] for t in texts),
+                              [])], capture_output=True, text=True, cwd=REPORT.parent)
+    passing = gate("tps>=+50%", "errors<=0.1%")
+    assert passing.returncode == 0, passing.stderr
+    failing = gate("tps>=+50%", "tps>=+100%")
+    assert failing.returncode == 3 and "FAIL" in failing.stdout
+    suite = ET.parse(folder / "gates.xml").getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    assert [c.get("name") for c in suite if c.find("failure") is not None] == ["tps>=+100%"]
+    summary = (folder / "summary.md").read_text()
+    assert summary.startswith("# Summary") and summary.count("## Gates") == 1 and "1 of 2 failed" in summary
+    unreadable = gate("tps>>1")
+    assert unreadable.returncode == 2 and "gate 'tps>>1'" in unreadable.stderr
+    assert "1 of 2 failed" in (folder / "summary.md").read_text(), "a gate that cannot be read changes nothing"
