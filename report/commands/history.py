@@ -55,7 +55,7 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         changes = sum(len(t.changes) for t in h.tracks)
         print(f"history {h.key}: {len(h.entries)} runs, {changes} change point(s)")
         for t in h.tracks:
-            for c, why in zip(t.changes, t.why):
+            for c, why in zip(t.changes, t.why, strict=True):
                 print(f"  {t.title}: at run {c.index + 1} ({h.entries[c.index].id}) {c.change_pct:+.1f} %, "
                       f"p = {c.pvalue:.4f}; {'; '.join(why) or 'nothing recorded changed'}")
     print(f"history: {out / 'history.html'}, {out / 'history.md'}")

@@ -1,6 +1,6 @@
-"""python -m report runs RESULTS [--label TEXT] [--since DATE] [--service NAME]: the index of runs (RESULTS/index.sqlite,
-rebuilt from the folders, which stay the truth) and a table of its folders, oldest first; a folder that cannot be
-read is named and skipped."""
+"""python -m report runs RESULTS [--label TEXT] [--since DATE] [--service NAME]: the index of runs
+(RESULTS/index.sqlite, rebuilt from the folders, which stay the truth) and a table of its folders, oldest first; a
+folder that cannot be read is named and skipped."""
 from __future__ import annotations
 
 import argparse

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 FIGURES = {"tps": "tps", "p99": "p99", "p95": "p95", "p50": "p50", "errors": "error_pct"}
-GATE = re.compile(r"^\s*(?P<figure>[a-z0-9]+)\s*(?P<op><=|>=)\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>%|pt|ms|s|/s)?\s*$")
+GATE = re.compile(r"^\s*(?P<figure>[a-z0-9]+)\s*(?P<op><=|>=)\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*"
+                  r"(?P<unit>%|pt|ms|s|/s)?\s*$")
 FAILED_EXIT = 3
 
 

@@ -207,7 +207,7 @@ def load(db: Path) -> list[Entry]:
         figures: dict[str, dict] = {}
         for row in con.execute("SELECT run_id, figure, kind, estimate, low, high, default_level, tuned_level "
                                "FROM figures"):
-            figures.setdefault(row[0], {})[row[1]] = dict(zip(FIGURE_KEYS, row[2:]))
+            figures.setdefault(row[0], {})[row[1]] = dict(zip(FIGURE_KEYS, row[2:], strict=True))
         entries = [Entry(id=r[0], kind=r[1], label=r[2], status=r[3], started=r[4], design=r[5],
                          configurations=json.loads(r[6]), load=json.loads(r[7]), cores=r[8], service=r[9],
                          machine_kind=json.loads(r[10]), commit=r[11], knobs=json.loads(r[12]),

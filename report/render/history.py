@@ -50,7 +50,7 @@ def render(histories: list[History], skipped: dict[str, str], filters_text: str)
                   "| --- | --- | --- | " + " | ".join("---" for _ in effects) + " |"]
         for i, e in enumerate(h.entries):
             lines.append(f"| {i + 1} | `{e.id}` | {e.started} | " + " | ".join(_interval(t, i) for t in effects) + " |")
-        found = [(t, c, why) for t in h.tracks for c, why in zip(t.changes, t.why)]
+        found = [(t, c, why) for t in h.tracks for c, why in zip(t.changes, t.why, strict=True)]
         lines += ["", "**Change points**" + (":" if found else ": none found."), ""]
         for t, c, why in found:
             run = h.entries[c.index]
@@ -70,10 +70,11 @@ def charts(histories: list[History]) -> list[tuple[Figure, bytes]]:
         shown = [t for t in h.tracks if not all(math.isnan(v) for v in t.values)]
         fig, axes = plt.subplots(len(shown), 1, figsize=(13, 2.2 * len(shown)), squeeze=False)
         xs = list(range(1, len(h.entries) + 1))
-        for ax, t in zip(axes[:, 0], shown):
+        for ax, t in zip(axes[:, 0], shown, strict=True):
             if t.what == "effect":
-                lo = [0 if math.isnan(v) or math.isnan(low) else v - low for v, low in zip(t.values, t.lows)]
-                hi = [0 if math.isnan(v) or math.isnan(high) else high - v for v, high in zip(t.values, t.highs)]
+                pairs = list(zip(t.values, t.lows, t.highs, strict=True))
+                lo = [0 if math.isnan(v) or math.isnan(low) else v - low for v, low, _ in pairs]
+                hi = [0 if math.isnan(v) or math.isnan(high) else high - v for v, _, high in pairs]
                 ax.errorbar(xs, t.values, yerr=[lo, hi], fmt="o-", capsize=3)
                 ax.axhline(0, color="grey", lw=0.8, ls="--")
             else:

@@ -29,10 +29,13 @@ def write_run(results: Path, n: int, tps: float, threads: int = 200, effect: flo
     folder.mkdir(parents=True)
     knobs = {"default": {"tomcat_threads_max": 200}, "tuned": {"tomcat_threads_max": threads}}
     run = {"run_id": folder.name, "label": label, "status": "complete", "started": f"2026-11-28T{n:02d}:00:00Z",
-           "git_commit": commit, "design": {"kind": "ab", "configurations": {"default": "default", "tuned": "tuned"}},
-           "load": LOAD | {"started_at": f"t{n}"}, "provider": "libvirt", "accelerator": "tcg", "machine_memory_mb": 512,
+           "git_commit": commit,
+           "design": {"kind": "ab", "configurations": {"default": "default", "tuned": "tuned"}},
+           "load": LOAD | {"started_at": f"t{n}"}, "provider": "libvirt", "accelerator": "tcg",
+           "machine_memory_mb": 512,
            "host": {"cpus": 2}, "core_swap": {"mode": "swap"},
-           "machines": {side: {"knobs": k, "versions": {"java": "17", "uptime_s": str(n)}} for side, k in knobs.items()}}
+           "machines": {side: {"knobs": k, "versions": {"java": "17", "uptime_s": str(n)}}
+                        for side, k in knobs.items()}}
     ratio = effect if effect is not None else tps / 20.0
     verdict = {"effects": {"tps": {"kind": "ratio", "estimate": ratio, "low": ratio * 0.95, "high": ratio * 1.05,
                                    "default": 20.0, "tuned": tps},
