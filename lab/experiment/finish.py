@@ -54,8 +54,8 @@ def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, mark
             log(f"{run_dir / 'report.html'}")
             log(f"{run_dir / 'summary.md'}")
     finish_step(rec, "report", "report", write_report)
+    finish_step(rec, "index", "the run into results/index.sqlite", lambda: reporting.index_add(run_dir))
     reporting.print_outcome(run_dir)
-    reporting.index_add(run_dir)
     if rec.full_at:
         listed = rec.data.get("incomplete") or []
         print(f"start.sh: the disk filled during {rec.full_at} (run.json says so); "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab import lock, paths, steps
-from lab.experiment import design, load, record, reporting, service
+from lab.experiment import design, disk, load, record, reporting, service
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
 from lab.provision import hosts_down, knob_sets, knobs, playbook
@@ -205,7 +205,8 @@ def run_series(opts: Options, s: settings.Settings, log=steps.note) -> tuple[int
     with steps.step(f"combined report over {len(done)} trial(s)"):
         reporting.report_command("combine", series_dir, *done, log=log, what="combined report")
     reporting.print_outcome(series_dir)
-    reporting.index_add(series_dir)
+    if not disk.low(series_dir):            # on a full disk nothing more is written
+        reporting.index_add(series_dir)
     return exit_code, series_dir
 
 

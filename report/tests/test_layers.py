@@ -1,4 +1,4 @@
-"""The report's layers import one way (report/README.md, Layout): commands → render → explain → stats → read, with
+"""The report's layers import one way (report/README.md, Layout): commands → render → explain → history → stats → read, with
 report/__init__.py (MACHINES), report/fmt.py and report/output.py under all of them; no module grows past ~350 lines."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 REPORT = Path(__file__).resolve().parent.parent
-ORDER = ["read", "stats", "explain", "render", "commands"]     # each may import those before it
+ORDER = ["read", "stats", "history", "explain", "render", "commands"]     # each may import those before it
 MAX_LINES = 350
 FLOOR = ("report", "report.fmt", "report.output")      # under every layer: they import none
 
