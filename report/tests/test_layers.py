@@ -1,5 +1,6 @@
-"""The report's layers import one way (report/README.md, Layout): commands → render → explain → history → stats → read, with
-report/__init__.py (MACHINES), report/fmt.py and report/output.py under all of them; no module grows past ~350 lines."""
+"""The report's layers import one way (report/README.md, Layout): commands → render → explain → history → stats →
+read, with report/__init__.py (MACHINES), report/fmt.py and report/output.py under all of them; no module grows past
+~350 lines."""
 from __future__ import annotations
 
 import ast
