@@ -213,7 +213,7 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
     assert (record["status"], record["stopped_at"]) == ("failed", "up")
     assert "made with other settings" in record["error"]
     assert "up_s" in record["phases"]          # a phase that failed still says how long it took
-    assert calls == [("run", run_dir), "down"]
+    assert calls == [("run", run_dir), ("runs", run_dir.parent, "--add", run_dir), "down"]   # indexed, then down
     assert "No verdict" in capsys.readouterr().out
 
 
@@ -449,7 +449,7 @@ def test_profile_is_the_profiler_knob_on_for_both_configurations():
 @pytest.fixture
 def finishing(monkeypatch, tmp_path):
     """finish.finish on an empty run folder whose load ended; the steps after it replaced by `steps`:
-    {"collect" | "dashboards" | "report": what it does (None, or an exception to raise)}. Returns
+    {"collect" | "dashboards" | "report" | "index": what it does (None, or an exception to raise)}. Returns
     (finish(), the calls made, run.json as read afterwards)."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -470,6 +470,7 @@ def finishing(monkeypatch, tmp_path):
     monkeypatch.setattr(collect, "pull", doing("collect"))
     monkeypatch.setattr(load, "dashboards", doing("dashboards"))
     monkeypatch.setattr(reporting, "report_command", doing("report"))
+    monkeypatch.setattr(reporting, "index_add", doing("index"))
     monkeypatch.setattr(reporting, "print_outcome", lambda run_dir: None)
 
     def finish_with(**steps_effects):
@@ -481,30 +482,30 @@ def finishing(monkeypatch, tmp_path):
 
 def test_ctrl_c_during_collection_still_writes_the_report(finishing):
     calls, record = finishing(collect=KeyboardInterrupt())
-    assert calls == ["collect", "report"], "the dashboards are skipped, the report is written"
-    assert (record["status"], record["stopped_at"], record["phase"]) == ("interrupted", "collect", "report")
+    assert calls == ["collect", "report", "index"], "the dashboards are skipped, the report is written"
+    assert (record["status"], record["stopped_at"], record["phase"]) == ("interrupted", "collect", "index")
     assert record["finish_errors"] == {"collect": "interrupted (Ctrl-C)"}
 
 
 def test_ctrl_c_again_during_the_report_is_recorded_too(finishing):
     calls, record = finishing(collect=KeyboardInterrupt(), report=KeyboardInterrupt())
-    assert calls == ["collect", "report"]
+    assert calls == ["collect", "report", "index"]
     assert (record["status"], record["stopped_at"]) == ("interrupted", "collect")
     assert record["finish_errors"] == {"collect": "interrupted (Ctrl-C)", "report": "interrupted (Ctrl-C)"}
 
 
 def test_a_failed_step_after_the_load_does_not_stop_the_others(finishing):
     calls, record = finishing(dashboards=RuntimeError("JMeter ran out of memory"))
-    assert calls == ["collect", "dashboards", "report"]
+    assert calls == ["collect", "dashboards", "report", "index"]
     assert record["status"] == "complete", "the data is all there; only the dashboards are missing"
     assert record["finish_errors"] == {"dashboards": "RuntimeError: JMeter ran out of memory"}
 
 
 def test_a_clean_finish_records_no_errors(finishing):
     calls, record = finishing()
-    assert calls == ["collect", "dashboards", "report"]
+    assert calls == ["collect", "dashboards", "report", "index"]
     assert record["status"] == "complete" and "finish_errors" not in record
-    assert set(record["phases"]) == {"collect_s", "dashboards_s", "report_s"}     # each step's duration
+    assert set(record["phases"]) == {"collect_s", "dashboards_s", "report_s", "index_s"}   # each step's duration
 
 
 def test_tls_loads_through_the_https_front_and_is_recorded():
