@@ -84,7 +84,7 @@ def judge(gate: Gate, effects: dict) -> Outcome:
     if est is None or low is None or high is None:
         return Outcome(gate, False, None, f"no interval of {gate.figure} in this verdict: nothing shown")
     scale = (lambda x: 100 * (x - 1)) if f.get("kind") == "ratio" else (lambda x: x)
-    unit = "%" if f.get("kind") == "ratio" else " pt"
+    unit = " %" if f.get("kind") == "ratio" else " pt"
     bound = scale(low if gate.op == ">=" else high)
     ok = bound >= gate.value if gate.op == ">=" else bound <= gate.value
     estimate_ok = scale(est) >= gate.value if gate.op == ">=" else scale(est) <= gate.value
