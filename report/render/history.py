@@ -11,18 +11,19 @@ from report.history.changes import MAX_PVALUE
 from report.history.histories import History, Track
 from report.history.index import Entry
 from report.render.html import Figure
+from report.render.verdict import signed
 
 
 def _num(x: float, unit: str) -> str:
     if math.isnan(x):
         return "–"
-    return f"{x:+.1f} {unit}" if unit in ("%", "pt") else f"{x:.1f} {unit}"
+    return f"{signed(x, 1)} {unit}" if unit in ("%", "pt") else f"{x:.1f} {unit}"
 
 
 def _interval(t: Track, i: int) -> str:
     if math.isnan(t.lows[i]) or math.isnan(t.highs[i]):
         return _num(t.values[i], t.unit)
-    return f"{_num(t.values[i], t.unit)} ({t.lows[i]:+.1f} … {t.highs[i]:+.1f})"
+    return f"{_num(t.values[i], t.unit)} ({signed(t.lows[i], 1)} … {signed(t.highs[i], 1)})"
 
 
 def _fingerprint_text(parts: dict) -> str:
@@ -55,7 +56,7 @@ def render(histories: list[History], skipped: dict[str, str], filters_text: str)
         for t, c, why in found:
             run = h.entries[c.index]
             lines.append(f"- {t.title}: at run {c.index + 1} (`{run.id}`), {_num(c.mean_before, t.unit)} → "
-                         f"{_num(c.mean_after, t.unit)} ({c.change_pct:+.1f} % of the mean, p = {c.pvalue:.4f}); "
+                         f"{_num(c.mean_after, t.unit)} ({signed(c.change_pct, 1)} % of the mean, p = {c.pvalue:.4f}); "
                          f"changed from the run before: {'; '.join(why) or 'nothing recorded (noise, or the host)'}")
         lines.append("")
     return "\n".join(lines) + "\n"
