@@ -88,11 +88,15 @@ def judge(gate: Gate, effects: dict) -> Outcome:
     bound = scale(low if gate.op == ">=" else high)
     ok = bound >= gate.value if gate.op == ">=" else bound <= gate.value
     estimate_ok = scale(est) >= gate.value if gate.op == ">=" else scale(est) <= gate.value
-    detail = (f"{scale(est):+.1f}{unit} (95 % CI {scale(low):+.1f} … {scale(high):+.1f}{unit}): judged on the "
-              f"{'lower' if gate.op == '>=' else 'upper'} bound")
+    detail = (f"{_signed(scale(est))}{unit} (95 % CI {_signed(scale(low))} … {_signed(scale(high))}{unit}): "
+              f"judged on the {'lower' if gate.op == '>=' else 'upper'} bound")
     if not ok and estimate_ok:
         detail += "; the estimate passes but the interval does not: not shown"
     return Outcome(gate, ok, bound, detail)
+
+
+def _signed(x: float) -> str:
+    return f"{'+' if x >= 0 else '−'}{abs(x):.1f}"
 
 
 def judge_all(gates: list[Gate], effects: dict) -> list[Outcome]:

@@ -36,6 +36,14 @@ def _fingerprint_text(parts: dict) -> str:
             f"({sum(len(k) for k in knobs.values())} values)")
 
 
+def change_text(t: Track, c) -> str:
+    """How big a change is: in points for a figure that is itself a change (an effect in % or pt, which may cross
+    zero), else in % of the mean before."""
+    if t.what == "effect":
+        return f"{signed(c.mean_after - c.mean_before, 1)} points"
+    return f"{signed(c.change_pct, 1)} % of the mean"
+
+
 def render(histories: list[History], skipped: dict[str, str], filters_text: str) -> str:
     lines = ["# Run history", "", f"Runs: {filters_text}. A history is the complete runs whose fingerprint agrees "
              "(design, load, service, machine kind, host cores, every configuration's knobs; `--ignore` widens it, "
@@ -56,7 +64,7 @@ def render(histories: list[History], skipped: dict[str, str], filters_text: str)
         for t, c, why in found:
             run = h.entries[c.index]
             lines.append(f"- {t.title}: at run {c.index + 1} (`{run.id}`), {_num(c.mean_before, t.unit)} → "
-                         f"{_num(c.mean_after, t.unit)} ({signed(c.change_pct, 1)} % of the mean, p = {c.pvalue:.4f}); "
+                         f"{_num(c.mean_after, t.unit)} ({change_text(t, c)}, p = {c.pvalue:.4f}); "
                          f"changed from the run before: {'; '.join(why) or 'nothing recorded (noise, or the host)'}")
         lines.append("")
     return "\n".join(lines) + "\n"
