@@ -111,9 +111,9 @@ def runs_table(entries: list[Entry]) -> str:
         f = e.figures.get("tps") or {}
         effect = ""
         if f.get("estimate") is not None and f.get("kind") == "ratio":
-            effect = f"{100 * (f['estimate'] - 1):+.1f} %"
+            effect = f"{signed(100 * (f['estimate'] - 1), 1)} %"
             if f.get("low") is not None and f.get("high") is not None:
-                effect += f" ({100 * (f['low'] - 1):+.0f}…{100 * (f['high'] - 1):+.0f})"
+                effect += f" ({signed(100 * (f['low'] - 1), 0)}…{signed(100 * (f['high'] - 1), 0)})"
         users = e.load.get("users", "") if e.load.get("model", "closed") == "closed" else e.load.get("rate_per_s", "")
         rows.append(f"{e.id:<48} {e.kind:<6} {e.status:<9} {e.design:<10} {e.service:<14} {users!s:>5} {effect:>22}")
     return "\n".join(rows)
