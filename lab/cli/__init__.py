@@ -227,6 +227,11 @@ def cmd_compare(run_dirs: list[Path], out: Path | None) -> int:
         raise
 
 
+def _given(*options: tuple[str, str | None]) -> list[str]:
+    """[flag, value, …] of the options given a value."""
+    return [a for flag, value in options if value for a in (flag, value)]
+
+
 def cmd_history(args) -> int:
     """runs, history, gate: the report package's commands of the same names over results/ (report/history/)."""
     if args.command == "gate":
@@ -234,13 +239,12 @@ def cmd_history(args) -> int:
     if not paths.RESULTS.is_dir():
         print(f"no runs yet: {paths.RESULTS} does not exist")
         return 0
-    filters = [a for flag, value in (("--label", args.filter_label), ("--since", args.since),
-                                     ("--service", args.filter_service)) if value for a in (flag, value)]
+    filters = _given(("--label", args.filter_label), ("--since", args.since), ("--service", args.filter_service))
     if args.command == "runs":
         return reporting.report_command("runs", paths.RESULTS, *filters)
-    extra = [a for flag, value in (("--ignore", args.ignore), ("--also", args.also)) if value for a in (flag, value)]
     out = record.make_run_dir("history", paths.RESULTS)
-    code = reporting.report_command("history", paths.RESULTS, out, *filters, *extra)
+    code = reporting.report_command("history", paths.RESULTS, out, *filters,
+                                    *_given(("--ignore", args.ignore), ("--also", args.also)))
     if code != 0 and not any(out.iterdir()):
         out.rmdir()
     return code

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from report.history import index
+from report.history.histories import Filters
 from report.render.history import runs_table
 
 INDEX = "index.sqlite"
@@ -43,9 +44,8 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             parser.error(f"{args.add}: {why}")
         return 0
     entries, skipped = refreshed(results)
-    shown = [e for e in entries if (args.label is None or args.label in e.label)
-             and (args.since is None or e.started >= args.since)
-             and (args.service is None or e.service == args.service)]
+    wanted = Filters(label=args.label, since=args.since, service=args.service)
+    shown = [e for e in entries if wanted.matches(e)]
     print(runs_table(shown))
     print(f"\n{len(shown)} of {len(entries)} indexed folders; index: {results / INDEX}")
     for name, why in sorted(skipped.items()):

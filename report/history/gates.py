@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
+from report.history.index import as_change
+
 FIGURES = {"tps": "tps", "p99": "p99", "p95": "p95", "p50": "p50", "errors": "error_pct"}
 GATE = re.compile(r"^\s*(?P<figure>[a-z0-9]+)\s*(?P<op><=|>=)\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*"
                   r"(?P<unit>%|pt|ms|s|/s)?\s*$")
@@ -32,9 +34,6 @@ class Gate:
     op: str                 # <= or >=
     value: float
     reads: str              # effect or level
-
-    def describe(self) -> str:
-        return self.text
 
 
 @dataclass(frozen=True)
@@ -80,15 +79,13 @@ def judge(gate: Gate, effects: dict) -> Outcome:
             return Outcome(gate, False, None, f"no level of {gate.figure} for the tuned configuration in this verdict")
         ok = level <= gate.value if gate.op == "<=" else level >= gate.value
         return Outcome(gate, ok, level, f"tuned's {gate.figure} {level:g}")
-    est, low, high = f.get("estimate"), f.get("low"), f.get("high")
-    if est is None or low is None or high is None:
+    if any(f.get(k) is None for k in ("estimate", "low", "high")):
         return Outcome(gate, False, None, f"no interval of {gate.figure} in this verdict: nothing shown")
-    scale = (lambda x: 100 * (x - 1)) if f.get("kind") == "ratio" else (lambda x: x)
-    unit = " %" if f.get("kind") == "ratio" else " pt"
-    bound = scale(low if gate.op == ">=" else high)
+    est, low, high, unit = as_change(f)
+    bound = low if gate.op == ">=" else high
     ok = bound >= gate.value if gate.op == ">=" else bound <= gate.value
-    estimate_ok = scale(est) >= gate.value if gate.op == ">=" else scale(est) <= gate.value
-    detail = (f"{_signed(scale(est))}{unit} (95 % CI {_signed(scale(low))} … {_signed(scale(high))}{unit}): "
+    estimate_ok = est >= gate.value if gate.op == ">=" else est <= gate.value
+    detail = (f"{_signed(est)} {unit} (95 % CI {_signed(low)} … {_signed(high)} {unit}): "
               f"judged on the {'lower' if gate.op == '>=' else 'upper'} bound")
     if not ok and estimate_ok:
         detail += "; the estimate passes but the interval does not: not shown"

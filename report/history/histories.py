@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from report.history import fingerprint
 from report.history.changes import Change, change_points
-from report.history.index import Entry
+from report.history.index import Entry, as_change
 
 FIGURES = {"tps": "successful TPS", "p99": "p99", "error_pct": "errors"}
 SIDES = ("default", "tuned")
@@ -22,11 +22,14 @@ class Filters:
     ignore: frozenset[str] = frozenset()
     also: frozenset[str] = frozenset()
 
-    def keep(self, e: Entry) -> bool:
-        return (e.kind == "run" and e.status == "complete" and bool(e.figures)
-                and (self.label is None or self.label in e.label)
-                and (self.since is None or e.started >= self.since)
+    def matches(self, e: Entry) -> bool:
+        """The folder's label, start and service are the ones asked for."""
+        return ((self.label is None or self.label in e.label) and (self.since is None or e.started >= self.since)
                 and (self.service is None or e.service == self.service))
+
+    def keep(self, e: Entry) -> bool:
+        """A complete run with a verdict, matching."""
+        return e.kind == "run" and e.status == "complete" and bool(e.figures) and self.matches(e)
 
 
 @dataclass
@@ -54,14 +57,6 @@ class History:
     tracks: list[Track]
 
 
-def _effect(e: Entry, figure: str) -> tuple[float, float, float, str]:
-    f = e.figures.get(figure) or {}
-    est, low, high = (math.nan if f.get(k) is None else float(f[k]) for k in ("estimate", "low", "high"))
-    if f.get("kind") == "ratio":
-        return 100 * (est - 1), 100 * (low - 1), 100 * (high - 1), "%"
-    return est, low, high, "pt"
-
-
 def _level(e: Entry, figure: str, side: str) -> float:
     value = (e.figures.get(figure) or {}).get(side)
     return math.nan if value is None else float(value)
@@ -75,7 +70,7 @@ def tracks(entries: list[Entry]) -> list[Track]:
     for figure in FIGURES:
         if not any(figure in e.figures for e in entries):
             continue
-        effects = [_effect(e, figure) for e in entries]
+        effects = [as_change(e.figures.get(figure) or {}) for e in entries]
         unit = next((u for *_, u in effects if u), "%")
         out.append(Track(figure, "effect", unit, [v for v, *_ in effects], [lo for _, lo, _, _ in effects],
                          [hi for _, _, hi, _ in effects]))

@@ -6,6 +6,7 @@ both give the same rows. A folder that cannot be read is named and skipped, neve
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -64,6 +65,15 @@ def _json(path: Path) -> dict:
 
 
 VOLATILE = ("uptime_s",)     # of a machine's versions, what differs from run to run without changing anything
+
+
+def as_change(figure: dict) -> tuple[float, float, float, str]:
+    """A verdict figure's (estimate, low, high) as a change and its unit: a ratio in % (1.42 → +42), a difference
+    as it is, in points; NaN for what it lacks."""
+    values = [math.nan if figure.get(k) is None else float(figure[k]) for k in ("estimate", "low", "high")]
+    if figure.get("kind") == "ratio":
+        return (*(100 * (v - 1) for v in values), "%")
+    return (*values, "pt")
 
 
 def profile(load: dict) -> dict:

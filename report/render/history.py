@@ -9,7 +9,7 @@ import math
 
 from report.history.changes import MAX_PVALUE
 from report.history.histories import History, Track
-from report.history.index import Entry
+from report.history.index import Entry, as_change
 from report.render.html import Figure
 from report.render.verdict import signed
 
@@ -108,12 +108,10 @@ def runs_table(entries: list[Entry]) -> str:
     head = f"{'folder':<48} {'kind':<6} {'status':<9} {'design':<10} {'service':<14} {'users':>5} {'TPS effect':>22}"
     rows = [head, "-" * len(head)]
     for e in entries:
-        f = e.figures.get("tps") or {}
-        effect = ""
-        if f.get("estimate") is not None and f.get("kind") == "ratio":
-            effect = f"{signed(100 * (f['estimate'] - 1), 1)} %"
-            if f.get("low") is not None and f.get("high") is not None:
-                effect += f" ({signed(100 * (f['low'] - 1), 0)}…{signed(100 * (f['high'] - 1), 0)})"
+        est, low, high, unit = as_change(e.figures.get("tps") or {})
+        effect = "" if math.isnan(est) else f"{signed(est, 1)} {unit}"
+        if not (math.isnan(low) or math.isnan(high)):
+            effect += f" ({signed(low, 0)}…{signed(high, 0)})"
         users = e.load.get("users", "") if e.load.get("model", "closed") == "closed" else e.load.get("rate_per_s", "")
         rows.append(f"{e.id:<48} {e.kind:<6} {e.status:<9} {e.design:<10} {e.service:<14} {users!s:>5} {effect:>22}")
     return "\n".join(rows)
