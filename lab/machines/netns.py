@@ -70,7 +70,7 @@ OWNER_FILE = Path("/run") / f"{NAME}.owner"
 
 
 def foreign_owner() -> str | None:
-    """The other checkout whose lab holds the namespace, if it still exists; None if it is ours or gone.
+    """The other checkout whose lab holds the namespace, if it still exists and runs; None if it is ours or gone.
 
     The namespace, libvirt's domains and its networks are host-wide: two checkouts cannot run their labs
     at once, and one must never tear down the other's.
@@ -81,9 +81,17 @@ def foreign_owner() -> str | None:
         owner = OWNER_FILE.read_text().strip()
     except OSError:
         return None
-    if owner and owner != str(paths.ROOT) and Path(owner, "start.sh").exists():
+    if owner and owner != str(paths.ROOT) and Path(owner, "start.sh").exists() and _lab_runs(Path(owner)):
         return owner
     return None
+
+
+def _lab_runs(root: Path) -> bool:
+    """Something of the lab in checkout ROOT still runs: a process it recorded, or any inside the namespace.
+    A host that restarted (or a snapshot of one) keeps the namespace's file and its owner but none of its
+    processes: those remains block nobody, and teardown clears them."""
+    run_dir = root / paths.RUN_DIR.relative_to(paths.ROOT)
+    return any(procs.alive(n, run_dir) for n in procs.names(run_dir)) or bool(_pids_in_namespace())
 
 
 def _sh(cmd: list[str], what: str, check: bool = True, **kw) -> subprocess.CompletedProcess:

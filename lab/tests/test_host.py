@@ -1,4 +1,5 @@
 """Host-side decisions that need no VM: accelerator, CPU placement, prerequisites, box recipe, guard."""
+import os
 import re
 import shutil
 
@@ -307,11 +308,34 @@ def _fake_namespace(monkeypatch, tmp_path, owner):
         (tmp_path / "owner").write_text(f"{owner}\n")
 
 
-def test_a_namespace_of_another_live_checkout_is_reported(monkeypatch, tmp_path):
+def _other_checkout(tmp_path, running: bool):
+    """A checkout beside ours whose lab recorded one process: this test's own (running) or a finished one."""
+    from lab import paths, procs
     other = tmp_path / "other-checkout"
-    other.mkdir()
+    run_dir = other / paths.RUN_DIR.relative_to(paths.ROOT)
+    run_dir.mkdir(parents=True)
     (other / "start.sh").write_text("")
+    if running:
+        procs.record("slirp4netns", os.getpid(), run_dir)
+    else:
+        (run_dir / "slirp4netns.pid").write_text(f"{2 ** 22 + 1}\nslirp4netns\n")   # above pid_max: never alive
+    return other
+
+
+def test_a_namespace_of_another_live_checkout_is_reported(monkeypatch, tmp_path):
+    other = _other_checkout(tmp_path, running=True)
     _fake_namespace(monkeypatch, tmp_path, other)
+    assert netns.foreign_owner() == str(other)
+
+
+def test_a_namespace_whose_lab_no_longer_runs_blocks_nobody(monkeypatch, tmp_path):
+    """What a host keeps after a restart (CI's copy of this one included): the namespace's file and its owner's
+    records, none of its processes. The check that blocked CI's e2e stage then named a lab that was not there."""
+    other = _other_checkout(tmp_path, running=False)
+    _fake_namespace(monkeypatch, tmp_path, other)
+    monkeypatch.setattr(netns, "_pids_in_namespace", lambda: [])
+    assert netns.foreign_owner() is None
+    monkeypatch.setattr(netns, "_pids_in_namespace", lambda: [4242])     # a guest still runs in it
     assert netns.foreign_owner() == str(other)
 
 
