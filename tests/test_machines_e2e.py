@@ -225,6 +225,11 @@ OLDER_RUNS_ONLY = set(yaml.safe_load((ROOT / "ansible" / "roles" / "pcp" / "vars
 CHART_METRICS = sorted(set().union(*read_by_report().values()) - OLDER_RUNS_ONLY)
 
 
+def run_folders(results: Path) -> set[Path]:
+    """The run folders in results/ (beside them the runs' index, results/index.sqlite, made by the first run)."""
+    return {p for p in results.iterdir() if p.is_dir()} if results.is_dir() else set()
+
+
 @pytest.fixture(scope="module")
 def short_run(request):
     """./start.sh with a short load: provisions both machines (the first time), checks them, loads, collects
@@ -235,10 +240,10 @@ def short_run(request):
         return {"result": None, "folder": Path(given).resolve()}
     request.getfixturevalue("lab_up")
     results = ROOT / "results"
-    before = set(results.iterdir()) if results.exists() else set()
+    before = run_folders(results)
     run = start(*SHORT_RUN, timeout=45 * 60)
     print(run.stdout[-6000:], run.stderr[-3000:])
-    made = sorted(set(results.iterdir()) - before) if results.exists() else []
+    made = sorted(run_folders(results) - before)
     assert run.returncode == 0, f"./start.sh {' '.join(SHORT_RUN)} failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
     assert len(made) == 1, f"expected one new run folder, got {made}"
     return {"result": run, "folder": made[0]}
@@ -525,7 +530,7 @@ def hosts_run(short_run, tmp_path_factory):
         subprocess.run([str(ROOT / "app" / "mvnw"), "-B", "-q", "-ntp", "-f", str(TESTAPP / "pom.xml"), "package",
                         "-DskipTests"], cwd=ROOT / "app", check=True, timeout=15 * 60)
     results = ROOT / "results"
-    before = set(results.iterdir())
+    before = run_folders(results)
     try:
         run = subprocess.run(["ip", "netns", "exec", "camel-lab", START, "--hosts", str(inventory), *HOSTS_RUN],
                              cwd=ROOT, capture_output=True, text=True, timeout=45 * 60)
@@ -534,7 +539,7 @@ def hosts_run(short_run, tmp_path_factory):
         if started and started != pmcd_before:
             subprocess.run(["kill", str(started)])
     print(run.stdout[-6000:], run.stderr[-3000:])
-    made = sorted(set(results.iterdir()) - before)
+    made = sorted(run_folders(results) - before)
     assert run.returncode == 0, f"./start.sh --hosts failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
     assert len(made) == 1, made
     return {"result": run, "folder": made[0], "private": private, "generator": host_side, "inventory": inventory}
@@ -629,7 +634,7 @@ def test_a_changed_host_key_is_refused_naming_the_host(hosts_run, tmp_path):
               for i, line in enumerate(kept.splitlines(), 1)]
     known.write_text("\n".join(forged) + "\n")
     results = ROOT / "results"
-    before = set(results.iterdir())
+    before = run_folders(results)
     try:
         run = subprocess.run(["ip", "netns", "exec", "camel-lab", START, "--hosts", str(hosts_run["inventory"]),
                               *[a for a in HOSTS_RUN if a not in ("--label", "e2e-hosts")],
@@ -639,7 +644,7 @@ def test_a_changed_host_key_is_refused_naming_the_host(hosts_run, tmp_path):
         known.write_text(kept)
     said = run.stdout + run.stderr
     assert run.returncode != 0 and "tuned" in said and "key" in said.lower(), said[-3000:]
-    assert set(results.iterdir()) == before, "a run folder was made for hosts that were refused"
+    assert run_folders(results) == before, "a run folder was made for hosts that were refused"
 
 
 def test_down_on_hosts_deletes_the_lab_table_and_nothing_else(hosts_run):
