@@ -5,12 +5,15 @@ where nothing listens, so a run that gets past the validation play ends UNREACHA
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,11 +83,32 @@ class Run:
         return f"$ {' '.join(self.args)}\n(exit {self.rc})\n{self.out[-6000:]}"
 
 
+_ONCE = threading.Lock()
+
+
+def default_service_vars() -> Path:
+    with _ONCE:        # the tests run ansible-playbook from threads (run_all): one file, made once
+        return _default_service_vars()
+
+
+@functools.cache
+def _default_service_vars() -> Path:
+    """The default service's extra vars (services/sample.yml, both of its builds, made by Maven when missing), as
+    lab/experiment/service.py gives them to every run: in a file of their own, once per test session."""
+    from lab.experiment import service
+    svc = service.load(service.DEFAULT)
+    both = dict(zip(("default", "tuned"), ({"app_stack": stack} for stack in svc.stacks), strict=False))
+    path = Path(tempfile.mkdtemp(prefix="lab-service-")) / "service.json"
+    path.write_text(json.dumps(service.ansible_vars(svc, both), indent=2))
+    return path
+
+
 def ansible_playbook(*args: str, overrides: dict | None = None, tmp: Path | None = None,
                      timeout: float = 300) -> Run:
-    """ansible-playbook ARGS, run in ansible/ with the lab's ansible.cfg; `overrides` is passed as
-    `-e @file.json` with {"lab_overrides": overrides}, exactly as lab/provision/playbook.py does."""
-    command = [str(VENV_BIN / "ansible-playbook"), *args]
+    """ansible-playbook ARGS, run in ansible/ with the lab's ansible.cfg and the default service's extra vars (a
+    later -e lab_service=… in ARGS wins); `overrides` is passed as `-e @file.json` with {"lab_overrides":
+    overrides}, exactly as lab/provision/playbook.py does."""
+    command = [str(VENV_BIN / "ansible-playbook"), "-e", f"@{default_service_vars()}", *args]
     if overrides is not None:
         assert tmp is not None, "overrides need a folder for their JSON file"
         tmp.mkdir(parents=True, exist_ok=True)

@@ -63,16 +63,19 @@ def rendered(tmp_path_factory):
                                    json.dumps({"base_sysctl_baseline_text": BASELINE, "lab_insist_memory": True})),
         "inventory": lambda: render(base / "inventory", None, "--limit", "tuned",
                                     inventory=inventory_with_other_networks(base / "inventory")),
-        "service": lambda: render(base / "service", knobs.parse_overrides(["default:app_unpacked=false"]), "-e",
+        # tuned's APR left out, as the lab leaves it out for a service on Tomcat 10.1 (lab/provision/service_fit.py)
+        "service": lambda: render(base / "service", knobs.parse_overrides(["default:app_unpacked=false",
+                                                                           "tuned:tomcat_ajp_connector=nio"]), "-e",
                                   json.dumps(SERVICE_VARS)),
     })
 
 
 # what lab/experiment/service.py ansible_vars gives a Boot 3.2+ jar with stubs on two extra ports
 SERVICE_VARS = {"tomcat_http_port": 9966, "lab_service": {
-    "name": "shop", "jar": "/srv/shop.jar", "camel": None, "health": "/shop/actuator/health",
-    "proxy_path": "/shop/", "properties": {"spring.profiles.active": "h2", "backend.url": "{mock}/v1",
-                                           "shop.cache": False, "shop.retries": 3},
+    "name": "shop", "builds": {"": {"jar": "/srv/shop.jar", "camel": None, "tomcat": "10.1.48"}},
+    "health": "/shop/actuator/health", "proxy_path": "/shop/",
+    "properties": {"spring.profiles.active": "h2", "backend.url": "{mock}/v1", "shop.cache": False, "shop.retries": 3},
+    "template": None, "logging": None, "logs": [], "cds": False, "footprint": None,
     "mock": {"stubs": "/srv/stubs", "extra_ports": [8082, 8083], "builtin": False}}}
 
 
@@ -108,15 +111,12 @@ def jvm_options(text: str) -> list[str]:
 
 # --- every template, for both machines ---------------------------------------------------------------
 
-def expected_files(mpm: str, service: bool = False) -> set[str]:
-    """roles/*/templates/*.j2 as render.yml names them: only the chosen MPM's file, as the httpd role; the app's
-    configuration of the sample app or of a service."""
+def expected_files(mpm: str) -> set[str]:
+    """roles/*/templates/*.j2 as render.yml names them: only the chosen MPM's file, as the httpd role."""
     names = set()
     for path in glob.glob(str(ANSIBLE_DIR / "roles" / "*" / "templates" / "*.j2")):
         role, name = Path(path).parent.parent.name, Path(path).name[:-len(".j2")]
         if re.fullmatch(r"mpm_\w+\.conf", name) and name != f"mpm_{mpm}.conf" or name.startswith("_"):
-            continue
-        if name == ("application.yml" if service else "service.yml"):
             continue
         names.add(f"{role}/{name}")
     return names | {"site/manifest.json", "pcp/openmetrics-sources.json"}
@@ -128,7 +128,7 @@ def test_every_role_template_is_rendered(rendered):
                           ("service", {"default": "event", "tuned": "worker"})):
         for machine, mpm in mpms.items():
             got = set(rendered[variant][machine])
-            assert got == expected_files(mpm, service=variant == "service"), (
+            assert got == expected_files(mpm), (
                 f"{variant} {machine}: rendered {sorted(got)}; a role or template not in tests/render.yml "
                 f"(render_roles and the roles: list) is missing there")
 
@@ -455,18 +455,31 @@ def test_kernel_settings_no_knob_sets_any_more_get_the_kernels_own_value_back(re
 
 def test_service_application_yml_gives_the_kit_its_keys_and_the_descriptors_properties(rendered):
     tuned = rendered["service"]["tuned"]
-    config = yaml.safe_load(tuned["app/service.yml"])
+    config = yaml.safe_load(tuned["app/application.yml"])
     assert config["server"]["port"] == 9966 and config["server"]["address"] == "127.0.0.1"
     assert config["server"]["tomcat"]["threads"]["max"] == 150            # tuned.yml's, on every connector (kit)
     assert config["lab.kit"]["ajp"] == {"enabled": True, "port": 8009, "address": "127.0.0.1",
-                                        "secret": SECRET, "protocol": "apr"}
+                                        "secret": SECRET, "protocol": "nio"}     # APR left out: Tomcat 10.1
     assert config["lab.kit"]["metrics"] == {"port": 9464}
     # the descriptor's properties as flat keys, typed, {mock} the mock's URL on the machine
     assert config["spring.profiles.active"] == "h2" and config["backend.url"] == "http://127.0.0.1:9080/v1"
     assert config["shop.cache"] is False and config["shop.retries"] == 3
     sample = yaml.safe_load(rendered["plain"]["tuned"]["app/application.yml"])
-    assert sample["lab.kit"] == config["lab.kit"], "the sample app gets the kit's keys like any service"
+    assert sample["lab.kit"]["metrics"] == config["lab.kit"]["metrics"], "the sample app gets the kit's keys too"
     assert "lab" not in config, "none of the sample app's own keys"
+
+
+def test_the_sample_app_is_configured_from_its_descriptor(rendered):
+    """services/sample.yml like any descriptor: its property ({mock}), its template's keys from the knobs, its
+    logging configuration and the log it names."""
+    tuned = rendered["plain"]["tuned"]
+    config = yaml.safe_load(tuned["app/application.yml"])
+    assert config["lab.backend.url"] == "http://127.0.0.1:9080"
+    assert config["lab"]["compose"]["pool-size"] == 10 and config["lab"]["log"]["dir"] == "/var/log/camel-app"
+    assert "-Dlogging.config=/etc/camel-app/logback.xml" in jvm_options(tuned["app/jvm.options"])
+    assert "StandardOutput" not in tuned["app/camel-app.service"], "it writes app.log itself (its logback.xml)"
+    manifest = json.loads(tuned["site/manifest.json"])
+    assert manifest["logs"]["audit.log"] == "/var/log/camel-app/audit.log"
 
 
 def test_service_unit_starts_its_jar_with_the_kit_and_keeps_its_console(rendered):

@@ -20,13 +20,14 @@ from lab.provision import hosts, hosts_down, jars, knob_sets, knobs, playbook
 
 
 def cmd_provision(overrides: dict, s: settings.Settings, insist_memory: bool = False) -> int:
+    sample = service.ansible_vars(service.load(service.DEFAULT), overrides)     # the default service's machines
     playbook.validate({"machines": s.machines, "management_network": s.management_network,
-                        "memory_mb": s.memory_mb}, overrides, insist_memory=insist_memory)
+                        "memory_mb": s.memory_mb}, overrides, insist_memory=insist_memory, service_vars=sample)
     if not lifecycle.running():
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
     resolved = vagrant.read_resolved() or {}
     with steps.step("provision both machines (Ansible)"):
-        ran = playbook.run(resolved, overrides, log=steps.note, insist_memory=insist_memory)
+        ran = playbook.run(resolved, overrides, log=steps.note, insist_memory=insist_memory, service_vars=sample)
     if ran:
         memory.report_memory(list(ran.machines), steps.note)
     return 0
@@ -81,15 +82,13 @@ def run_options(args) -> run.Options:
     return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
 
 
-def chosen_service(name: str | None, plan: Path | None) -> service.Service | None:
+def chosen_service(name: str | None, plan: Path | None) -> service.Service:
     """--service's descriptor, checked, with --plan's plan (checked) instead of its own; ValueError naming the
     problem."""
-    if name is None:
-        if plan is not None:
-            raise ValueError("--plan runs a plan of yours against a service of yours: add --service NAME|PATH (the "
-                             "lab's sample app runs the lab's own plan, jmeter/plan.jmx)")
-        return None
-    found = service.load(name)
+    if name is None and plan is not None:
+        raise ValueError("--plan runs a plan of yours against a service of yours: add --service NAME|PATH (the "
+                         "lab's sample app runs the lab's own plan, jmeter/plan.jmx)")
+    found = service.load(name or service.DEFAULT)
     return found if plan is None else dataclasses.replace(found, plan=plan_check.check(plan))
 
 

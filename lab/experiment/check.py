@@ -9,7 +9,6 @@ from lab import shell
 from lab.experiment import services
 from lab.machines import reach
 
-CHECK_PATH = "/api/customers/1"    # the sample app's; a service's is its descriptor's check
 CHECK_TIMEOUT_S = 600       # both JVMs start at once (equal start): ~2–3.5 min under TCG, then slow first requests
 
 
@@ -17,9 +16,9 @@ class RunError(RuntimeError):
     """The run could not go on; the message says which phase and why."""
 
 
-def check_answers(targets: dict[str, str], log=print, timeout_s: float = CHECK_TIMEOUT_S, diagnose=services.diagnose,
-                  path: str = CHECK_PATH, status: int = 200) -> dict[str, float]:
-    """Each machine answers GET path (the sample app's /api/customers/1; a service's check) through HTTPD with
+def check_answers(targets: dict[str, str], path: str, status: int = 200, log=print, timeout_s: float = CHECK_TIMEOUT_S,
+                  diagnose=services.diagnose) -> dict[str, float]:
+    """Each machine answers GET path (its descriptor's check: the sample app's /api/customers/1) through HTTPD with
     status, from inside the lab namespace; both probed at once. Returns {machine: seconds until it answered}. One
     that does not answer fails the check with what diagnose(its name) finds on it (its services' states, the
     journal of those not running)."""

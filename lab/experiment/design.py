@@ -7,9 +7,9 @@ halves: tuned/ may hold article-2018) and each side to a machine; run.json's des
 made to run another configuration than its own with per-machine overrides: the knobs where that configuration
 differs from what the machine's own files give it (Ansible applies overrides last).
 
-A service of the user's (--service, service.py) takes only the knobs it can (lab/provision/service_fit.py): a knob
-set's value it cannot take is left out of its configuration (left_out() says which and why); a --set value it cannot
-take is refused.
+The service (--service, service.py; the lab's sample app by default) takes only the knobs it can
+(lab/provision/service_fit.py): a knob set's value it cannot take is left out of its configuration (left_out() says
+which and why); a --set value it cannot take is refused.
 """
 from __future__ import annotations
 
@@ -22,17 +22,26 @@ from lab.provision import knob_sets, knobs, service_fit
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
 
+def _stack(config: str, chosen: dict, typed: dict, resolved: dict) -> str:
+    """The app_stack a configuration runs: its --set value, its set's, the catalog's."""
+    return typed.get("app_stack", chosen.get("app_stack", resolved["app_stack"]))
+
+
 def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None) -> dict:
     """A configuration's resolved knobs: catalog, its knob set, then this run's --set values. service (a
-    service.Service): the set's values it cannot take left out, a --set value it cannot take refused (ValueError)."""
+    service.Service): the set's values it cannot take left out, a --set value it cannot take refused (ValueError);
+    None: the files as they are (what a machine's own group_vars and host_vars give it)."""
     resolved = knobs.defaults()
     chosen = knob_sets.values(config, resolved)
+    typed = (sets or {}).get(config, {})
     specs = knobs.specs() if service is not None else {}
     if service is not None:
-        chosen, _ = service_fit.split(chosen, service.facts, service.name, specs)
+        stack = _stack(config, chosen, typed, resolved)
+        chosen, _ = service_fit.split(chosen, service, stack, specs)
     resolved.update(chosen)
-    for knob, value in (sets or {}).get(config, {}).items():
-        why = service_fit.misfit(knob, value, service.facts, service.name, specs) if service else None
+    stack = resolved.get("app_stack")
+    for knob, value in typed.items():
+        why = service_fit.misfit(knob, value, service, typed.get("app_stack", stack), specs) if service else None
         if why:
             shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
             raise ValueError(f"--set {knob}={shown}: {why}")
@@ -41,11 +50,10 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
 
 
 def left_out(config: str, service) -> dict[str, str]:
-    """{knob: why} of the configuration's knob set that the service cannot take (nothing for the sample app)."""
-    if service is None:
-        return {}
-    return service_fit.split(knob_sets.values(config, knobs.defaults()), service.facts, service.name,
-                             knobs.specs())[1]
+    """{knob: why} of the configuration's knob set that the service cannot take."""
+    resolved = knobs.defaults()
+    chosen = knob_sets.values(config, resolved)
+    return service_fit.split(chosen, service, _stack(config, chosen, {}, resolved), knobs.specs())[1]
 
 
 def _same(a, b) -> bool:

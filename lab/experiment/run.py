@@ -46,7 +46,7 @@ class Options:
     # --hosts: an Ansible inventory of real hosts instead of the VMs (lab/provision/hosts.py)
     hosts: Path | None = None
     reached: dict | None = field(default=None, repr=False)   # those hosts once checked (hosts.prepare)
-    # --service: a service of the user's (service.Service, its descriptor checked) instead of the sample app
+    # --service: the service the machines run (service.Service, its descriptor checked); None: services/sample.yml
     service: service.Service | None = None
     sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
 
@@ -55,16 +55,17 @@ class Options:
         first = self.trials()[0]
         self.sets = knobs.parse_overrides(self.overrides, sorted(set(first.configurations.values())),
                                               prefixes=knob_sets.names(), what="knob set")
+        if self.service is None:
+            self.service = service.load(service.DEFAULT)
         first.overrides(self.sets, self.service)     # a --set the service cannot take: refused here
-        if self.service is not None:
-            if self.service.plan is None:
-                raise ValueError(f"--service {self.service.name}: its descriptor has no load (load: "
-                                 "{plan: FILE.jmx}, a JMeter plan reading the lab's properties): the lab's own plan "
-                                 "calls the sample app's API")
-            if self.profile.model != "closed":
-                raise ValueError(f"--model {self.profile.model}: a service's own plan ({self.service.plan.path}) "
-                                 "runs its own thread groups, sized by the lab's users, ramp_up_s and duration_s "
-                                 "(the closed model)")
+        if self.service.plan is None and not self.service.lab_plan:
+            raise ValueError(f"--service {self.service.name}: its descriptor has no load (load: {{plan: FILE.jmx}}, "
+                             "a JMeter plan reading the lab's properties): the lab's own plan calls the sample app's "
+                             "API")
+        if self.profile.model != "closed" and not self.service.lab_plan:
+            raise ValueError(f"--model {self.profile.model}: a service's own plan ({self.service.plan.path}) "
+                             "runs its own thread groups, sized by the lab's users, ramp_up_s and duration_s "
+                             "(the closed model)")
 
         if self.label and not LABEL_RE.fullmatch(self.label):
             raise ValueError(f"--label {self.label!r}: use 1–40 letters, digits, '.', '_' or '-' "
@@ -157,7 +158,7 @@ def validate(opts: Options, s: settings.Settings) -> None:
         if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
             checked.append(overrides)
             playbook.validate(known, overrides, load_id_max=opts.profile.id_max, insist_memory=opts.insist_memory,
-                              service_vars=service.ansible_vars(opts.service))
+                              service_vars=service.ansible_vars(opts.service, overrides))
 
 
 def execute(opts: Options, s: settings.Settings, log=steps.note) -> int:

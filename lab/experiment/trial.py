@@ -54,7 +54,7 @@ class TrialRun:
             "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
             "load": record.load_record(opts),
             "overrides": {c: o for c, o in opts.sets.items() if o}, "host": record.host_facts(), "phases": {},
-            **service_record(opts.service, t)})
+            **service_record(opts.service, t, t.overrides(opts.sets, opts.service))})
         self.record.reserve()
         self.overrides = t.overrides(opts.sets, opts.service)
         self.resolved: dict = {}
@@ -107,7 +107,7 @@ class TrialRun:
             self.record.update(machine_overrides={m: o for m, o in self.overrides.items() if o})
             ran = playbook.run(self.resolved, self.overrides, log=self.log, force=self.opts.provision,
                                start_services=False, jars=built, insist_memory=self.opts.insist_memory,
-                               service_vars=service.ansible_vars(self.opts.service))
+                               service_vars=service.ansible_vars(self.opts.service, self.overrides))
         self.record.update(provisioned=f"ran: {ran.describe()}" if ran else
                            "skipped (nothing changed since the last provisioning)")
         if ran:   # issue 15: a machine that has just run a full load must come through provisioning
@@ -134,9 +134,9 @@ class TrialRun:
         t = self.t
         with self.phase("check", "both machines answer through HTTPD"):
             svc = self.opts.service
-            ready = check.check_answers(self.targets(), self.log, diagnose=lambda side: (
-                f"(machine {t.machines[side]})\n" + services.diagnose(t.machines[side])),
-                path=svc.check_path if svc else check.CHECK_PATH, status=svc.check_status if svc else 200)
+            ready = check.check_answers(self.targets(), svc.check_path, svc.check_status, self.log,
+                                        diagnose=lambda side: (f"(machine {t.machines[side]})\n"
+                                                               + services.diagnose(t.machines[side])))
             starts = self.record.data["service_starts"]
             for side in t.machines:
                 starts[side]["ready_after_s"] = ready[side]
@@ -164,7 +164,7 @@ class TrialRun:
                                                          self.log)
                     result = load.run(self.run_dir, self.targets(), opts.profile, wrap=reach.wrap,
                                       progress=self.log, beside=core_swap.Beside(self.watch, swap), engines=remote,
-                                      plan=Path(opts.service.plan.path) if opts.service else None)
+                                      plan=None if opts.service.lab_plan else Path(opts.service.plan.path))
             finally:    # what the generators could not do is kept whatever the load did
                 if swap is not None:        # each machine on its own cores again, whatever the load did
                     self.record.update(core_swap=swap.stop())
@@ -214,8 +214,7 @@ def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps
     print(f"run {trial.run_id}: results in {trial.run_dir}", flush=True)
     try:
         started = time.monotonic()
-        built = jars.jars_beside(trial.overrides, log,       # Maven beside the box build and the boot
-                                 service_jar=opts.service.jar if opts.service else None)
+        built = jars.jars_beside(log)       # Maven beside the box build and the boot
         trial.machines()
         trial.provision(built)
         trial.equal_start_and_check()
@@ -240,21 +239,27 @@ def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps
     return trial.exit_code, trial.run_dir
 
 
-def service_record(svc, t: design.Trial) -> dict:
-    """run.json's service (None: the lab's sample app) and, per configuration, the knobs of its knob set that the
-    service could not take (left out, with why); both said on the console too."""
-    if svc is None:
-        return {"service": None}
+def service_record(svc, t: design.Trial, overrides: dict) -> dict:
+    """run.json's service and, per configuration, the knobs of its knob set that the service could not take (left
+    out, with why); both said on the console too. overrides: the trial's per-machine knobs (the builds they run)."""
     left = {config: design.left_out(config, svc) for config in sorted(set(t.configurations.values()))}
-    print(f"service {svc.name}: {svc.jar.name} (Spring Boot {svc.facts.boot_version}, Tomcat "
-          f"{svc.facts.tomcat_version}{', Camel ' + svc.facts.camel_version if svc.facts.camel_version else ''}), "
-          f"its plan {Path(svc.plan.path).name}", flush=True)
+    said = service.record(svc, overrides)
+    facts = svc.facts_of(None) if said["facts"] is None else None
+    built = (f"{Path(said['jar']).name} ({_facts_words(said['facts'])})" if said["facts"] else
+             f"builds {', '.join(said['stacks'])} (app_stack; the first: {_facts_words(facts.to_dict())})")
+    plan = "the lab's own plan" if svc.lab_plan else f"its plan {Path(svc.plan.path).name}"
+    print(f"service {svc.name}: {built}, {plan}", flush=True)
     for config, knobs in left.items():
         if knobs:
             print(f"  left out of {config}, which {svc.name} cannot take:", flush=True)
             for why in knobs.values():
                 print(f"    {why}", flush=True)
-    return {"service": {**service.record(svc), "left_out": {c: k for c, k in left.items() if k}}}
+    return {"service": {**said, "left_out": {c: k for c, k in left.items() if k}}}
+
+
+def _facts_words(facts: dict) -> str:
+    return (f"Spring Boot {facts['boot_version']}, Tomcat {facts['tomcat_version']}"
+            + (f", Camel {facts['camel_version']}" if facts.get("camel_version") else ""))
 
 
 def failed(trial: TrialRun, failure: Exception) -> None:

@@ -1,7 +1,9 @@
-"""The jars the lab builds on the host with the Maven wrapper when missing or older than their sources: the app jars
-of the stacks a run uses (on a thread of their own while the machines come up) and the tuning kit (kit/README.md)."""
+"""The jars the lab builds on the host with the Maven wrapper when missing or older than their sources: the tuning kit
+(kit/README.md; on a thread of its own while the machines come up) and a service's builds its descriptor's `build:`
+names (the sample app's stacks: app/camel3, app/camel4)."""
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,9 +20,7 @@ class JarError(RuntimeError):
 APP_DIR = paths.ROOT / "app"
 KIT_DIR = paths.ROOT / "kit" / "core"
 KIT_JAR = KIT_DIR / "target" / "lab-kit.jar"
-
-
-STACKS = ("camel3", "camel4")
+_BUILDING = threading.Lock()
 
 
 def _fresh(jar: Path, folders: list[Path], extra: list[Path]) -> bool:
@@ -40,29 +40,35 @@ def ensure_kit(log=print) -> Path:
     return KIT_JAR
 
 
-def ensure_jar(stack: str, log=print) -> Path:
-    """The app jar of a stack, built with the Maven wrapper when missing or older than its sources."""
-    jar = APP_DIR / stack / "target" / f"camel-tuning-app-{stack}.jar"
-    if _fresh(jar, [APP_DIR / "common", APP_DIR / stack], [APP_DIR / "pom.xml"]):
-        return jar
-    log(f"building the {stack} jar (Maven, ~1–2 min)")
-    shell.run(["./mvnw", "-B", "-ntp", "-q", "package", "-DskipTests", "-pl", stack, "-am"],
-              f"building the {stack} jar failed", error=JarError, lines=40, cwd=APP_DIR)
+def ensure_build(project: Path, stack: str, jar: Path, log=print) -> Path:
+    """A build of a service's Maven project (its module `stack`), made with the Maven wrapper (in the project or a
+    folder above it) when missing or older than the project's sources: a descriptor's `build:` (service.py). One
+    Maven at a time: two writing one jar leave it broken."""
+    with _BUILDING:
+        if _fresh(jar, [project], []):
+            return jar
+        return _build(project, stack, jar, log)
+
+
+def _build(project: Path, stack: str, jar: Path, log) -> Path:
+    mvnw = next((d / "mvnw" for d in (project, *project.parents) if (d / "mvnw").is_file()), None)
+    if mvnw is None:
+        raise JarError(f"building {jar.name}: no Maven wrapper (mvnw) in {project} or a folder above it")
+    log(f"building {jar.name} (Maven, {project.name} module {stack}, ~1–2 min)")
+    shell.run([str(mvnw), "-B", "-ntp", "-q", "-f", str(project / "pom.xml"), "package", "-DskipTests", "-pl", stack,
+               "-am"], f"building {jar.name} failed", error=JarError, lines=40, cwd=project)
     if not jar.exists():
-        raise JarError(f"building the {stack} jar: Maven succeeded but left no {jar}")
+        raise JarError(f"building {jar.name}: Maven succeeded but left no {jar}")
     return jar
 
 
-def jars_beside(overrides: dict[str, dict], log=print, service_jar: Path | None = None) -> Future:
-    """The jars of this run, built on a thread of their own while the caller brings the machines up (run(jars=...)
-    waits for them): a cold run's base box build leaves a host core to Maven's 1-2 min. The tuning kit, which every
-    service gets beside its jar, then the jars of this run's stacks, or a service's own (built by its owners)."""
+def jars_beside(log=print) -> Future:
+    """The tuning kit, which every service gets beside its jar, built on a thread of its own while the caller brings
+    the machines up (run(jars=...) waits for it): a cold run's base box build leaves a host core to Maven. (A
+    service's own builds are made when its descriptor's facts are first read: service.Service.facts_of.)"""
     pool = ThreadPoolExecutor(1, thread_name_prefix="jars")
     try:
-        if service_jar is not None:
-            return pool.submit(lambda: [ensure_kit(log), service_jar])
-        stacks = sorted(stacks_in_use(overrides))
-        return pool.submit(lambda: [ensure_kit(log)] + [ensure_jar(stack, log) for stack in stacks])
+        return pool.submit(lambda: [ensure_kit(log)])
     finally:
         pool.shutdown(wait=False)
 
@@ -77,4 +83,4 @@ def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
         if host_vars.exists():
             stack = (yaml.safe_load(host_vars.read_text()) or {}).get("app_stack", default)
         used.add(overrides.get(name, {}).get("app_stack", stack))
-    return {s for s in used if s in STACKS}
+    return used

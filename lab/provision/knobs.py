@@ -26,6 +26,7 @@ from lab.provision import role_names, service_fit
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 CATALOG = ANSIBLE_DIR / "knobs.yml"
 DEFAULTS = ANSIBLE_DIR / "group_vars" / "all" / "knobs.yml"
+SERVICES = paths.ROOT / "services"                 # service descriptors (their templates read knobs)
 LAB_VARS = ANSIBLE_DIR / "group_vars" / "all" / "lab.yml"     # the lab's own variables (secrets, manifest): not knobs
 # named sets (lab/provision/knob_sets.py); tuned.yml is also host_vars/tuned.yml
 KNOB_SETS = ANSIBLE_DIR / "knob_sets"
@@ -209,6 +210,8 @@ def unused(known: dict[str, dict] | None = None) -> list[str]:
     inventory's knobs excepted: lab_memory_mb exists for the knobs' memory estimate)."""
     known = specs() if known is None else known
     read = set().union(*(role_names.references(r) for r in roles() if r.name != "knobs"))
+    # a descriptor's template (services/…/*.j2, the sample app's) reads knobs too: the app role renders it
+    read |= set().union(*(role_names.names_in_text(p.read_text(encoding="utf-8")) for p in SERVICES.rglob("*.j2")))
     read_by_knobs = role_names.references(ROLES / "knobs")
     return sorted(n for n, spec in known.items()
                   if n not in read and not (spec.get("inventory") and n in read_by_knobs))

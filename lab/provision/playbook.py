@@ -1,10 +1,9 @@
-"""Provisioning: the app jars built on the host, the lab's inventory, Ansible run inside the lab namespace.
+"""Provisioning: the lab's inventory, Ansible run inside the lab namespace (the tuning kit built on the host first).
 
 Knob overrides for one run (`--set [machine:]knob=value`) are parsed and checked against the catalog
 (ansible/knobs.yml, read by lab.provision.knobs) here, so a typo fails before anything starts; then validate() runs
-Ansible's validation play (ansible/validate.yml: types, ranges, the rules between knobs, what the kernel and
-the JVM accept) on this host alone, before anything is built, booted or changed. site.yml runs the same play
-first, so real hosts get the same checks.
+Ansible's validation play (ansible/validate.yml: types, ranges, the rules between knobs, what the kernel and the JVM
+accept) on this host alone, before anything is built, booted or changed; site.yml runs it first too (real hosts).
 """
 from __future__ import annotations
 
@@ -167,6 +166,13 @@ def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], ma
     return digest.hexdigest()
 
 
+def service_files(service_vars: dict | None) -> list[Path]:
+    """The service's files the machines are made from (its jars, template, logging): fingerprinted as ansible/ is."""
+    svc = (service_vars or {}).get("lab_service") or {}
+    found = [Path(b["jar"]) for b in (svc.get("builds") or {}).values()]
+    return found + [Path(svc[key]) for key in ("template", "logging") if svc.get(key)]
+
+
 def _machine_ids() -> dict[str, str]:
     ids = {}
     for name in machines.NAMES:
@@ -262,16 +268,15 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     nothing at all, or only the roles of the changed knobs on the machines whose knobs changed).
     start_services=False leaves the app stopped for a caller that starts every service itself right after (the
     full run's equal start); jars, the jars_beside() the caller started; insist_memory, as for validate() (site.yml
-    validates again); service_vars, the service the machines run (lab/experiment/service.py ansible_vars; None: the
-    sample app). The Scope that ran, None when nothing did."""
+    validates again); service_vars, the service the machines run (lab/experiment/service.py ansible_vars). The Scope
+    that ran, None when nothing did."""
     try:
         for path in knobs.write_stale():   # an edited default in the catalog must reach group_vars before Ansible
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
     except (ValueError, yaml.YAMLError) as bad:
         raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
-    built = (list(jars.result()) if jars is not None
-             else [app_jars.ensure_kit(log)]
-             + [app_jars.ensure_jar(stack, log) for stack in sorted(app_jars.stacks_in_use(overrides))])
+    built = list(jars.result()) if jars is not None else [app_jars.ensure_kit(log)]
+    built += service_files(service_vars)
     try:   # the agent library the app role copies to the machines
         built.append(profiler.ensure(log=log) / profiler.LIBRARY)
     except profiler.ProfilerError as failure:

@@ -22,7 +22,8 @@ def _names_in_expression(expr: str) -> set[str]:
     return {n for n in _NAME.findall(_QUOTED.sub(" ", expr)) if TIERED.match(n)}
 
 
-def _names_in_text(text: str) -> set[str]:
+def names_in_text(text: str) -> set[str]:
+    """Variable-like names the Jinja expressions of a template text read."""
     found = set()
     for a, b in _JINJA.findall(text):
         found |= _names_in_expression(a or b)
@@ -45,7 +46,7 @@ def names_in(node) -> set[str]:
     """The tiered names one parsed YAML value reads (its Jinja, and its bare expressions under when/that/...)."""
     found = set()
     for key, value in _walk(node):
-        found |= _names_in_text(value)
+        found |= names_in_text(value)
         if key in EXPRESSION_KEYS and "{{" not in value:
             found |= _names_in_expression(value)
     return found
@@ -66,7 +67,7 @@ def references(role: Path) -> set[str]:
     found = set()
     for path in _role_files(role):
         text = path.read_text()
-        found |= _names_in_yaml(text) if path.suffix in (".yml", ".yaml") else _names_in_text(text)
+        found |= _names_in_yaml(text) if path.suffix in (".yml", ".yaml") else names_in_text(text)
     return found
 
 

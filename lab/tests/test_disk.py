@@ -152,7 +152,7 @@ def test_a_run_whose_disk_fills_during_provisioning_says_so(small_fs, monkeypatc
     monkeypatch.setattr(lifecycle, "ensure_up", lambda s: {"machines": {"default": "192.0.2.1", "tuned": "192.0.2.2"}})
     built = Future()
     built.set_result([])
-    monkeypatch.setattr(jars, "jars_beside", lambda overrides, log=print, service_jar=None: built)
+    monkeypatch.setattr(jars, "jars_beside", lambda log=print: built)
     monkeypatch.setattr(trial.playbook, "run", lambda *a, **k: fill(fs))    # Ansible's log grows on the same disk
     monkeypatch.setattr(collect, "copy_serial_console", lambda vm, target: False)
     monkeypatch.setattr(reporting, "report_command", lambda *a, **k: pytest.fail("a report written on a full disk"))

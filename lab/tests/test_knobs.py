@@ -231,7 +231,6 @@ def test_provisioning_passes_insist_memory_to_site_yml(monkeypatch, tmp_path):
     monkeypatch.setattr(playbook, "STAMP", tmp_path / "provisioned.json")
     monkeypatch.setattr(playbook, "OVERRIDES", tmp_path / "overrides.json")
     monkeypatch.setattr(playbook.profiler, "ensure", lambda log=print: tmp_path)
-    monkeypatch.setattr(playbook.app_jars, "ensure_jar", lambda stack, log=print: tmp_path / "app.jar")
     monkeypatch.setattr(playbook.app_jars, "ensure_kit", lambda log=print: tmp_path / "app.jar")
     monkeypatch.setattr(playbook, "_machine_ids", lambda: {"default": "d", "tuned": "t"})
     monkeypatch.setattr(playbook, "write_inventory", lambda resolved: tmp_path / "inventory.yml")

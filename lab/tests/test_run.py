@@ -188,11 +188,11 @@ def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
 
 
 def _no_jar_build(monkeypatch):
-    """run_trial starts the jar build on a thread of its own: a test that never provisions must not leave one
-    running into the next test (it would call that test's stand-in for ensure_jar)."""
+    """run_trial starts the kit's build on a thread of its own: a test that never provisions must not leave one
+    running into the next test (it would call that test's stand-in for ensure_kit)."""
     done = Future()
     done.set_result([])
-    monkeypatch.setattr(jars, "jars_beside", lambda overrides, log=print, service_jar=None: done)
+    monkeypatch.setattr(jars, "jars_beside", lambda log=print: done)
 
 
 def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatch, tmp_path, capsys):
@@ -234,7 +234,10 @@ def fake_provisioning(monkeypatch, tmp_path):
             return 0
 
     monkeypatch.setattr(playbook, "STAMP", tmp_path / "provisioned.json")
-    monkeypatch.setattr(jars, "ensure_jar", lambda stack, log=print: jar)
+    # the service the machines run, its jar this one (lab/experiment/service.py ansible_vars)
+    service_vars = {"lab_service": {"name": "sample", "builds": {"camel3": {"jar": str(jar)}}}}
+    run = playbook.run
+    monkeypatch.setattr(playbook, "run", lambda *a, **kw: run(*a, **{"service_vars": service_vars, **kw}))
     kit = tmp_path / "lab-kit.jar"
     kit.write_bytes(b"kit v1")
     monkeypatch.setattr(jars, "ensure_kit", lambda log=print: kit)
@@ -249,20 +252,22 @@ def fake_provisioning(monkeypatch, tmp_path):
     return playbook, calls, jar
 
 
-def test_provisioning_takes_the_jars_built_beside_it(fake_provisioning, monkeypatch):
-    """The full run starts Maven before the machines are up (jars_beside) and provisioning waits for those jars:
-    it builds none itself, and their content is what it fingerprints."""
+def test_provisioning_takes_the_kit_built_beside_it_and_fingerprints_the_services_jar(fake_provisioning, monkeypatch):
+    """The full run starts Maven for the kit before the machines are up (jars_beside) and provisioning waits for it:
+    it builds no kit itself; the kit's content and the service's jar's are what it fingerprints."""
     provision, calls, jar = fake_provisioning
     built = []
-    monkeypatch.setattr(jars, "ensure_jar", lambda stack, log=print: built.append(stack) or jar)
+    kit = jars.ensure_kit()
+    monkeypatch.setattr(jars, "ensure_kit", lambda log=print: built.append("kit") or kit)
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
-    beside = jars.jars_beside({})
-    assert beside.result(timeout=30) == [jars.ensure_kit(), jar] and len(built) == 1   # the kit: every run's
+    beside = jars.jars_beside()
+    assert beside.result(timeout=30) == [kit] and built == ["kit"]
     quiet = dict(log=lambda *a: None, out=io.StringIO())
     assert playbook.run(resolved, {}, force=False, jars=beside, **quiet).roles is None
-    assert len(built) == 1 and len(calls) == 1                                  # no second build
-    jar.write_bytes(b"jar v2")
-    assert playbook.run(resolved, {}, force=False, jars=jars.jars_beside({}), **quiet).roles is None
+    assert built == ["kit"] and len(calls) == 1                                 # no second build
+    assert playbook.run(resolved, {}, force=False, jars=jars.jars_beside(), **quiet) is None
+    jar.write_bytes(b"jar v2")                                                  # the service's jar changed
+    assert playbook.run(resolved, {}, force=False, jars=jars.jars_beside(), **quiet).roles is None
 
 
 def test_provisioning_runs_only_what_changed(fake_provisioning):
@@ -569,7 +574,8 @@ def test_a_machine_that_does_not_answer_is_diagnosed(monkeypatch):
     monkeypatch.setattr(check.shell, "run", probe)
     said = []
     with pytest.raises(check.RunError) as failed:
-        check.check_answers({"default": "http://192.168.56.11", "tuned": "http://192.168.56.12"}, said.append,
-                          diagnose=lambda name: f"{name}: camel-app: failed\nError: Could not find main class")
+        check.check_answers({"default": "http://192.168.56.11", "tuned": "http://192.168.56.12"},
+                            "/api/customers/1", log=said.append,
+                            diagnose=lambda name: f"{name}: camel-app: failed\nError: Could not find main class")
     assert "tuned does not answer http://192.168.56.12/api/customers/1" in str(failed.value)
     assert "tuned: camel-app: failed\n  Error: Could not find main class" in str(failed.value)

@@ -82,9 +82,55 @@ def refusal(tmp_path, said, make_jar=None, fields=None):
     ({"mock": {"stubs": "stubs", "extra_ports": [9966]}}, None, "mock.extra_ports: 9966 is the service's port"),
     ({"mock": {"stubs": "nowhere"}}, None, "mock.stubs: "),
     ({"load": {"plan": "my.jmx", "users": 5}}, None, "load: must be {plan: FILE.jmx}"),
+    ({"load": {"lab_plan": "yes"}}, None, "load: must be {plan: FILE.jmx}"),
+    # what the sample app's descriptor uses, refused where it cannot work
+    ({"stacks": {"camel3": "svc.jar"}}, None, "jar: the service's executable jar: give jar (one) or stacks"),
+    ({"jar": None, "stacks": {"boot2": "svc.jar"}}, None, "stacks.boot2: not a choice of the knob app_stack"),
+    ({"jar": None, "stacks": {"camel4": "svc.jar"}}, None, "stacks: must name a build camel3"),
+    ({"jar": None, "stacks": {"camel3": "nowhere.jar"}}, None, "stacks.camel3: "),
+    ({"jar": None, "stacks": {"camel3": "out/a.jar"}, "build": "stubs"}, None, "build: "),
+    ({"build": "."}, None, "build: makes the builds of stacks:"),
+    ({"template": "nowhere.yml.j2"}, None, "template: "),
+    ({"logs": ["app.log"]}, None, "logs: app.log and gc.log are every service's already"),
+    ({"logs": ["../etc/passwd"]}, None, "logs: must be a list of file names"),
+    ({"cds": "yes"}, None, "cds: must be true or false"),
+    ({"logging": "nowhere.xml"}, None, "logging: "),
 ])
 def test_what_the_lab_cannot_run_is_refused_naming_the_field(tmp_path, fields, jar, said):
     refusal(tmp_path, said, jar, fields)
+
+
+def test_a_template_must_be_jinja_and_says_which_knobs_it_reads(tmp_path):
+    (tmp_path / "t.yml.j2").write_text("shop:\n  threads: {{ app_compose_pool_size }}\n  dir: {{ app_log_dir }}\n")
+    path = descriptor(tmp_path, template="t.yml.j2")
+    assert service.load(str(path)).template_knobs == {"app_compose_pool_size"}     # knobs only: not role variables
+    (tmp_path / "t.yml.j2").write_text("shop: {{ unclosed\n")
+    with pytest.raises(service.ServiceError, match="template: .*not a Jinja template"):
+        service.load(str(path))
+
+
+def test_builds_a_maven_project_makes_are_read_once_made(tmp_path, monkeypatch):
+    """stacks: + build: (the sample app's form): a missing build is made by the project when its facts are first
+    needed (Maven, stood in for here), not when the descriptor is read."""
+    from lab.provision import jars
+    (tmp_path / "proj").mkdir(parents=True)
+    (tmp_path / "proj" / "pom.xml").write_text("<project/>")
+    plan(tmp_path)
+    (tmp_path / "two.yml").write_text("name: two\nstacks: {camel3: proj/camel3/a.jar, camel4: proj/camel4/b.jar}\n"
+                                      "build: proj\nhealth: /h\nload: {plan: my.jmx}\n")
+    made = []
+
+    def build(project, stack, jar, log=print):
+        made.append(stack)
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        return boot_jar(jar, libs=ACTUATOR)
+    monkeypatch.setattr(jars, "ensure_build", build)
+    svc = service.load(str(tmp_path / "two.yml"))
+    assert made == [] and svc.stacks == ("camel3", "camel4")
+    assert svc.facts_of("camel4").tomcat_version == "9.0.65" and made == ["camel4"]
+    assert svc.jar == tmp_path / "proj" / "camel3" / "a.jar"          # the knob's default build
+    with pytest.raises(service.ServiceError, match="stacks: no build camel5"):
+        svc.jar_of("camel5")
 
 
 def test_stubs_and_plans_are_checked_as_the_mock_and_jmeter_will_take_them(tmp_path):

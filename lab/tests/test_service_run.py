@@ -18,60 +18,89 @@ from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
 from lab import paths
 from lab.experiment import design, load, run, service
 from lab.experiment.load import plan_check, user_plan
-from lab.provision import jarinfo, knobs, service_fit
+from lab.provision import knobs, service_fit
 
 BOOT3_LIBS = ("spring-boot-3.5.7.jar", "tomcat-embed-core-10.1.48.jar")
 BOOT2_LIBS = ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.83.jar")
 
 
-def facts(tmp_path: Path, manifest=BOOT32, libs=BOOT3_LIBS) -> jarinfo.JarFacts:
-    return jarinfo.read(boot_jar(tmp_path / "svc.jar", manifest, libs))
-
-
-def descriptor(tmp_path: Path, manifest=BOOT32, libs=BOOT3_LIBS, load_plan: bool = True) -> service.Service:
+def descriptor(tmp_path: Path, manifest=BOOT32, libs=BOOT3_LIBS, load_plan: bool = True,
+               more: str = "") -> service.Service:
     boot_jar(tmp_path / "shop.jar", manifest, libs)
     if load_plan:
         plan(tmp_path)
-    text = "name: shop\njar: shop.jar\nport: 9966\nproxy_path: /shop/\nhealth: /shop/health\n"
+    text = "name: shop\njar: shop.jar\nport: 9966\nproxy_path: /shop/\nhealth: /shop/health\n" + more
     (tmp_path / "shop.yml").write_text(text + ("load: {plan: my.jmx}\n" if load_plan else ""))
     return service.load(str(tmp_path / "shop.yml"))
 
 
+def stacked(tmp_path: Path) -> service.Service:
+    """A service of two builds (stacks:, as the sample app): Boot 2.7 / Tomcat 9 and Boot 3.5 / Tomcat 10.1."""
+    boot_jar(tmp_path / "old.jar", BOOT2, BOOT2_LIBS)
+    boot_jar(tmp_path / "new.jar", BOOT32, BOOT3_LIBS)
+    plan(tmp_path)
+    (tmp_path / "two.yml").write_text("name: two\nstacks: {camel3: old.jar, camel4: new.jar}\nhealth: /h\n"
+                                      "load: {plan: my.jmx}\n")
+    return service.load(str(tmp_path / "two.yml"))
+
+
 # -- which knobs a service can take -----------------------------------------------------------------------------
 
-def test_a_knob_of_the_sample_app_does_not_fit_a_service(tmp_path):
-    got = facts(tmp_path)
-    why = service_fit.misfit("app_backend_max_connections", 50, got, "shop", knobs.specs())
-    assert "app_backend_max_connections" in why and "shop" in why and "sample app" in why
-    assert service_fit.misfit("logback_audit_appender", "ASYNC", got, "shop", knobs.specs())
-    assert service_fit.misfit("tomcat_threads_max", 300, got, "shop", knobs.specs()) is None
-    assert service_fit.misfit("jvm_gc", "g1", got, "shop", knobs.specs()) is None
-    assert service_fit.misfit("app_backend_max_connections", 50, None, "the sample", knobs.specs()) is None  # all
+def test_a_knob_of_a_template_fits_only_the_service_whose_template_reads_it(tmp_path):
+    svc = descriptor(tmp_path)
+    why = service_fit.misfit("app_backend_max_connections", 50, svc, None, knobs.specs())
+    assert "app_backend_max_connections" in why and "shop" in why and "template" in why
+    assert service_fit.misfit("logback_audit_appender", "ASYNC", svc, None, knobs.specs())
+    assert service_fit.misfit("tomcat_threads_max", 300, svc, None, knobs.specs()) is None
+    assert service_fit.misfit("jvm_gc", "g1", svc, None, knobs.specs()) is None
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "mine.yml.j2").write_text("shop:\n  pool: {{ app_compose_pool_size }}\n")
+    templated = descriptor(tmp_path / "t", more="template: mine.yml.j2\n")
+    assert templated.template_knobs == {"app_compose_pool_size"}
+    assert service_fit.misfit("app_compose_pool_size", 8, templated, None, knobs.specs()) is None
+    assert service_fit.misfit("app_compose_queue_size", 8, templated, None, knobs.specs())
+    sample = service.load(service.DEFAULT)          # the lab's own app: its template reads all of its knobs
+    assert {k for k, v in knobs.specs().items() if v.get("needs") == "template"} <= sample.template_knobs
+
+
+def test_a_stack_a_start_alone_and_the_port_come_from_the_descriptor(tmp_path):
+    svc, two = descriptor(tmp_path), stacked(tmp_path)
+    assert "one jar" in service_fit.misfit("app_stack", "camel4", svc, None, knobs.specs())
+    assert service_fit.misfit("app_stack", "camel4", two, None, knobs.specs()) is None
+    assert "cds: true" in service_fit.misfit("jvm_cds", True, svc, None, knobs.specs())
+    assert service_fit.misfit("jvm_cds", True, service.load(service.DEFAULT), None, knobs.specs()) is None
+    assert "port: 9966" in service_fit.misfit("tomcat_http_port", 8081, svc, None, knobs.specs())
 
 
 def test_apr_needs_a_tomcat_that_still_has_it(tmp_path):
-    boot3 = facts(tmp_path)
-    why = service_fit.misfit("tomcat_ajp_connector", "apr", boot3, "shop", knobs.specs())
+    boot3 = descriptor(tmp_path)
+    why = service_fit.misfit("tomcat_ajp_connector", "apr", boot3, None, knobs.specs())
     assert "Tomcat ≤ 9.0.113" in why and "10.1.48" in why and "3.5.7" in why
-    assert service_fit.misfit("tomcat_ajp_connector", "nio2", boot3, "shop", knobs.specs()) is None
+    assert service_fit.misfit("tomcat_ajp_connector", "nio2", boot3, None, knobs.specs()) is None
     (tmp_path / "2").mkdir()
-    boot2 = facts(tmp_path / "2", BOOT2, BOOT2_LIBS)
-    assert service_fit.misfit("tomcat_ajp_connector", "apr", boot2, "shop", knobs.specs()) is None
+    boot2 = descriptor(tmp_path / "2", BOOT2, BOOT2_LIBS)
+    assert service_fit.misfit("tomcat_ajp_connector", "apr", boot2, None, knobs.specs()) is None
     (tmp_path / "3").mkdir()
-    newer = facts(tmp_path / "3", BOOT2, ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.115.jar"))
-    assert "9.0.115" in service_fit.misfit("tomcat_ajp_connector", "apr", newer, "shop", knobs.specs())
+    newer = descriptor(tmp_path / "3", BOOT2, ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.115.jar"))
+    assert "9.0.115" in service_fit.misfit("tomcat_ajp_connector", "apr", newer, None, knobs.specs())
+    (tmp_path / "4").mkdir()
+    two = stacked(tmp_path / "4")        # per build: the machine's app_stack says which Tomcat
+    assert service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel3", knobs.specs()) is None
+    assert "10.1.48" in service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel4", knobs.specs())
+    with pytest.raises(ValueError, match="--set tomcat_ajp_connector=apr: .*10.1.48"):
+        design.config_knobs("tuned", {"tuned": {"app_stack": "camel4", "tomcat_ajp_connector": "apr"}}, two)
 
 
 def test_the_tuned_set_is_given_to_a_service_without_what_it_cannot_take(tmp_path):
     svc = descriptor(tmp_path)
-    sample = design.config_knobs("tuned")
+    sample = design.config_knobs("tuned", service=service.load(service.DEFAULT))
     mine = design.config_knobs("tuned", service=svc)
     assert sample["tomcat_ajp_connector"] == "apr" and mine["tomcat_ajp_connector"] == "nio"   # the catalog's
     assert mine["tomcat_threads_max"] == sample["tomcat_threads_max"] == 150
     assert mine["logback_audit_appender"] != sample["logback_audit_appender"]
     left = design.left_out("tuned", svc)
     assert "tomcat_ajp_connector" in left and "logback_audit_appender" in left and "tomcat_threads_max" not in left
-    assert design.left_out("tuned", None) == {}
+    assert design.left_out("tuned", service.load(service.DEFAULT)) == {}, "the sample app takes all of tuned.yml"
     # the machine named tuned gets the catalog's value back by an override (its host_vars hold tuned.yml)
     overrides = design.Trial().overrides({}, svc)
     assert overrides["tuned"]["tomcat_ajp_connector"] == "nio"
@@ -81,7 +110,7 @@ def test_a_set_value_the_service_cannot_take_is_refused_naming_it(tmp_path):
     svc = descriptor(tmp_path)
     with pytest.raises(ValueError, match=r"--set tomcat_ajp_connector=apr: .*Tomcat 10\.1\.48"):
         design.config_knobs("tuned", {"tuned": {"tomcat_ajp_connector": "apr"}}, svc)
-    with pytest.raises(ValueError, match="--set app_compose_pool_size=8: .*sample app.*shop"):
+    with pytest.raises(ValueError, match="--set app_compose_pool_size=8: .*shop.*template"):
         run.Options(overrides=["tuned:app_compose_pool_size=8"], service=svc)
     opts = run.Options(overrides=["tuned:tomcat_threads_max=300"], service=svc)
     assert opts.trials()[0].overrides(opts.sets, svc)["tuned"]["tomcat_threads_max"] == 300
@@ -95,18 +124,26 @@ def test_a_service_without_its_own_plan_or_with_another_model_is_refused(tmp_pat
     svc = descriptor(tmp_path / "b")
     with pytest.raises(ValueError, match="--model open: a service's own plan"):
         run.Options(profile=load.Profile(model="open"), service=svc)
+    assert run.Options(profile=load.Profile(model="open")).service.name == "sample", "the lab's plan: every model"
 
 
 def test_the_ansible_vars_and_the_record_say_what_runs(tmp_path):
     svc = descriptor(tmp_path)
     got = service.ansible_vars(svc)
     assert got["tomcat_http_port"] == 9966
-    assert got["lab_service"]["proxy_path"] == "/shop/" and got["lab_service"]["camel"] is None
+    assert got["lab_service"]["proxy_path"] == "/shop/"
+    assert got["lab_service"]["builds"] == {"": {"jar": str(tmp_path / "shop.jar"), "camel": None, "tomcat": "10.1.48"}}
     assert got["lab_service"]["mock"] is None and "kit" not in got["lab_service"], "every run's: lab_kit_jar"
-    assert service.ansible_vars(None) == {"lab_service": None}
     kept = service.record(svc)
     assert kept["name"] == "shop" and kept["facts"]["tomcat_version"] == "10.1.48" and kept["labels"] == ["GET owners"]
     json.dumps(kept)
+    (tmp_path / "2").mkdir()
+    two = stacked(tmp_path / "2")       # the builds the machines run, by their app_stack
+    both = service.ansible_vars(two, {"default": {"app_stack": "camel3"}, "tuned": {"app_stack": "camel4"}})
+    assert sorted(both["lab_service"]["builds"]) == ["camel3", "camel4"]
+    assert both["lab_service"]["builds"]["camel3"]["tomcat"] == "9.0.83"
+    kept = service.record(two, {"default": {"app_stack": "camel3"}, "tuned": {"app_stack": "camel4"}})
+    assert kept["facts"] is None and kept["stacks"] == ["camel3", "camel4"]
 
 
 # -- the service's own plan, two-sided --------------------------------------------------------------------------

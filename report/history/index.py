@@ -135,7 +135,7 @@ def _sweep(folder: Path) -> Entry:
     points = [Path(p.get("run_dir") or "").name for p in sweep.get("points") or [] if isinstance(p, dict)]
     return Entry(id=folder.name, kind="sweep", label=folder.name.split("-", 1)[-1], status=sweep.get("status") or "",
                  started=sweep.get("started") or _stamp_time(folder.name), design=sweep.get("kind") or "sweep",
-                 load=profile(sweep.get("load") or {}), service=sweep.get("service") or "sample",
+                 load=profile(sweep.get("load") or {}), service=(sweep.get("service") or {}).get("name") or "sample",
                  members=[str(p) for p in points if p])
 
 

@@ -34,8 +34,9 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
     stage length step_s; compared within a factor of HOLD_FACTOR), keep-alive, scheme and request mix, and the
     host facts that change the noise: provider (libvirt VMs or real hosts), libvirt's accelerator (kvm, tcg), the
     host's CPU count and whether the machines swapped host cores half-way (a fixed placement keeps a core's bias
-    that a swap cancels); and the service the machines ran with its plan (the lab's sample app when run.json names
-    none: an A/A of one service never calibrates another's). None where run.json does not say."""
+    that a swap cancels); and the service the machines ran with its plan (the sample app and the lab's own plan when
+    run.json names none, as runs before the sample app had a descriptor: an A/A of one service never calibrates
+    another's). None where run.json does not say."""
     load = run.load
     model = load.get("model")
     rates = load.get("step_rates")
@@ -45,8 +46,8 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
           "scheme": load.get("scheme"), "mix": load.get("mix"), "provider": run.get("provider"),
           "host_cpus": run.get("host", "cpus")}
     service = run.get("service", default=None) or {}
-    fp["service"] = (f"{service.get('name')} ({Path(str(service.get('plan'))).name})" if service.get("name")
-                     else "the lab's sample app")
+    plan = Path(str(service["plan"])).name if service.get("plan") else "the lab's plan"
+    fp["service"] = f"{service.get('name') or 'sample'} ({plan})"
     for key in SIZE.get(str(model), ()):
         fp[key] = tuple(rates) if key == "step_rates" and rates is not None else load.get(key)
     if fp["provider"] != "hosts":       # real hosts have no accelerator nor pinned cores of the lab's

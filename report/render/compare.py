@@ -33,10 +33,10 @@ def render(out: str | Path, runs: list[LoadedRun]) -> str:
         kind = {"aa": f"A/A ({d['configurations']['default']} on both machines)", "ab": "A/B"}.get(d["kind"], d["kind"])
         swap = " — roles swapped" if r.swapped else ""
         trial = f", trial {d['trial']} of {d['trials']}" if d.get("trial") else ""
-        service = (r.run.get("service", "name", default=None) or "the sample app")
+        service = f"service {r.run.get('service', 'name', default=None) or 'sample'}"
         lines.append(f"- [{name}](../{name}/report.html): {kind}{trial}{swap} of {service}; status {r.run.status}; "
                      f"verdict: {_verdict_of(r)}")
-    services = {r.run.get("service", "name", default=None) for r in runs}
+    services = {r.run.get("service", "name", default=None) or "sample" for r in runs}
     if len(services) > 1:
         lines += ["", "> **These runs are of different services**: a change between them is the services' difference, "
                       "not a knob's."]

@@ -231,8 +231,9 @@ def design_lines(run: RunInfo) -> list[str]:
 
 
 def service_lines(run: RunInfo) -> list[str]:
-    """The service the machines ran when it was not the lab's sample app (run.json service): what its jar is, and
-    the knobs of a configuration's knob set it could not take (left out of that side)."""
+    """The service the machines ran (run.json service; none in runs from before the sample app had a descriptor): what
+    its jar is (or its builds, when the machines ran two), and the knobs of a configuration's knob set it could not
+    take (left out of that side)."""
     svc = run.get("service", default=None)
     if not isinstance(svc, dict) or not svc.get("name"):
         return []
@@ -240,8 +241,10 @@ def service_lines(run: RunInfo) -> list[str]:
     what = ", ".join(x for x in (f"Spring Boot {facts['boot_version']}" if facts.get("boot_version") else "",
                                  f"Tomcat {facts['tomcat_version']}" if facts.get("tomcat_version") else "",
                                  f"Camel {facts['camel_version']}" if facts.get("camel_version") else "") if x)
-    lines = [f"Service: **{svc['name']}** ({Path(str(svc.get('jar', '?'))).name}{': ' + what if what else ''}), with "
-             "the lab's tuning kit on its class path; HTTPD forwards " + str(svc.get("proxy_path", "?")) + "."]
+    jar = (Path(str(svc["jar"])).name if svc.get("jar") else
+           f"builds {', '.join(svc.get('stacks') or [])} by app_stack: each machine's versions below")
+    lines = [f"Service: **{svc['name']}** ({jar}{': ' + what if what else ''}), with the lab's tuning kit on its class "
+             "path; HTTPD forwards " + str(svc.get("proxy_path", "?")) + "."]
     for config, left in sorted((svc.get("left_out") or {}).items()):
         if isinstance(left, dict) and left:
             lines.append(f"Left out of {config} (the service cannot take them): " + ", ".join(sorted(left)) + ".")

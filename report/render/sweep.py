@@ -50,7 +50,7 @@ def render(data: dict[str, Any], trials: list[Trial]) -> str:
     lines = [f"# Camel Tuning Lab — {title} {data['sweep_id']}", ""]
     load_ = data.get("load") or {}
     svc = data.get("service") or {}
-    named = (f"service {svc['name']}'s own plan {Path(str(svc.get('plan'))).name}" if svc.get("name")
+    named = (f"service {svc['name']}'s own plan {Path(str(svc.get('plan'))).name}" if svc.get("plan")
              else load_.get("name", "lab"))
     lines.append(f"Status {data['status']}: {len(done)} of {len(trials)} trials reported. Each trial is one A/B run: "
                  f"the default side unchanged (the control), the tuned side on knob set {data['configuration']} with "

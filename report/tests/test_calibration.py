@@ -43,7 +43,7 @@ def run_with(tmp_path, load=None, **host):
     ({}, {"host": {"cpus": 8}}, "host CPUs 8, not 2"),
     ({"ramp_up_s": None}, {}, "its run.json does not record the ramp-up (s)"),
     ({}, {"core_swap": {"mode": "swap", "at_s": 240, "swapped_at": 1.8e9}}, "host cores swapped, not fixed"),
-    ({}, {"service": {"name": "shop", "plan": "/x/shop.jmx"}}, "service shop (shop.jmx), not the lab's sample app"),
+    ({}, {"service": {"name": "shop", "plan": "/x/shop.jmx"}}, "service shop (shop.jmx), not sample (the lab's plan)"),
 ])
 def test_an_aa_of_another_load_or_host_does_not_match(tmp_path, load, host, why):
     mine = run_with(tmp_path / "a")
@@ -57,6 +57,8 @@ def test_an_aa_of_one_service_calibrates_only_that_service_and_plan(tmp_path):
     assert mismatch(mine, run_with(tmp_path / "c", service={**shop, "plan": "/services/other.jmx"})) == \
         "service shop (other.jmx), not shop (shop.jmx)"
     assert mismatch(run_with(tmp_path / "d"), run_with(tmp_path / "e", service=None)) is None   # sample app, old
+    sample = {"name": "sample", "plan": None, "lab_plan": True}       # its descriptor: an old run's A/A still fits
+    assert mismatch(run_with(tmp_path / "f", service=sample), run_with(tmp_path / "g")) is None
 
 
 def test_the_same_load_matches_with_a_hold_within_a_factor_of_two(tmp_path):

@@ -32,5 +32,12 @@ def test_a_service_run_says_what_ran_and_what_was_left_out(tmp_path):
 def test_the_sample_apps_run_says_its_mix_and_no_service(tmp_path):
     assert service_lines(run(tmp_path, service=None)) == []
     assert service_lines(run(tmp_path)) == []           # a run folder from before services
+    sample = {"name": "sample", "jar": None, "facts": None, "stacks": ["camel3", "camel4"], "proxy_path": "/api/",
+              "plan": None, "lab_plan": True}
+    assert service_lines(run(tmp_path, service=sample)) == [
+        "Service: **sample** (builds camel3, camel4 by app_stack: each machine's versions below), with the lab's "
+        "tuning kit on its class path; HTTPD forwards /api/."]
+    line = _run_line(run(tmp_path, service=sample))
+    assert "load lab: closed model" in line and "mix get 60 %, summary 25 %" in line
     line = _run_line(run(tmp_path))
     assert "load lab: closed model" in line and "mix get 60 %, summary 25 %" in line

@@ -171,12 +171,12 @@ def test_compare_puts_runs_side_by_side(ab_run, tmp_path):
     change = re.findall(r"\+(\d+) % \(95 % CI", row)
     assert change and 35 <= int(change[0]) <= 65, row
     assert (out / "compare.html").read_text().startswith("<!DOCTYPE html>")
-    assert "of the sample app; status" in text and "different services" not in text
+    assert "of service sample; status" in text and "different services" not in text
     record = json.loads((other / "run.json").read_text())          # the second run: a service of the user's
     (other / "run.json").write_text(json.dumps({**record, "service": {"name": "petclinic-rest"}}))
     python("-m", "report", "compare", str(tmp_path / "cmp2"), str(ab_run), str(other))
     text = (tmp_path / "cmp2" / "compare.md").read_text()
-    assert "of petclinic-rest; status" in text and "These runs are of different services" in text
+    assert "of service petclinic-rest; status" in text and "These runs are of different services" in text
 
 
 def test_bad_folders_are_refused(tmp_path):

@@ -1,0 +1,220 @@
+"""A service descriptor's fields, each read and checked on its own (service.load puts them together).
+
+Every reader names the file, the field and why when it refuses (DescriptorError). Paths are relative to the
+descriptor's folder.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import jinja2.meta
+
+from lab import maven, paths
+from lab.experiment.load import plan_check, request_list
+from lab.provision import jarinfo
+
+GUEST_JAVA = 17                       # the machines' OpenJDK (Debian bookworm's openjdk-17)
+BOOT_LINES = ("2.7", "3")             # the kit's Spring Boot lines
+RESERVED_PORTS = {22: "SSH", 80: "HTTPD", 443: "HTTPD's TLS front", 8009: "the AJP connector",
+                  9080: "the mock", 44321: "PCP's pmcd"}
+URL_PATH = re.compile(r"/[\w.~%/-]*")
+LOG_NAME = re.compile(r"[\w][\w.-]{0,59}")
+STACK_NAMES = ("camel3", "camel4")    # the knob app_stack's choices (ansible/knobs.yml): what `stacks:` may name
+
+
+class DescriptorError(ValueError):
+    """A descriptor the lab cannot run; the message names the file, the field and why."""
+
+
+@dataclass(frozen=True)
+class Mock:
+    stubs: Path | None = None
+    extra_ports: tuple[int, ...] = ()
+    builtin: bool = False
+
+    def to_dict(self) -> dict:
+        """As Ansible's lab_service.mock and run.json's service.mock have it."""
+        return {"stubs": str(self.stubs) if self.stubs else None, "extra_ports": list(self.extra_ports),
+                "builtin": self.builtin}
+
+
+def fail(where: str, key: str, why: str) -> DescriptorError:
+    return DescriptorError(f"{where}: {key}: {why}")
+
+
+def whole(raw: dict, key: str, default: int, low: int, high: int, where: str) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise fail(where, key, f"must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def flag(raw: dict, key: str, where: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise fail(where, key, f"must be true or false, got {value!r}")
+    return value
+
+
+def url_path(value, key: str, where: str) -> str:
+    if not isinstance(value, str) or not URL_PATH.fullmatch(value):
+        raise fail(where, key, f"must be a URL path starting with /, got {value!r}")
+    return value
+
+
+def file(base: Path, value, key: str, where: str, directory: bool = False, exists: bool = True) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise fail(where, key, "must be a path (relative to the descriptor)")
+    path = (base / value).resolve()
+    if exists and not (path.is_dir() if directory else path.is_file()):
+        raise fail(where, key, f"{path}: no such {'directory' if directory else 'file'}")
+    return path
+
+
+def jar(base: Path, raw, where: str, name: str) -> Path:
+    """`jar:` a path, or {maven: group:artifact:version[:classifier]} resolved from Maven Central."""
+    if not isinstance(raw, dict):
+        return file(base, raw, "jar", where)
+    if set(raw) != {"maven"} or not isinstance(raw["maven"], str):
+        raise fail(where, "jar", "a path, or {maven: group:artifact:version[:classifier]} (from Maven Central)")
+    try:       # kept beside the lab's other state: resolved once
+        return maven.artifact(raw["maven"], paths.STATE_DIR / "services" / name / "jar", DescriptorError)
+    except DescriptorError as e:
+        raise fail(where, "jar.maven", str(e)) from None
+
+
+def stacks(base: Path, raw, project: Path | None, where: str) -> dict[str, Path]:
+    """`stacks:` {name: jar}: the service's builds, the knob app_stack choosing one per machine. A build's jar may
+    be missing only where `build:` makes it."""
+    if not isinstance(raw, dict) or not raw:
+        raise fail(where, "stacks", f"must map build names ({', '.join(STACK_NAMES)}) to jars")
+    for key in raw:
+        if key not in STACK_NAMES:
+            raise fail(where, f"stacks.{key}", f"not a choice of the knob app_stack ({', '.join(STACK_NAMES)})")
+    return {key: file(base, value, f"stacks.{key}", where, exists=project is None) for key, value in raw.items()}
+
+
+def build_project(base: Path, raw, where: str) -> Path | None:
+    """`build:` the Maven project (with its mvnw there or in a parent) that makes a build of `stacks:` when it is
+    missing or older than the project's sources: `mvnw package -pl STACK -am`."""
+    if raw is None:
+        return None
+    project = file(base, raw, "build", where, directory=True)
+    if not (project / "pom.xml").is_file():
+        raise fail(where, "build", f"{project}: no pom.xml (a Maven project whose modules are the stacks)")
+    return project
+
+
+def facts_checked(jar_path: Path, where: str, key: str = "jar") -> jarinfo.JarFacts:
+    """What the jar says of itself, refused where the lab cannot run it."""
+    try:
+        facts = jarinfo.read(jar_path)
+    except jarinfo.JarError as e:
+        raise fail(where, key, str(e)) from None
+    if facts.boot_line not in BOOT_LINES:
+        raise fail(where, key, f"Spring Boot {facts.boot_version}: the lab's kit covers Spring Boot 2.7 and 3.x "
+                   "(Boot 4 moved the embedded Tomcat's classes; Boot before 2.7 has no AutoConfiguration.imports)")
+    if facts.java_release > GUEST_JAVA:
+        raise fail(where, key, f"compiled for Java {facts.java_release}; the machines run OpenJDK {GUEST_JAVA} "
+                   "(Debian bookworm): build it with --release 17, or wait for the lab's Java 21 machines")
+    if facts.server != "tomcat":
+        raise fail(where, key, f"its web server is {facts.server or 'none (not a web application)'}: the lab "
+                   "tunes and measures services on Spring Boot's embedded Tomcat")
+    return facts
+
+
+def properties(raw, where: str) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise fail(where, "properties", "must be a mapping of Spring property → value")
+    for key, value in raw.items():
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9][\w.\[\]-]*", key):
+            raise fail(where, f"properties.{key}", "not a Spring property name")
+        if key.startswith(("server.port", "lab.kit.")):
+            raise fail(where, f"properties.{key}", "set by the lab (port: in the descriptor; the kit's own keys)")
+        if not isinstance(value, (str, int, float, bool)):
+            raise fail(where, f"properties.{key}", f"must be a text, number or true/false, got {value!r}")
+    return dict(raw)
+
+
+def template(base: Path, raw, where: str, catalog: set[str]) -> tuple[Path | None, frozenset[str]]:
+    """`template:` a Jinja template of Spring properties (YAML) the lab renders on each machine with the knobs,
+    and the catalog's knobs it reads: those, and only those, of the knobs that reach a service through its
+    template (`needs: template`) this service takes."""
+    if raw is None:
+        return None, frozenset()
+    path = file(base, raw, "template", where)
+    try:
+        read = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(path.read_text(encoding="utf-8")))
+    except jinja2.TemplateSyntaxError as e:
+        raise fail(where, "template", f"{path}: not a Jinja template (line {e.lineno}: {e.message})") from None
+    return path, frozenset(read & catalog)
+
+
+def logs(raw, where: str) -> tuple[str, ...]:
+    """`logs:` files the service writes in its log folder (besides app.log and gc.log) that a run brings back."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(n, str) and LOG_NAME.fullmatch(n) for n in raw):
+        raise fail(where, "logs", f"must be a list of file names (no folders), got {raw!r}")
+    if {"app.log", "gc.log"} & set(raw):
+        raise fail(where, "logs", "app.log and gc.log are every service's already")
+    return tuple(raw)
+
+
+def mock(base: Path, raw, port: int, where: str) -> Mock | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"stubs", "extra_ports", "builtin"}:
+        raise fail(where, "mock", "must be a mapping of stubs, extra_ports, builtin")
+    stubs = file(base, raw["stubs"], "mock.stubs", where, directory=True) if "stubs" in raw else None
+    builtin = flag(raw, "builtin", f"{where}: mock")
+    if stubs is None and not builtin:
+        raise fail(where, "mock", "neither stubs nor builtin: nothing would answer the service's calls")
+    ports = raw.get("extra_ports", [])
+    if not isinstance(ports, list) or any(isinstance(p, bool) or not isinstance(p, int) or not 1024 <= p <= 65535
+                                          for p in ports) or len(set(ports)) != len(ports):
+        raise fail(where, "mock.extra_ports", f"must be a list of different ports from 1024 to 65535, got {ports!r}")
+    for p in ports:
+        if p in RESERVED_PORTS or p == port:
+            raise fail(where, "mock.extra_ports", f"{p} is {RESERVED_PORTS.get(p, 'the service')}'s port")
+    if stubs is not None:
+        from mock_service import stub_files  # the mock's own reading: what the machines will serve
+        try:
+            stub_files.load(stubs)
+        except stub_files.StubError as e:
+            raise fail(where, "mock.stubs", str(e)) from None
+    return Mock(stubs, tuple(ports), builtin)
+
+
+def health(raw: dict, actuator: bool | None, where: str) -> str:
+    """`health:`; its default /actuator/health only where the jar has actuator (None: not known yet, no default)."""
+    if "health" not in raw and not actuator:
+        raise fail(where, "health", "missing, and the jar has no actuator (no /actuator/health): give the path "
+                   "that answers 200 once the service is up" if actuator is False else
+                   "missing: give the path that answers 200 once the service is up (its builds are not made yet)")
+    return url_path(raw.get("health", "/actuator/health"), "health", where)
+
+
+def load(base: Path, raw, where: str, name: str) -> tuple[plan_check.PlanFacts | None, bool]:
+    """`load:` → (the service's own plan, checked; whether it runs the lab's own plan instead)."""
+    if raw is None:
+        return None, False
+    if raw == {"lab_plan": True}:       # jmeter/plan.jmx: the sample app's API, every load model
+        return None, True
+    if not isinstance(raw, dict) or len(raw) != 1 or set(raw) - {"plan", "requests"}:
+        raise fail(where, "load", "must be {plan: FILE.jmx} (a JMeter plan that reads the lab's properties), "
+                   "{requests: FILE.csv} (a request list the lab replays: load/request_list.py) or {lab_plan: true} "
+                   "(the lab's own plan, jmeter/plan.jmx, which calls the sample app's API)")
+    key = next(iter(raw))
+    try:
+        source = file(base, raw[key], f"load.{key}", where)
+        if key == "requests":       # the lab writes the plan that replays it, beside its other state
+            source = request_list.write_plan(source, paths.STATE_DIR / "services" / name / "requests.jmx")
+        return plan_check.check(source), False
+    except plan_check.PlanError as e:
+        raise fail(where, f"load.{key}", str(e)) from None
