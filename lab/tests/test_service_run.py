@@ -268,7 +268,8 @@ def test_the_example_descriptors_carry_their_plans():
     (["--plan", "x.jmx"], "--plan runs a plan of yours against a service of yours: add --service"),
     (["--service", "no-such-service"], "no such service descriptor"),
     (["--service", "testapp", "--set", "tuned:app_audit_enabled=false"],
-     "--set app_audit_enabled=false: app_audit_enabled tunes the lab's own sample app"),
+     "--set app_audit_enabled=false: app_audit_enabled reaches a service only through its descriptor's template, "
+     "and testapp's has none (template:)"),
     (["--service", "testapp", "--model", "open", "--rate", "5"], "--model open: a service's own plan"),
 ])
 def test_the_command_line_refuses_what_a_service_cannot_run(argv, said, capsys, monkeypatch, tmp_path):
