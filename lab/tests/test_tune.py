@@ -1,6 +1,6 @@
-"""The tuner on a stand-in lab (lab/experiment/tune/standin.py: a known function of the knobs, autocorrelated noise, a region
-that does not start): the space it searches, the search against random search, the noise floor, the knob rules,
-an interrupted study resumed."""
+"""The tuner on a stand-in lab (lab/experiment/tune/standin.py: a known function of the knobs, autocorrelated
+noise, a region that does not start): the space it searches, the search against random search, the noise floor,
+the knob rules, an interrupted study resumed."""
 from __future__ import annotations
 
 import optuna
