@@ -142,3 +142,55 @@ def test_an_interrupted_study_resumes_where_it_stopped(tmp_path):
     with pytest.raises(search.TuneError, match="another space"):
         search.Tuner(space.parse({**RAW, "pool": {"low": 1, "high": 32, "log": True}}, SPECS), storage, "resumed",
                      HOLDS, 0.03)
+
+
+# -- the command on a stand-in lab: its folder, tune.json, budget and resume --------------------------------------
+
+def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, monkeypatch):
+    """execute() with run_trial standing in for the lab: each trial a run folder with a verdict.json (the stand-in
+    lab's outcome); the budget in trials' estimated time; an interruption kept; --resume goes on."""
+    import json
+
+    from lab import paths
+    from lab.experiment import run
+    from lab.experiment.tune import command, trials
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    from lab.provision import knobs
+    tune_space = space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True},
+                              "jvm_gc": ["serial", "parallel", "g1"]}, knobs.specs())
+    lab = standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2)
+    ran, now = [], [0.0]
+
+    def run_trial(o, t, s, label):
+        values = {k: v for k, v in o.sets["tuned"].items()}
+        got = lab(values, o.profile.duration_s)
+        now[0] += command.OVERHEAD_S + o.profile.ramp_up_s + o.profile.duration_s
+        folder = paths.RESULTS / f"{label}-{len(ran)}"
+        folder.mkdir(parents=True)
+        (folder / "verdict.json").write_text(json.dumps({"effects": {
+            "tps": {"estimate": got.ratio, "low": got.low, "high": got.high}, "error_pct": {"tuned": 0.0}}}))
+        ran.append((label, values))
+        if len(ran) == 5:
+            raise KeyboardInterrupt
+        return 0, folder
+
+    plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=6 * 3600)
+    opts = run.Options(profile=load_profile())
+    said = []
+    code, folder = command.execute(opts, None, plan, run_trial, validate=lambda o, s: None, log=said.append,
+                                   clock=lambda: now[0])
+    data = json.loads((folder / "tune.json").read_text())
+    assert code == 130 and data["status"] == "interrupted" and len(data["trials"]) == 4
+    assert all(trials.SIDE == "tuned" and set(v) == {"tomcat_threads_max", "jvm_gc"} for _, v in ran)
+    assert "tune: 2 knobs on the tuned side" in said[0] and any("trial 1 of about" in line for line in said)
+    code, again = command.execute(opts, None, plan, run_trial, validate=lambda o, s: None, resume_folder=folder,
+                                  log=said.append, clock=lambda: now[0])
+    data = json.loads((folder / "tune.json").read_text())
+    assert again == folder and code == 0 and data["status"] == "complete" and len(data["trials"]) > 5
+    assert data["spent_s"] <= plan.budget_s, "a resumed tune goes on with what is left of its budget"
+    assert [r["number"] for r in data["results"]] == sorted(r["number"] for r in data["results"])
+
+
+def load_profile():
+    from lab.experiment import load
+    return load.Profile(users=10, ramp_up_s=30, duration_s=60)

@@ -1,0 +1,78 @@
+"""A tune's trial on the lab: the candidate's knob values on the tuned side, the control (the default side) unchanged,
+an ordinary A/B run (its own run folder, report and verdict.json) at the hold the search asks for; its verdict read
+back as the tuner's Outcome, with the constraints it broke.
+
+The constraints are constraints, never penalties: the candidate's errors at most MAX_ERROR_PCT (its level, as a
+gate `errors<=0.1%` judges it), its p99 under a target when one is given; a candidate that failed to start, stopped
+answering or left no verdict is infeasible with why. The knob rules (types, ranges, the rules between knobs, the
+memory estimate) are checked before a trial starts (`rules()`: the lab's own validation), never by a failed
+provisioning.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from lab.experiment.tune.search import Outcome
+
+MAX_ERROR_PCT = 0.1
+SIDE = "tuned"                  # the side that runs the candidate; default is the control
+
+
+def options(opts, values: dict, hold_s: int, label: str):
+    """The run options of one trial: the tune's, the candidate's values on the tuned side, the hold asked for."""
+    extra = [f"{SIDE}:{knob}={json.dumps(value)}" for knob, value in values.items()]
+    return dataclasses.replace(opts, overrides=list(opts.overrides) + extra, label=label,
+                               profile=dataclasses.replace(opts.profile, duration_s=hold_s))
+
+
+def outcome(run_dir: Path, exit_code: int, p99_target_ms: float | None = None) -> Outcome:
+    """The trial's verdict.json as the tuner's Outcome."""
+    name = run_dir.name
+    try:
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+    except (OSError, ValueError):
+        return Outcome(None, violations=(f"no verdict (exit {exit_code}): see {name}",), run=name)
+    effects = verdict.get("effects") or {}
+    tps = effects.get("tps") or {}
+    if exit_code != 0 or tps.get("estimate") is None:
+        why = verdict.get("verdict") or f"exit {exit_code}"
+        return Outcome(None, violations=(f"no paired interval: {why}",), run=name)
+    broke = []
+    errors = (effects.get("error_pct") or {}).get("tuned")
+    if errors is not None and errors > MAX_ERROR_PCT:
+        broke.append(f"errors {errors:.2f} % > {MAX_ERROR_PCT} %")
+    p99 = (effects.get("p99") or {}).get("tuned")           # ms
+    if p99_target_ms is not None and p99 is not None and p99 > p99_target_ms:
+        broke.append(f"p99 {p99:.0f} ms > {p99_target_ms:.0f} ms")
+    return Outcome(tps["estimate"], tps.get("low"), tps.get("high"), tuple(broke), name)
+
+
+def evaluator(opts, s, run_trial, series: str, p99_target_ms: float | None = None,
+              on_run: Callable[[Path], None] = lambda folder: None, done: int = 0):
+    """(values, hold_s) → Outcome: one A/B run of the candidate by run_trial (trial.run_trial), in the tune's series
+    (done: its runs so far, a resumed tune's)."""
+    count = [done]
+
+    def evaluate(values: dict, hold_s: int) -> Outcome:
+        count[0] += 1
+        o = options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}")
+        code, run_dir = run_trial(o, o.trials(series=series, repeat=1)[0], s, o.label)
+        on_run(run_dir)
+        if code == 130:
+            raise KeyboardInterrupt
+        return outcome(run_dir, code, p99_target_ms)
+    return evaluate
+
+
+def rules(opts, s, validate) -> Callable[[dict], str | None]:
+    """values → why the lab's validation refuses them (validate: run.validate), None when it takes them."""
+    def check(values: dict) -> str | None:
+        try:
+            validate(options(opts, values, opts.profile.duration_s, "check"), s)
+        except ValueError as refused:
+            return str(refused)
+        return None
+    return check
