@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lab import lock, machines, paths, steps
+from lab.cli import tune_command
 from lab.cli.arguments import INSIST_MEMORY_HELP, add_run_options, parser  # noqa: F401 - the command line's own
 from lab.experiment import check, disk, load, record, reporting, run, service, service_check, sweep
 from lab.experiment.load import plan_check
@@ -45,7 +46,7 @@ def cmd_exec(argv: list[str]) -> int:
 
 # a command's own options that share a name (dest) with a run option
 COMMAND_OPTIONS = {"provision": {"overrides", "insist_memory"}, "report": {"warmup"}, "sweep": "run", "ablate": "run",
-                   "down": {"hosts"}}
+                   "tune": "run", "down": {"hosts"}}
 
 
 def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
@@ -112,7 +113,7 @@ def interruptible() -> None:
 
 
 # the commands that change the lab take its lock (one at a time); those that only read need neither it nor root
-LOCKED = (None, "sweep", "ablate", "up", "down", "provision", "prereqs")
+LOCKED = (None, "sweep", "ablate", "tune", "up", "down", "provision", "prereqs")
 WITHOUT_ROOT = ("report", "compare", "status", "service", "runs", "history", "gate")
 
 
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_history(args)
         if args.command == "status" and os.geteuid() != 0:
             return status_without_root()
-        opts = run_options(args) if args.command in (None, "sweep", "ablate") else None
+        opts = run_options(args) if args.command in (None, "sweep", "ablate", "tune") else None
         command = "./start.sh " + " ".join(sys.argv[1:] if argv is None else argv)
         with lock.hold(command.strip(), log=steps.note) if args.command in LOCKED else contextlib.nullcontext():
             return dispatch(args, opts)
@@ -185,11 +186,13 @@ def dispatch(args, opts: run.Options | None) -> int:
             hosts_down.down(args.hosts, steps.note)
         return 0
     owner = netns.foreign_owner() if opts is None or opts.hosts is None else None   # hosts: no namespace
-    if owner and args.command in ("up", "down", "exec", "sweep", "ablate", None):
+    if owner and args.command in ("up", "down", "exec", "sweep", "ablate", "tune", None):
         raise lifecycle.LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: "
                                  f"run ./start.sh down there first (only one lab can run on a host)")
     if args.command is None:
         return run.execute(opts, s)
+    if args.command == "tune":
+        return tune_command.execute(args, opts, s)
     if plan is not None:
         code = sweep.execute(plan, opts, s)     # validates every trial first
         run.take_down(opts)

@@ -33,6 +33,7 @@ commands:
   service   check NAME|PATH: a service of your own checked on this host (descriptor, jar, stubs, plan, one start)
   runs      every run folder, from results/index.sqlite: ./start.sh runs [--label …] [--since …] [--service …]
   history   comparable runs in order and their change points: ./start.sh history [--ignore KNOB,…]
+  tune      search the knobs within a budget: ./start.sh tune --budget 2h [--space FILE] [--holds 2m,6m] [run options]
   gate      a finished run against gates: ./start.sh gate results/<run-id> --gate 'tps>=+10%%' (exit 3 on a failure)
   exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
 
@@ -134,7 +135,20 @@ def parser() -> argparse.ArgumentParser:
     sw.add_argument("--max-trials", type=int, default=sweep.MAX_TRIALS, metavar="N",
                     help=f"refuse a plan of more trials (default {sweep.MAX_TRIALS})")
     ab = sub.add_parser("ablate", help="the tuned set with one tier's changes reverted at a time")
-    for command in (sw, ab):        # run options before or after the command; typed ones only (no default here)
+    tu = sub.add_parser("tune", help="search the knob space within a budget (optuna TPE, successive halving)")
+    tu.add_argument("--budget", type=seconds, default=None, metavar="TIME",
+                    help="how long the search may take, e.g. 2h (a resumed tune: what is left of its own)")
+    tu.add_argument("--space", type=Path, default=None, metavar="FILE",
+                    help="knob: range (YAML) to search instead of the catalog's tune: ranges (ansible/knobs.yml)")
+    tu.add_argument("--holds", type=lambda t: tuple(seconds(x) for x in t.split(",")), default=(120, 360),
+                    metavar="T1,T2,…", help="the trials' holds, shortest first; a third of each hold's candidates "
+                    "go on to the next (default 2m,6m)")
+    tu.add_argument("--floor", type=float, default=0.05, metavar="FRACTION",
+                    help="the noise floor: a gain counts when its interval's lower bound clears it (default 0.05: "
+                         "what an A/A of the load spreads by between runs)")
+    tu.add_argument("--resume", type=Path, default=None, metavar="FOLDER",
+                    help="go on with a tune folder's study (its space, holds and budget)")
+    for command in (sw, ab, tu):        # run options before or after the command; typed ones only (no default here)
         run_group = command.add_argument_group("run options (as for the full run; before or after the command)")
         add_run_options(lambda *names, _group=run_group, **kw:
                         _group.add_argument(*names, **{**kw, "default": argparse.SUPPRESS}))

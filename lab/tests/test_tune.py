@@ -72,8 +72,8 @@ def trials_to_reach(kind: str, seed: int, budget: int = 40) -> int:
     """Trials until the tuner's best proven candidate is within 5 % of the optimum's true ratio (budget + 1: never)."""
     lab = standin.StandIn(space.parse(RAW, SPECS), OPTIMUM, infeasible=infeasible, seed=seed)
     top = lab.true_ratio(OPTIMUM)
-    sampler = optuna.samplers.RandomSampler(seed=seed) if kind == "random" else optuna.samplers.TPESampler(seed=seed)
-    t = tuner(f"{kind}-{seed}", sampler)
+    sampler = optuna.samplers.RandomSampler(seed=seed) if kind == "random" else None     # None: the lab's TPE
+    t = tuner(f"{kind}-{seed}", sampler, seed=seed)
     for k in range(1, budget + 1):
         t.step(lab)
         best = t.best()
@@ -194,3 +194,18 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, monke
 def load_profile():
     from lab.experiment import load
     return load.Profile(users=10, ramp_up_s=30, duration_s=60)
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["tune"], "tune: --budget TIME"),
+    (["tune", "--budget", "2h", "--holds", "360,120"], "--holds 360,120: positive, different, shortest first"),
+    (["tune", "--budget", "2h", "--floor", "1.5"], "--floor 1.5: a fraction"),
+    (["tune", "--budget", "5m"], "not even one trial fits"),
+    (["tune", "--budget", "2h", "--space", "nowhere.yml"], "nowhere.yml: cannot be read"),
+    (["tune", "--resume", "nowhere"], "--resume nowhere: not a tune folder"),
+])
+def test_a_tune_the_lab_cannot_run_is_refused_before_anything_starts(argv, said):
+    from lab.cli import arguments, tune_command
+    with pytest.raises(ValueError) as refused:
+        tune_command.plan_of(arguments.parser().parse_args(argv))
+    assert said in str(refused.value)

@@ -95,7 +95,7 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
 
 def execute(opts, s, plan: Plan, run_trial, validate, resume_folder: Path | None = None, log=print,
             clock=time.monotonic) -> tuple[int, Path]:
-    """Runs trials while the budget allows another shortest one; (exit code, tune folder)."""
+    """Runs trials while the budget has room for another whole one; (exit code, tune folder)."""
     folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
     tuner = search.Tuner(plan.space, f"sqlite:///{folder / 'study.sqlite'}", STUDY, plan.holds_s, plan.floor,
                          rules=trials.rules(opts, s, validate))
@@ -105,13 +105,14 @@ def execute(opts, s, plan: Plan, run_trial, validate, resume_folder: Path | None
     log(plan.describe(opts.profile.ramp_up_s))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(opts.profile.ramp_up_s)
-    shortest = plan.trial_s(plan.holds_s[0], opts.profile.ramp_up_s)
+    # a trial starts only when it fits whole: successive halving may take it through every hold
+    whole = sum(plan.trial_s(h, opts.profile.ramp_up_s) for h in plan.holds_s)
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
     try:
         k = len(tuner.results())
-        while left() >= shortest:
+        while left() >= whole:
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
             tuner.step(evaluate)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ import optuna
 from lab.experiment.tune.space import Space
 
 REDUCTION = 3                 # successive halving: a third of each length's trials go on to the next
+STARTUP = 5                   # TPE's random candidates before it models: trials cost minutes each, not seconds
 MAX_REFUSED = 200             # proposals in a row the knob rules refuse before the space is called unsearchable
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -71,7 +73,7 @@ class Tuner:
         self.space, self.holds_s, self.floor, self.rules = space, tuple(holds_s), floor, rules
         self.study = optuna.create_study(
             storage=storage, study_name=name, load_if_exists=True, direction="maximize",
-            sampler=sampler or optuna.samplers.TPESampler(seed=seed),
+            sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP),
             pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=REDUCTION))
         self._check_same_space()
 
@@ -143,10 +145,13 @@ class Tuner:
 
     def importance(self) -> dict[str, float]:
         """Each knob's share of what explains the outcome (optuna's default evaluator); {} with too few trials."""
-        try:
-            return optuna.importance.get_param_importances(self.study)
-        except (RuntimeError, ValueError, ZeroDivisionError):
-            return {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")        # "too few trials": equal shares, which say nothing
+            try:
+                found = optuna.importance.get_param_importances(self.study)
+            except (RuntimeError, ValueError, ZeroDivisionError):
+                return {}
+        return {} if len(set(found.values())) <= 1 else found
 
 
 def json_safe(value):

@@ -1,0 +1,49 @@
+"""`./start.sh tune`: the tune's plan from the command line, checked before anything starts (the space, the holds,
+the floor, the budget; a resumed tune's own from its tune.json), then the search (lab/experiment/tune/command.py),
+the tune folder indexed, the machines taken down when asked."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lab.experiment import reporting, run, trial
+from lab.experiment.tune import command, space
+from lab.provision import knobs
+
+
+def plan_of(args) -> command.Plan:
+    """The plan: a new tune's from its arguments, a resumed one's from its tune.json; ValueError naming the problem."""
+    if args.resume is not None:
+        try:
+            saved = json.loads((args.resume / "tune.json").read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--resume {args.resume}: not a tune folder (tune.json: {e})") from None
+        if args.space is not None:
+            raise ValueError("--resume goes on with the tune's own space: leave --space out")
+        params = tuple(space.Param(**{**p, "choices": tuple(p.get("choices") or ())}) for p in saved["space"])
+        budget = args.budget if args.budget is not None else saved["budget_s"]
+        return command.Plan(space.Space(params), tuple(saved["holds_s"]), saved["floor"], budget,
+                            saved.get("p99_target_ms"))
+    if args.budget is None:
+        raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
+    if not 0 <= args.floor < 1:
+        raise ValueError(f"--floor {args.floor}: a fraction from 0 to 1, e.g. 0.05")
+    holds = tuple(args.holds)
+    if not holds or any(h <= 0 for h in holds) or list(holds) != sorted(set(holds)):
+        raise ValueError(f"--holds {','.join(map(str, holds))}: positive, different, shortest first")
+    specs = knobs.specs()
+    chosen = space.from_file(args.space, specs) if args.space else space.from_catalog(specs)
+    plan = command.Plan(chosen, holds, args.floor, args.budget)
+    whole = sum(plan.trial_s(h, 0) for h in holds)
+    if args.budget < whole:
+        raise ValueError(f"--budget {args.budget} s: not even one trial fits (~{whole} s through every hold)")
+    return plan
+
+
+def execute(args, opts: run.Options, s) -> int:
+    plan = plan_of(args)
+    run.validate(opts, s)            # the control and the tune's own --set values, before any trial
+    code, folder = command.execute(opts, s, plan, trial.run_trial, run.validate, resume_folder=args.resume)
+    reporting.index_add(Path(folder))
+    run.take_down(opts)
+    return code
