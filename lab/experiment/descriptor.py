@@ -22,7 +22,6 @@ RESERVED_PORTS = {22: "SSH", 80: "HTTPD", 443: "HTTPD's TLS front", 8009: "the A
                   9080: "the mock", 44321: "PCP's pmcd"}
 URL_PATH = re.compile(r"/[\w.~%/-]*")
 LOG_NAME = re.compile(r"[\w][\w.-]{0,59}")
-STACK_NAMES = ("camel3", "camel4")    # the knob app_stack's choices (ansible/knobs.yml): what `stacks:` may name
 
 
 class DescriptorError(ValueError):
@@ -86,14 +85,14 @@ def jar(base: Path, raw, where: str, name: str) -> Path:
         raise fail(where, "jar.maven", str(e)) from None
 
 
-def stacks(base: Path, raw, project: Path | None, where: str) -> dict[str, Path]:
-    """`stacks:` {name: jar}: the service's builds, the knob app_stack choosing one per machine. A build's jar may
-    be missing only where `build:` makes it."""
+def stacks(base: Path, raw, project: Path | None, where: str, names: tuple[str, ...]) -> dict[str, Path]:
+    """`stacks:` {name: jar}: the service's builds, the knob app_stack choosing one per machine (names: its
+    choices). A build's jar may be missing only where `build:` makes it."""
     if not isinstance(raw, dict) or not raw:
-        raise fail(where, "stacks", f"must map build names ({', '.join(STACK_NAMES)}) to jars")
+        raise fail(where, "stacks", f"must map build names ({', '.join(names)}) to jars")
     for key in raw:
-        if key not in STACK_NAMES:
-            raise fail(where, f"stacks.{key}", f"not a choice of the knob app_stack ({', '.join(STACK_NAMES)})")
+        if key not in names:
+            raise fail(where, f"stacks.{key}", f"not a choice of the knob app_stack ({', '.join(names)})")
     return {key: file(base, value, f"stacks.{key}", where, exists=project is None) for key, value in raw.items()}
 
 

@@ -22,7 +22,7 @@ from lab.provision import knob_sets, knobs, service_fit
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
 
-def _stack(config: str, chosen: dict, typed: dict, resolved: dict) -> str:
+def _stack(chosen: dict, typed: dict, resolved: dict) -> str:
     """The app_stack a configuration runs: its --set value, its set's, the catalog's."""
     return typed.get("app_stack", chosen.get("app_stack", resolved["app_stack"]))
 
@@ -35,13 +35,12 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
     chosen = knob_sets.values(config, resolved)
     typed = (sets or {}).get(config, {})
     specs = knobs.specs() if service is not None else {}
+    stack = _stack(chosen, typed, resolved)
     if service is not None:
-        stack = _stack(config, chosen, typed, resolved)
         chosen, _ = service_fit.split(chosen, service, stack, specs)
     resolved.update(chosen)
-    stack = resolved.get("app_stack")
     for knob, value in typed.items():
-        why = service_fit.misfit(knob, value, service, typed.get("app_stack", stack), specs) if service else None
+        why = service_fit.misfit(knob, value, service, stack, specs) if service else None
         if why:
             shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
             raise ValueError(f"--set {knob}={shown}: {why}")
@@ -53,7 +52,7 @@ def left_out(config: str, service) -> dict[str, str]:
     """{knob: why} of the configuration's knob set that the service cannot take."""
     resolved = knobs.defaults()
     chosen = knob_sets.values(config, resolved)
-    return service_fit.split(chosen, service, _stack(config, chosen, {}, resolved), knobs.specs())[1]
+    return service_fit.split(chosen, service, _stack(chosen, {}, resolved), knobs.specs())[1]
 
 
 def _same(a, b) -> bool:

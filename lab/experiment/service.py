@@ -40,13 +40,12 @@ import yaml
 
 from lab import paths
 from lab.experiment import descriptor
-from lab.experiment.descriptor import Mock  # noqa: F401 - the descriptor's mock, as callers name it
+from lab.experiment.descriptor import Mock
 from lab.experiment.load import plan_check
 from lab.provision import jarinfo, jars, knobs
 
 SERVICES = paths.ROOT / "services"
 DEFAULT = "sample"                    # services/sample.yml: the lab's own Camel app
-GUEST_JAVA = descriptor.GUEST_JAVA
 FIELDS = {"name", "jar", "stacks", "build", "port", "proxy_path", "health", "check", "start_timeout_s", "properties",
           "template", "logging", "logs", "cds", "mock", "load"}
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
@@ -97,7 +96,8 @@ class Service:
     def facts_of(self, stack: str | None = None) -> jarinfo.JarFacts:
         """What that jar says of itself; a build `build:` makes is made first when missing or older than its
         sources (Maven, 1–2 min). ServiceError where the lab cannot run it."""
-        key, jar = self.stack_of(stack), self.jar_of(stack)
+        key = self.stack_of(stack)
+        jar = self.builds[key]
         if self.project is not None:
             jars.ensure_build(self.project, key, jar)
         seen = (str(jar), jar.stat().st_mtime if jar.exists() else 0.0)
@@ -146,8 +146,9 @@ def _builds(base: Path, raw: dict, where: str, name: str) -> tuple[dict, Path | 
             raise descriptor.fail(where, "build", "makes the builds of stacks:, not a jar: (build it yourself)")
         return {"": descriptor.jar(base, raw["jar"], where, name)}, None
     project = descriptor.build_project(base, raw.get("build"), where)
-    stacks = descriptor.stacks(base, raw["stacks"], project, where)
-    default = knobs.defaults()["app_stack"]
+    app_stack = knobs.specs()["app_stack"]
+    stacks = descriptor.stacks(base, raw["stacks"], project, where, tuple(app_stack["choices"]))
+    default = app_stack["default"]
     if default not in stacks:
         raise descriptor.fail(where, "stacks", f"must name a build {default}: what a machine runs unless the knob "
                               "app_stack says otherwise")

@@ -11,7 +11,7 @@ to the control has its lower bound above 1 + floor (the floor: what an A/A of th
 from __future__ import annotations
 
 import dataclasses
-import math
+import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,11 +80,11 @@ class Tuner:
     def _check_same_space(self) -> None:
         """A resumed study must search the space it was begun with."""
         said = self.study.user_attrs.get("space")
-        mine = [dataclasses.asdict(p) for p in self.space.params]
+        mine = [dataclasses.asdict(p) for p in self.space.params]      # as the storage gives it back: JSON
         if said is None:
             self.study.set_user_attr("space", mine)
             self.study.set_user_attr("holds_s", list(self.holds_s))
-        elif said != json_safe(mine) or self.study.user_attrs.get("holds_s") != list(self.holds_s):
+        elif said != json.loads(json.dumps(mine)) or self.study.user_attrs.get("holds_s") != list(self.holds_s):
             raise TuneError(f"study {self.study.study_name} was begun with another space or other holds: resume it "
                             "with the same, or begin a new tune")
 
@@ -153,13 +153,3 @@ class Tuner:
                 return {}
         return {} if len(set(found.values())) <= 1 else found
 
-
-def json_safe(value):
-    """As the study's storage gives a value back (JSON: tuples become lists, inf stays a float)."""
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
