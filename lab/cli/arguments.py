@@ -137,7 +137,8 @@ def parser() -> argparse.ArgumentParser:
     ab = sub.add_parser("ablate", help="the tuned set with one tier's changes reverted at a time")
     tu = sub.add_parser("tune", help="search the knob space within a budget (optuna TPE, successive halving)")
     tu.add_argument("--budget", type=seconds, default=None, metavar="TIME",
-                    help="how long the search may take, e.g. 2h (a resumed tune: what is left of its own)")
+                    help="how long the search and the best's confirmations may take, e.g. 2h (a resumed tune: what is "
+                         "left of its own)")
     tu.add_argument("--space", type=Path, default=None, metavar="FILE",
                     help="knob: range (YAML) to search instead of the catalog's tune: ranges (ansible/knobs.yml)")
     tu.add_argument("--holds", type=lambda t: tuple(seconds(x) for x in t.split(",")), default=(120, 360),
@@ -146,6 +147,11 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--floor", type=float, default=0.05, metavar="FRACTION",
                     help="the noise floor: a gain counts when its interval's lower bound clears it (default 0.05: "
                          "what an A/A of the load spreads by between runs)")
+    tu.add_argument("--control", default=None, metavar="SET",
+                    help="the knob set the candidates run against (default: default, the catalog); the finalist is "
+                         "confirmed against it and against tuned")
+    tu.add_argument("--name", default=None, metavar="NAME",
+                    help="the knob set the answer is written as, ansible/knob_sets/NAME.yml (default tune-DATE-HHMM)")
     tu.add_argument("--resume", type=Path, default=None, metavar="FOLDER",
                     help="go on with a tune folder's study (its space, holds and budget)")
     for command in (sw, ab, tu):        # run options before or after the command; typed ones only (no default here)

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from lab.experiment import reporting, run, trial
-from lab.experiment.tune import command, space
-from lab.provision import knobs
+from lab.experiment.tune import command, confirm, space
+from lab.provision import knob_sets, knobs
 
 
 def plan_of(args) -> command.Plan:
@@ -22,8 +22,11 @@ def plan_of(args) -> command.Plan:
             raise ValueError("--resume goes on with the tune's own space: leave --space out")
         params = tuple(space.Param(**{**p, "choices": tuple(p.get("choices") or ())}) for p in saved["space"])
         budget = args.budget if args.budget is not None else saved["budget_s"]
+        if args.control is not None or args.name is not None:
+            raise ValueError("--resume goes on with the tune's own control and knob set name: leave --control and "
+                             "--name out")
         return command.Plan(space.Space(params), tuple(saved["holds_s"]), saved["floor"], budget,
-                            saved.get("p99_target_ms"))
+                            saved.get("p99_target_ms"), saved.get("control", knob_sets.DEFAULT), saved.get("name"))
     if args.budget is None:
         raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
     if not 0 <= args.floor < 1:
@@ -33,17 +36,24 @@ def plan_of(args) -> command.Plan:
         raise ValueError(f"--holds {','.join(map(str, holds))}: positive, different, shortest first")
     specs = knobs.specs()
     chosen = space.from_file(args.space, specs) if args.space else space.from_catalog(specs)
-    plan = command.Plan(chosen, holds, args.floor, args.budget)
-    whole = sum(plan.trial_s(h, 0) for h in holds)
+    control = args.control or knob_sets.DEFAULT
+    if control not in knob_sets.names():
+        raise ValueError(f"--control {control}: not a knob set ({', '.join(knob_sets.names())})")
+    if args.name is not None:
+        confirm.check_name(args.name, "")           # a file of that name is another tune's: refused now
+    plan = command.Plan(chosen, holds, args.floor, args.budget, control=control, name=args.name)
+    whole = sum(plan.trial_s(h, 0) for h in holds) + plan.reserve_s(0)
     if args.budget < whole:
-        raise ValueError(f"--budget {args.budget} s: not even one trial fits (~{whole} s through every hold)")
+        raise ValueError(f"--budget {args.budget} s: not even one trial and its confirmations fit (~{whole} s: "
+                         "every hold, then the best run again against each control)")
     return plan
 
 
 def execute(args, opts: run.Options, s) -> int:
     plan = plan_of(args)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
-    code, folder = command.execute(opts, s, plan, trial.run_trial, run.validate, resume_folder=args.resume)
+    code, folder = command.execute(opts, s, plan, trial.run_trial, run.validate, run.run_series,
+                                   resume_folder=args.resume)
     reporting.index_add(Path(folder))
     run.take_down(opts)
     return code

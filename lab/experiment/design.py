@@ -55,7 +55,7 @@ def left_out(config: str, service) -> dict[str, str]:
     return service_fit.split(chosen, service, _stack(chosen, {}, resolved), knobs.specs())[1]
 
 
-def _same(a, b) -> bool:
+def same(a, b) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
@@ -94,7 +94,7 @@ class Trial:
         for side, vm in self.machines.items():
             wanted = config_knobs(self.configurations[side], sets, service)
             own = config_knobs(vm)
-            out[vm] = {k: v for k, v in wanted.items() if k not in own or not _same(own[k], v)}
+            out[vm] = {k: v for k, v in wanted.items() if k not in own or not same(own[k], v)}
         return out
 
     def record(self) -> dict:

@@ -148,47 +148,83 @@ def test_an_interrupted_study_resumes_where_it_stopped(tmp_path):
 
 def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, monkeypatch):
     """execute() with run_trial standing in for the lab: each trial a run folder with a verdict.json (the stand-in
-    lab's outcome); the budget in trials' estimated time; an interruption kept; --resume goes on."""
+    lab's outcome); the budget in trials' estimated time, the confirmations' share kept; an interruption kept;
+    --resume goes on, confirms the finalist against default and tuned (run_series standing in) and writes its knob
+    set."""
     import json
 
     from lab import paths
-    from lab.experiment import run
-    from lab.experiment.tune import command, trials
+    from lab.experiment import design, reporting, run
+    from lab.experiment.tune import command, confirm
+    from lab.provision import knob_sets, knobs
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
-    from lab.provision import knobs
+    monkeypatch.setattr(reporting, "report_command", lambda *a, **k: 0)
+    sets = tmp_path / "knob_sets"
+    sets.mkdir()
+    for file in knob_sets.DIR.glob("*.yml"):
+        (sets / file.name).write_text(file.read_text())
+    monkeypatch.setattr(knob_sets, "DIR", sets)
     tune_space = space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True},
                               "jvm_gc": ["serial", "parallel", "g1"]}, knobs.specs())
     lab = standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2)
-    ran, now = [], [0.0]
+    ran, series, now = [], [], [0.0]
+    catalog = design.config_knobs(knob_sets.DEFAULT, None, run.Options().service)
+
+    def verdict(folder, got):
+        folder.mkdir(parents=True)
+        (folder / "verdict.json").write_text(json.dumps({"verdict": "stand-in", "effects": {
+            "tps": {"estimate": got.ratio, "low": got.low, "high": got.high}, "error_pct": {"tuned": 0.0}}}))
 
     def run_trial(o, t, s, label):
-        values = {k: v for k, v in o.sets["tuned"].items()}
-        got = lab(values, o.profile.duration_s)
+        config = o.trials()[0].configurations["tuned"]
+        resolved = design.config_knobs(config, o.sets, o.service)
+        values = {k: resolved[k] for k in tune_space.knobs}
+        # the candidate is the catalog and its values: nothing of the tuned set underneath
+        assert {k: v for k, v in resolved.items() if k not in values} == {
+            k: v for k, v in catalog.items() if k not in values}
         now[0] += command.OVERHEAD_S + o.profile.ramp_up_s + o.profile.duration_s
         folder = paths.RESULTS / f"{label}-{len(ran)}"
-        folder.mkdir(parents=True)
-        (folder / "verdict.json").write_text(json.dumps({"effects": {
-            "tps": {"estimate": got.ratio, "low": got.low, "high": got.high}, "error_pct": {"tuned": 0.0}}}))
+        verdict(folder, lab(values, o.profile.duration_s))
         ran.append((label, values))
         if len(ran) == 5:
             raise KeyboardInterrupt
         return 0, folder
 
+    def run_series(o, s):
+        controls = o.trials()[0].configurations
+        assert o.repeat == 2 and o.profile.duration_s == 180
+        series.append(controls["default"])
+        now[0] += 2 * (command.OVERHEAD_S + o.profile.ramp_up_s + o.profile.duration_s)
+        config = controls["tuned"]
+        resolved = design.config_knobs(config, o.sets, o.service)
+        folder = paths.RESULTS / f"{o.label}-series"
+        verdict(folder, lab({k: resolved[k] for k in tune_space.knobs}, 360))
+        return 0, folder
+
     plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=6 * 3600)
     opts = run.Options(profile=load_profile())
     said = []
-    code, folder = command.execute(opts, None, plan, run_trial, validate=lambda o, s: None, log=said.append,
+    code, folder = command.execute(opts, None, plan, run_trial, lambda o, s: None, run_series, log=said.append,
                                    clock=lambda: now[0])
     data = json.loads((folder / "tune.json").read_text())
-    assert code == 130 and data["status"] == "interrupted" and len(data["trials"]) == 4
-    assert all(trials.SIDE == "tuned" and set(v) == {"tomcat_threads_max", "jvm_gc"} for _, v in ran)
-    assert "tune: 2 knobs on the tuned side" in said[0] and any("trial 1 of about" in line for line in said)
-    code, again = command.execute(opts, None, plan, run_trial, validate=lambda o, s: None, resume_folder=folder,
-                                  log=said.append, clock=lambda: now[0])
+    assert code == 130 and data["status"] == "interrupted" and len(data["trials"]) == 4 and not series
+    assert "tune: 2 knobs on the tuned side against the default set" in said[0]
+    assert "then ~" in said[0] and any("trial 1 of about" in line for line in said)
+    code, again = command.execute(opts, None, plan, run_trial, lambda o, s: None, run_series,
+                                  resume_folder=folder, log=said.append, clock=lambda: now[0])
     data = json.loads((folder / "tune.json").read_text())
     assert again == folder and code == 0 and data["status"] == "complete" and len(data["trials"]) > 5
     assert data["spent_s"] <= plan.budget_s, "a resumed tune goes on with what is left of its budget"
     assert [r["number"] for r in data["results"]] == sorted(r["number"] for r in data["results"])
+    assert series == ["default", "tuned"], "the finalist confirmed against the control, then the tuned set"
+    assert [c["against"] for c in data["confirmations"]] == ["default", "tuned"]
+    final = data["finalist"]
+    written = sets / f"{data['name']}.yml"
+    assert data["knob_set"] == f"ansible/knob_sets/{written.name}" and written.is_file()
+    assert knob_sets.values(data["name"], knobs.defaults()) == final["values"]
+    assert f"tune {folder.name}" in written.read_text() and "--repeat 2 (crossover) vs default" in written.read_text()
+    with pytest.raises(ValueError, match="is not this tune's"):
+        confirm.check_name(data["name"], "20990101T000000Z-tune")
 
 
 def load_profile():
@@ -200,7 +236,10 @@ def load_profile():
     (["tune"], "tune: --budget TIME"),
     (["tune", "--budget", "2h", "--holds", "360,120"], "--holds 360,120: positive, different, shortest first"),
     (["tune", "--budget", "2h", "--floor", "1.5"], "--floor 1.5: a fraction"),
-    (["tune", "--budget", "5m"], "not even one trial fits"),
+    (["tune", "--budget", "20m"], "not even one trial and its confirmations fit"),
+    (["tune", "--budget", "2h", "--control", "nosuch"], "--control nosuch: not a knob set"),
+    (["tune", "--budget", "2h", "--name", "Bad Name"], "--name 'Bad Name': 1–40 lower-case"),
+    (["tune", "--budget", "2h", "--name", "tuned"], "--name tuned: ansible/knob_sets/tuned.yml exists"),
     (["tune", "--budget", "2h", "--space", "nowhere.yml"], "nowhere.yml: cannot be read"),
     (["tune", "--resume", "nowhere"], "--resume nowhere: not a tune folder"),
 ])

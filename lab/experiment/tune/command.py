@@ -1,8 +1,10 @@
 """`./start.sh tune`: the search within a time budget, in its own folder (results/<stamp>-tune/): the study
 (study.sqlite, optuna's), tune.json (the plan, every trial's values, outcome and run folder, the best so far, each
-knob's importance), one ordinary run folder per trial. The plan and an estimated number of trials are printed
-first; each trial says k of about n, the best so far and the time left. Ctrl-C keeps every finished trial;
-`./start.sh tune --resume FOLDER` goes on with the same study, space and holds.
+knob's importance, the finalist's confirmations and knob set), one ordinary run folder per trial. The plan and an
+estimated number of trials are printed first; each trial says k of about n, the best so far and the time left. The
+budget keeps room for the confirmations (confirm.py), which follow the search; then the knob set and tune.html.
+Ctrl-C keeps every finished trial and confirmation; `./start.sh tune --resume FOLDER` goes on with the same study,
+space and holds.
 """
 from __future__ import annotations
 
@@ -14,13 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.experiment import record as run_record
-from lab.experiment.tune import search, trials
+from lab.experiment import reporting
+from lab.experiment.tune import confirm, search, trials
 from lab.experiment.tune.space import Space
+from lab.provision import knob_sets
 
 STUDY = "tune"
-# A trial's cost beside its hold under emulation (the sweep's figures: re-provisioning the tuned machine, the equal
-# start and check, collection and the report), and its ramp-up.
-OVERHEAD_S = 240 + 240 + 150
+# A trial's cost beside its hold and ramp-up under emulation (re-provisioning the tuned machine, the equal start and
+# check, collection and the report): 20261128T070220Z-mini-tune's trials took 4.7–4.9 min at a 60 s hold, 20 s ramp.
+OVERHEAD_S = 210
 
 
 @dataclass
@@ -30,21 +34,29 @@ class Plan:
     floor: float
     budget_s: int
     p99_target_ms: float | None = None
+    control: str = knob_sets.DEFAULT        # the knob set the candidates run against
+    name: str | None = None                 # the knob set the answer is written as (confirm.default_name)
 
     def trial_s(self, hold_s: int, ramp_up_s: int) -> int:
         return OVERHEAD_S + ramp_up_s + hold_s
 
+    def reserve_s(self, ramp_up_s: int) -> int:
+        """The confirmations' share of the budget."""
+        return confirm.reserve_s(self.control, self.trial_s(self.holds_s[-1], ramp_up_s))
+
     def expected_trials(self, ramp_up_s: int) -> int:
         """About how many candidates fit the budget with successive halving (a third go on to each longer hold)."""
         per = sum(self.trial_s(h, ramp_up_s) / search.REDUCTION ** i for i, h in enumerate(self.holds_s))
-        return max(1, int(self.budget_s // per))
+        return max(1, int((self.budget_s - self.reserve_s(ramp_up_s)) // per))
 
     def describe(self, ramp_up_s: int) -> str:
-        lines = [f"tune: {len(self.space.params)} knobs on the tuned side, the default side the control; holds "
+        lines = [f"tune: {len(self.space.params)} knobs on the tuned side against the {self.control} set; holds "
                  f"{', '.join(f'{h} s' for h in self.holds_s)} (a third of each hold's candidates go on to the next); "
                  f"a gain counts when its interval clears the noise floor ({self.floor:.0%}); budget "
                  f"{self.budget_s / 3600:.1f} h, about {self.expected_trials(ramp_up_s)} candidates "
-                 f"(~{self.trial_s(self.holds_s[0], ramp_up_s) / 60:.0f} min for the shortest trial)"]
+                 f"(~{self.trial_s(self.holds_s[0], ramp_up_s) / 60:.0f} min for the shortest trial), then "
+                 f"~{self.reserve_s(ramp_up_s) / 60:.0f} min to confirm the best by --repeat {confirm.REPEAT} "
+                 f"against {' and '.join(confirm.against(self.control))}"]
         lines += [f"  {p.knob:34} {p.describe()}" for p in self.space.params]
         return "\n".join(lines)
 
@@ -57,7 +69,7 @@ def _save(folder: Path, data: dict) -> None:
 
 def _row(r: search.Result) -> dict:
     return {"number": r.number, "state": r.state, "hold_s": r.hold_s, "values": r.values,
-            "outcome": dataclasses.asdict(r.outcome)}
+            "outcome": dataclasses.asdict(r.outcome), "ended": r.ended}
 
 
 def record(folder: Path, data: dict, tuner: search.Tuner) -> dict:
@@ -88,25 +100,30 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
             "budget_s": plan.budget_s, "holds_s": list(plan.holds_s), "floor": plan.floor,
             "space": [dataclasses.asdict(p) for p in plan.space.params], "p99_target_ms": plan.p99_target_ms,
             "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
-            "trials": [], "results": [], "best": None, "importance": {}}
+            "control": plan.control, "name": plan.name or confirm.default_name(folder.name),
+            "trials": [], "results": [], "best": None, "importance": {}, "finalist": None, "confirmations": [],
+            "knob_set": None}
     _save(folder, data)
     return folder, data
 
 
-def execute(opts, s, plan: Plan, run_trial, validate, resume_folder: Path | None = None, log=print,
-            clock=time.monotonic) -> tuple[int, Path]:
-    """Runs trials while the budget has room for another whole one; (exit code, tune folder)."""
+def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_folder: Path | None = None,
+            log=print, clock=time.monotonic) -> tuple[int, Path]:
+    """Runs trials while the budget has room for another whole one and the confirmations, then confirms the finalist
+    (run_series: run.run_series; None: no confirmation) and writes its knob set and tune.html; (exit code, folder)."""
     folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
     tuner = search.Tuner(plan.space, f"sqlite:///{folder / 'study.sqlite'}", STUDY, plan.holds_s, plan.floor,
-                         rules=trials.rules(opts, s, validate))
+                         rules=trials.rules(opts, s, validate, plan.control))
     evaluate = trials.evaluator(opts, s, run_trial, folder.name, plan.p99_target_ms,
                                 on_run=lambda run_dir: (data["trials"].append(run_dir.name), _save(folder, data)),
-                                done=len(data["trials"]))
-    log(plan.describe(opts.profile.ramp_up_s))
+                                done=len(data["trials"]), control=plan.control)
+    ramp = opts.profile.ramp_up_s
+    log(plan.describe(ramp))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
-    expected = plan.expected_trials(opts.profile.ramp_up_s)
-    # a trial starts only when it fits whole: successive halving may take it through every hold
-    whole = sum(plan.trial_s(h, opts.profile.ramp_up_s) for h in plan.holds_s)
+    expected = plan.expected_trials(ramp)
+    # a trial starts only when it fits whole (successive halving may take it through every hold) with the
+    # confirmations after it
+    whole = sum(plan.trial_s(h, ramp) for h in plan.holds_s) + (plan.reserve_s(ramp) if run_series else 0)
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
@@ -118,11 +135,42 @@ def execute(opts, s, plan: Plan, run_trial, validate, resume_folder: Path | None
             tuner.step(evaluate)
             data["spent_s"] = round(spent + clock() - began)
             record(folder, data, tuner)
+        if run_series is not None:
+            prove(opts, s, plan, tuner, folder, data, run_series, log)
     except KeyboardInterrupt:
         code = 130
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
     data.update(status="interrupted" if code else "complete", ended=run_record.utc_now(),
                 spent_s=round(spent + clock() - began))
     record(folder, data, tuner)
+    reporting.report_command("tune", folder, log=log, what="tune report")
     log(progress(len(tuner.results()), expected, tuner, left()))
     return code, folder
+
+
+def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, run_series, log=print) -> None:
+    """The finalist confirmed against the control and the tuned set (those a resumed tune has kept), then written
+    as a knob set."""
+    final, counted = confirm.finalist(tuner)
+    if final is None:
+        log("tune: no candidate ran whole at the longest hold without breaking a constraint: nothing to confirm")
+        return
+    row = {**_row(final), "counted": counted}
+    same = (data.get("finalist") or {}).get("number") == final.number     # a resumed tune's, for this finalist
+    kept = (data.get("confirmations") or []) if same else []
+    data.update(finalist=row, confirmations=kept)
+    _save(folder, data)
+    why = "its gain counts" if counted else "no gain cleared the noise floor: the top feasible candidate, unproven"
+    log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
+        + " and ".join(confirm.against(plan.control)))
+    label = f"{folder.name.split('-', 1)[-1]}-confirm"
+
+    def keep(confirmations: list[dict]) -> None:
+        data["confirmations"] = confirmations
+        _save(folder, data)
+    confirm.confirm(opts, s, run_series, final.values, plan.holds_s[-1], plan.control, label, kept, keep)
+    data["importance"] = tuner.importance() if len(tuner.results()) >= 4 else {}
+    file = confirm.write_knob_set(data["name"], data)
+    data["knob_set"] = f"ansible/knob_sets/{file.name}"
+    _save(folder, data)
+    log(f"tune: knob set {data['name']} written ({data['knob_set']}): ./start.sh --knob-set tuned={data['name']}")

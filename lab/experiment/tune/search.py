@@ -15,6 +15,7 @@ import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC
 
 import optuna
 
@@ -52,6 +53,7 @@ class Result:
     outcome: Outcome
     hold_s: int
     state: str                          # complete, pruned (stopped at a shorter hold), refused (by a knob rule)
+    ended: str | None = None            # when it ended (UTC, ISO 8601): best-so-far against time
 
     def improves(self, floor: float) -> bool:
         """Its gain is real: feasible, and its interval's lower bound above 1 + the noise floor."""
@@ -123,9 +125,11 @@ class Tuner:
         """Every trial of the study so far, refused ones included, in order."""
         out = []
         for t in self.study.get_trials(deepcopy=False):
+            ended = (t.datetime_complete.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")   # optuna's: local
+                     if t.datetime_complete else None)
             if t.state == optuna.trial.TrialState.FAIL and "refused" in t.user_attrs:
                 out.append(Result(t.number, dict(t.params), Outcome(None, violations=(t.user_attrs["refused"],)),
-                                  0, "refused"))
+                                  0, "refused", ended))
                 continue
             holds = [h for h in self.holds_s if f"hold_{h}" in t.user_attrs]
             if not holds or t.state not in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED):
@@ -133,7 +137,7 @@ class Tuner:
             kept = t.user_attrs[f"hold_{holds[-1]}"]
             outcome = Outcome(**{**kept, "violations": tuple(kept["violations"])})
             out.append(Result(t.number, dict(t.params), outcome, holds[-1],
-                              "pruned" if t.state == optuna.trial.TrialState.PRUNED else "complete"))
+                              "pruned" if t.state == optuna.trial.TrialState.PRUNED else "complete", ended))
         return out
 
     def best(self) -> Result | None:

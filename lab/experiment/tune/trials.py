@@ -1,5 +1,6 @@
-"""A tune's trial on the lab: the candidate's knob values on the tuned side, the control (the default side) unchanged,
-an ordinary A/B run (its own run folder, report and verdict.json) at the hold the search asks for; its verdict read
+"""A tune's trial on the lab: the candidate (the catalog, the tune's --set values and the candidate's knob values) on
+the tuned side, the control (the out-of-the-box configuration, or a named knob set) on the default side, an ordinary
+A/B run (its own run folder, report and verdict.json) at the hold the search asks for; its verdict read
 back as the tuner's Outcome, with the constraints it broke.
 
 The constraints are constraints, never penalties: the candidate's errors at most MAX_ERROR_PCT (its level, as a
@@ -15,17 +16,38 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from lab.experiment import design
 from lab.experiment.tune.search import Outcome
+from lab.provision import knob_sets
 
 MAX_ERROR_PCT = 0.1
-SIDE = "tuned"                  # the side that runs the candidate; default is the control
+CONTROL, SIDE = design.CONFIGS            # the sides: the control's, the candidate's
 
 
-def options(opts, values: dict, hold_s: int, label: str):
-    """The run options of one trial: the tune's, the candidate's values on the tuned side, the hold asked for."""
-    extra = [f"{SIDE}:{knob}={json.dumps(value)}" for knob, value in values.items()]
-    return dataclasses.replace(opts, overrides=list(opts.overrides) + extra, label=label,
-                               profile=dataclasses.replace(opts.profile, duration_s=hold_s))
+def candidate_config(control: str) -> str:
+    """The configuration the candidate's side runs, made into the candidate by --set values: any other than the
+    control's (a --set names a configuration, and the two sides must run different ones)."""
+    return SIDE if control != SIDE else CONTROL
+
+
+def candidate_overrides(values: dict, control: str, service) -> list[str]:
+    """The --set items that make the candidate's configuration into the candidate: the catalog with the candidate's
+    values, whatever that configuration's knob set changes put back (a candidate never inherits the tuned set's
+    min-spare threads). ValueError when the service cannot take a value."""
+    config = candidate_config(control)
+    wanted = design.config_knobs(knob_sets.DEFAULT, {knob_sets.DEFAULT: values}, service)
+    own = design.config_knobs(config, None, service)
+    return [f"{config}:{knob}={json.dumps(value)}" for knob, value in wanted.items()
+            if not design.same(own.get(knob), value)]
+
+
+def options(opts, values: dict, hold_s: int, label: str, control: str = knob_sets.DEFAULT, repeat: int = 1):
+    """The run options of one trial: the tune's, the control on the default side, the candidate on the tuned side,
+    the hold asked for (repeat 2: the crossover of a confirmation)."""
+    chosen = {side: name for side, name in ((CONTROL, control), (SIDE, candidate_config(control))) if side != name}
+    extra = candidate_overrides(values, control, opts.service)
+    return dataclasses.replace(opts, overrides=list(opts.overrides) + extra, label=label, knob_sets=chosen,
+                               repeat=repeat, profile=dataclasses.replace(opts.profile, duration_s=hold_s))
 
 
 def outcome(run_dir: Path, exit_code: int, p99_target_ms: float | None = None) -> Outcome:
@@ -51,14 +73,14 @@ def outcome(run_dir: Path, exit_code: int, p99_target_ms: float | None = None) -
 
 
 def evaluator(opts, s, run_trial, series: str, p99_target_ms: float | None = None,
-              on_run: Callable[[Path], None] = lambda folder: None, done: int = 0):
+              on_run: Callable[[Path], None] = lambda folder: None, done: int = 0, control: str = knob_sets.DEFAULT):
     """(values, hold_s) → Outcome: one A/B run of the candidate by run_trial (trial.run_trial), in the tune's series
     (done: its runs so far, a resumed tune's)."""
     count = [done]
 
     def evaluate(values: dict, hold_s: int) -> Outcome:
         count[0] += 1
-        o = options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}")
+        o = options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}", control)
         code, run_dir = run_trial(o, o.trials(series=series, repeat=1)[0], s, o.label)
         on_run(run_dir)
         if code == 130:
@@ -67,11 +89,11 @@ def evaluator(opts, s, run_trial, series: str, p99_target_ms: float | None = Non
     return evaluate
 
 
-def rules(opts, s, validate) -> Callable[[dict], str | None]:
+def rules(opts, s, validate, control: str = knob_sets.DEFAULT) -> Callable[[dict], str | None]:
     """values → why the lab's validation refuses them (validate: run.validate), None when it takes them."""
     def check(values: dict) -> str | None:
         try:
-            validate(options(opts, values, opts.profile.duration_s, "check"), s)
+            validate(options(opts, values, opts.profile.duration_s, "check", control), s)
         except ValueError as refused:
             return str(refused)
         return None

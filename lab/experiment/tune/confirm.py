@@ -1,0 +1,130 @@
+"""The answer, proven: the tune's finalist run again by `--repeat 2` (a crossover: the machines swap roles for the
+second trial, so that their bias cancels) against the control and against the lab's hand-made `tuned` set, each an
+ordinary series folder with its combined report; then written as a knob set (ansible/knob_sets/<name>.yml), each
+value commented with its evidence, ready for `--knob-set`.
+
+The finalist is the best candidate whose gain counts (search.Tuner.best); when none clears the noise floor, the one
+with the highest ratio among the feasible at the longest hold, confirmed the same way and said to be unproven.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from lab.experiment import design
+from lab.experiment.tune import search, trials
+from lab.provision import knob_sets, knobs
+
+REPEAT = 2                          # the crossover: each machine runs each side once
+TUNED = "tuned"                     # the lab's hand-made set, the second confirmation's control
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
+SERIES_S = 60                       # the combined report of a series
+
+
+def against(control: str) -> list[str]:
+    """The controls a finalist is confirmed against: the tune's own, then the lab's tuned set."""
+    return [control] + ([TUNED] if control != TUNED else [])
+
+
+def reserve_s(control: str, trial_s: int) -> int:
+    """The budget kept for the confirmations (trial_s: one run at the longest hold)."""
+    return len(against(control)) * (REPEAT * trial_s + SERIES_S)
+
+
+def finalist(tuner: search.Tuner) -> tuple[search.Result | None, bool]:
+    """(the candidate to confirm, whether its gain counted in the search); (None, False) when nothing ran whole."""
+    best = tuner.best()
+    if best is not None:
+        return best, True
+    longest = [r for r in tuner.results() if r.state == "complete" and r.hold_s == tuner.holds_s[-1]
+               and r.outcome.feasible]
+    return max(longest, key=lambda r: r.outcome.ratio, default=None), False
+
+
+def _effect(verdict: dict, name: str) -> dict | None:
+    e = (verdict.get("effects") or {}).get(name)
+    return {k: e.get(k) for k in ("estimate", "low", "high")} if e else None
+
+
+def read(series_dir: Path, control: str, code: int) -> dict:
+    """One confirmation as tune.json keeps it: the series, its combined verdict (successful TPS and p99 ratios)."""
+    try:
+        verdict = json.loads((series_dir / "verdict.json").read_text())
+    except (OSError, ValueError):
+        verdict = {}
+    return {"against": control, "series": series_dir.name, "exit": code, "tps": _effect(verdict, "tps"),
+            "p99": _effect(verdict, "p99"), "verdict": verdict.get("verdict") or f"no combined verdict (exit {code})"}
+
+
+def confirm(opts, s, run_series, values: dict, hold_s: int, control: str, label: str, done: list[dict],
+            on_done=lambda confirmations: None) -> list[dict]:
+    """The confirmations still to run (done: those a resumed tune has), each kept as soon as it ends."""
+    out = list(done)
+    for name in against(control):
+        if any(c["against"] == name for c in out):
+            continue
+        o = trials.options(opts, values, hold_s, f"{label}-vs-{name}"[:40], name, repeat=REPEAT)
+        code, series_dir = run_series(o, s)
+        out.append(read(series_dir, name, code))
+        on_done(out)
+        if code == 130:
+            raise KeyboardInterrupt
+    return out
+
+
+def default_name(tune_id: str) -> str:
+    """tune-<date>-<hhmm> of the tune's folder (20261128T093000Z-tune → tune-20261128-0930)."""
+    return f"tune-{tune_id[:8]}-{tune_id[9:13]}"
+
+
+def check_name(name: str, tune_id: str) -> Path:
+    """The knob set's file; ValueError when the name is not one or the file is another tune's or the lab's
+    (tune_id "": a new tune, which no file may have yet)."""
+    if not NAME_RE.fullmatch(name) or name == knob_sets.DEFAULT:
+        raise ValueError(f"--name {name!r}: 1–40 lower-case letters, digits, '.', '_' or '-', not 'default'")
+    file = knob_sets.DIR / f"{name}.yml"
+    if file.exists() and (not tune_id or f"tune {tune_id}" not in file.read_text()):
+        raise ValueError(f"--name {name}: ansible/knob_sets/{file.name} exists and is not this tune's: choose "
+                         "another name")
+    return file
+
+
+def _num(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3f}"
+
+
+def _evidence(c: dict) -> str:
+    tps = c.get("tps") or {}
+    return (f"vs {c['against']}: {_num(tps.get('estimate'))}× successful TPS (95 % CI {_num(tps.get('low'))} … "
+            f"{_num(tps.get('high'))}), series {c['series']}")
+
+
+def write_knob_set(name: str, data: dict) -> Path:
+    """ansible/knob_sets/<name>.yml from tune.json's finalist and confirmations, each value commented with its
+    evidence (the trial, its ratio at the longest hold, the knob's importance in the study)."""
+    final, tune_id = data["finalist"], data["tune_id"]
+    file = check_name(name, tune_id)
+    catalog = knobs.defaults()
+    confirmed = [c for c in data.get("confirmations") or [] if c.get("tps")]
+    proven = final["counted"] and any(c["against"] == data.get("control", knob_sets.DEFAULT)
+                                      and (c["tps"].get("low") or 0) > 1 for c in confirmed)
+    o = final["outcome"]
+    lines = [f"# Found by tune {tune_id} (./start.sh tune): trial {final['number']} of its study, "
+             + ("its gain confirmed" if proven else "NOT a confirmed gain: read the evidence below"),
+             f"# load: {data['load'].get('users')} users per machine, ramp-up {data['load'].get('ramp_up_s')} s, "
+             f"holds {', '.join(str(h) for h in data['holds_s'])} s; noise floor {data['floor']:.0%}",
+             f"# search: {_num(o.get('ratio'))}× the control (95 % CI {_num(o.get('low'))} … {_num(o.get('high'))}) "
+             f"at a {final['hold_s']} s hold, run {o.get('run')}"]
+    lines += [f"# confirmed by --repeat {REPEAT} (crossover) {_evidence(c)}" for c in confirmed]
+    lines += ["# Every other knob is the catalog's (ansible/knobs.yml).", "---"]
+    importance = data.get("importance") or {}
+    for knob, value in final["values"].items():
+        said = [f"importance {importance[knob]:.2f}" if knob in importance else "importance not estimated"]
+        if design.same(catalog.get(knob), value):
+            said.append("the catalog's own value")
+        lines.append(f"{knob}: {json.dumps(value)}        # {'; '.join(said)}")
+    tmp = file.with_suffix(".yml.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(file)
+    return file
