@@ -1,10 +1,11 @@
-"""python -m report {run,compare,combine,sweep,overhead} …: the report's one entry point, a subcommand per document
+"""python -m report {run,compare,combine,sweep,tune,overhead} …: the report's one entry point, a subcommand per document
 (each in report/commands/):
 
     python -m report run RUN_FOLDER [--warmup SECONDS|auto]     report.html, summary.md, verdict.json of one run
     python -m report compare OUT_FOLDER RUN_FOLDER...           several runs side by side (compare.md, .html)
     python -m report combine SERIES_FOLDER TRIAL_FOLDER...      the trials of a --repeat N run, combined
     python -m report sweep SWEEP_FOLDER                         a sweep's or an ablation's report (sweep.md, .html)
+    python -m report tune TUNE_FOLDER                           a tune's report (tune.md, .html)
     python -m report overhead RUN_WITH RUN_WITHOUT              an instrument's cost to the JVM
     python -m report runs RESULTS                               the index of runs (RESULTS/index.sqlite), as a table
     python -m report history RESULTS OUT                        histories of comparable runs, change points
@@ -16,13 +17,14 @@ import argparse
 import sys
 from types import ModuleType
 
-from report.commands import combine, compare, gate, history, overhead, run, runs, sweep
+from report.commands import combine, compare, gate, history, overhead, run, runs, sweep, tune
 
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "run": (run, "one run's report.html, summary.md and verdict.json"),
     "compare": (compare, "several runs side by side"),
     "combine": (combine, "the trials of a --repeat N run, combined"),
     "sweep": (sweep, "a sweep's or an ablation's report"),
+    "tune": (tune, "a tune's report: the answer, its confirmations, the trials, what matters"),
     "overhead": (overhead, "an instrument's cost to the JVM, from a run with it and one without"),
     "runs": (runs, "the index of runs, rebuilt from the folders, as a table"),
     "history": (history, "the histories of comparable runs and their change points"),

@@ -1,0 +1,41 @@
+"""python -m report tune TUNE_FOLDER: a tune's report (TUNE_FOLDER/tune.md and tune.html) from its tune.json (each
+trial is an ordinary run folder with its own report)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from report.output import WriteFailed, write_files
+from report.read.tune import TUNE_JSON, BadTune, load
+from report.render.html import render_html
+from report.render.tune import chart, render
+
+
+def write(folder: str | Path) -> tuple[Path, Path]:
+    folder = Path(folder)
+    data = load(folder)
+    text = render(data)
+    figure = chart(data)
+    html = render_html(f"Camel Tuning Lab — {folder.name}", text, [figure] if figure else [], {},
+                       charts_title="Chart")
+    write_files(folder, {"tune.md": text, "tune.html": html})       # both or neither (report/output.py)
+    return folder / "tune.html", folder / "tune.md"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("folder", help="the tune's folder (holds tune.json)")
+
+
+def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if not (Path(args.folder) / TUNE_JSON).is_file():
+        parser.error(f"{args.folder} is not a tune folder (no {TUNE_JSON})")
+    try:
+        html_path, md_path = write(args.folder)
+    except BadTune as e:        # tune.json damaged: named, nothing written
+        parser.error(str(e))
+    except WriteFailed as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 1
+    print(f"tune: {html_path}, {md_path}")
+    return 0

@@ -1,0 +1,159 @@
+"""tune.md and its chart: a tune's report from its tune.json (report/read/tune.py): the answer (the finalist, its
+confirmations, its knob set), what the search says matters (each knob's importance), every trial (values, ratio
+with its interval, constraints, run link) and the best-so-far against time."""
+from __future__ import annotations
+
+import io
+from datetime import datetime
+from typing import Any
+
+from report.render.html import Figure
+from report.render.verdict import pct
+
+
+def _ratio(estimate: float | None, low: float | None, high: float | None) -> str:
+    if estimate is None:
+        return "—"
+    return pct(estimate) if low is None or high is None else f"{pct(estimate)} ({pct(low)} … {pct(high)})"
+
+
+def _value(v: Any) -> str:
+    if v is None or isinstance(v, bool):
+        return "null" if v is None else str(v).lower()
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _counts(row: dict[str, Any], floor: float) -> bool:
+    o = row["outcome"]
+    return not o.get("violations") and o.get("low") is not None and o["low"] > 1 + floor
+
+
+def _link(run: str | None, page: str = "report.html") -> str:
+    return f"[{run}](../{run}/{page})" if run else "—"
+
+
+def _header(data: dict[str, Any]) -> list[str]:
+    load = data.get("load") or {}
+    results = data["results"]
+    states = {s: sum(r["state"] == s for r in results) for s in ("complete", "pruned", "refused")}
+    spent = data.get("spent_s")
+    return [f"# Tune {data['tune_id']}", "",
+            f"- **Status:** {data['status']}; {len(results)} candidates: {states['complete']} run to their last hold, "
+            f"{states['pruned']} stopped at a shorter one (successive halving), {states['refused']} refused by the "
+            "knob rules before any run",
+            f"- **Service:** {data.get('service') or 'sample'}; **load:** {load.get('model', '?')} model, "
+            f"{load.get('users', '?')} users per machine, ramp-up {load.get('ramp_up_s', '?')} s; **holds:** "
+            + ", ".join(f"{h:g} s" for h in data["holds_s"]),
+            f"- **Candidates against:** the {data.get('control') or 'default'} set, on the twins at once, each an "
+            "ordinary A/B run; a gain counts when its whole interval clears the noise floor "
+            f"({data['floor']:.0%}): lower bound above {1 + data['floor']:.2f}×",
+            f"- **Budget:** {(data.get('budget_s') or 0) / 3600:.2f} h"
+            + (f", spent {spent / 3600:.2f} h" if spent is not None else "")
+            + f" (started {data.get('started', '?')}, ended {data.get('ended') or '—'})", ""]
+
+
+def _answer(data: dict[str, Any]) -> list[str]:
+    final = data.get("finalist")
+    lines = ["## The answer", ""]
+    if not final:
+        best = data.get("best")
+        said = "No finalist yet: the search has not ended" if data["status"] != "complete" else "No finalist"
+        return lines + [f"{said}. " + (f"Best that counts so far: trial {best['number']}." if best else
+                                       "No candidate ran whole at the longest hold within its constraints."), ""]
+    o = final["outcome"]
+    lines += [f"Trial {final['number']}, " + ("its gain counted in the search" if final.get("counted") else
+              "**no candidate's gain cleared the noise floor**: the top feasible one, unproven")
+              + f": {_ratio(o.get('ratio'), o.get('low'), o.get('high'))} successful TPS against the control at a "
+              f"{final['hold_s']:g} s hold ({_link(o.get('run'))}).", "",
+              "| knob | value |", "| --- | --- |"]
+    lines += [f"| {k} | {_value(v)} |" for k, v in final["values"].items()]
+    confirmations = data.get("confirmations") or []
+    if confirmations:
+        lines += ["", "Confirmed by `--repeat 2` (crossover: the machines swap roles for the second trial):", "",
+                  "| against | successful TPS (95 % CI) | p99 (95 % CI) | series | verdict |",
+                  "| --- | --- | --- | --- | --- |"]
+        for c in confirmations:
+            tps, p99 = c.get("tps") or {}, c.get("p99") or {}
+            lines.append(f"| {c['against']} | {_ratio(tps.get('estimate'), tps.get('low'), tps.get('high'))} | "
+                         f"{_ratio(p99.get('estimate'), p99.get('low'), p99.get('high'))} | "
+                         f"{_link(c['series'])} | {c.get('verdict', '').replace('|', '/')} |")
+    if data.get("knob_set"):
+        lines += ["", f"Written as the knob set `{data['knob_set']}`, each value commented with its evidence: "
+                  f"`./start.sh --knob-set tuned={data.get('name')}`."]
+    return lines + [""]
+
+
+def _importance(data: dict[str, Any]) -> list[str]:
+    found = data.get("importance") or {}
+    if not found:
+        return ["## What matters", "", "Not estimated: too few trials, or every knob explained the same.", ""]
+    lines = ["## What matters", "", "Each knob's share of what explains the outcome across the trials "
+             "(optuna's default importance evaluator, fANOVA):", "", "| knob | importance |", "| --- | ---: |"]
+    lines += [f"| {k} | {v:.2f} |" for k, v in sorted(found.items(), key=lambda kv: -kv[1])]
+    return lines + [""]
+
+
+def _trials(data: dict[str, Any]) -> list[str]:
+    knobs = [p.get("knob") for p in data["space"]]
+    lines = ["## Trials", "", "| # | state | hold | " + " | ".join(knobs) + " | TPS vs control (95 % CI) | counts | "
+             "constraints, or why it did not run | run |",
+             "| ---: | --- | ---: | " + " | ".join("---" for _ in knobs) + " | --- | --- | --- | --- |"]
+    for r in data["results"]:
+        o = r["outcome"]
+        why = " ".join("; ".join(o.get("violations") or []).replace("|", "/").split())    # one table line
+        hold = f"{r['hold_s']:g} s" if r["state"] != "refused" else "—"
+        lines.append(f"| {r['number']} | {r['state']} | {hold} | "
+                     + " | ".join(_value(r["values"].get(k)) for k in knobs)
+                     + f" | {_ratio(o.get('ratio'), o.get('low'), o.get('high'))} | "
+                     f"{'yes' if _counts(r, data['floor']) else 'no'} | {why or '—'} | {_link(o.get('run'))} |")
+    return lines + [""]
+
+
+def render(data: dict[str, Any]) -> str:
+    return "\n".join(_header(data) + _answer(data) + _importance(data) + _trials(data))
+
+
+def _hours(stamp: str, start: str) -> float:
+    t = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return (t - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds() / 3600
+
+
+def chart(data: dict[str, Any]) -> tuple[Figure, bytes] | None:
+    """Every run trial's ratio against the time it ended, and the best that counts so far as a step."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    start = data.get("started")
+    ran = [r for r in data["results"] if r["state"] != "refused" and r.get("ended") and r["outcome"].get("ratio")]
+    if not start or not ran:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    for r in ran:
+        o, x = r["outcome"], _hours(r["ended"], start)
+        ok = not o.get("violations")
+        if o.get("low") is not None:
+            ax.errorbar([x], [o["ratio"]], yerr=[[o["ratio"] - o["low"]], [o["high"] - o["ratio"]]], capsize=3,
+                        fmt="o" if ok else "x", color="tab:blue" if ok else "tab:red", alpha=0.8)
+        ax.annotate(str(r["number"]), (x, o["ratio"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    xs, ys, best = [], [], None
+    for r in sorted(ran, key=lambda r: r["ended"]):
+        if _counts(r, data["floor"]) and r["hold_s"] == data["holds_s"][-1] and r["state"] == "complete":
+            best = max(best or 0.0, r["outcome"]["ratio"])
+        if best is not None:
+            xs.append(_hours(r["ended"], start))
+            ys.append(best)
+    if xs:
+        ax.step(xs, ys, where="post", color="tab:green", label="best that counts so far")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.axhline(1 + data["floor"], color="tab:orange", lw=0.8, ls=":", label="noise floor")
+    ax.set_xlabel("hours since the tune began")
+    ax.set_ylabel("successful TPS, candidate / control")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    about = ("Each run candidate at the time its trial ended, with its 95 % interval (numbers: the trials table; "
+             "red ×: broke a constraint). Green: the best candidate whose gain counts at the longest hold. Orange: "
+             "where the noise floor puts a gain that counts (its lower bound must clear it).")
+    return Figure("tune", "Best so far against time", about), buf.getvalue()

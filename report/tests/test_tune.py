@@ -1,0 +1,93 @@
+"""python -m report tune: tune.md and tune.html from a tune.json as the lab's tune command writes it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from report.__main__ import main
+from report.read.tune import BadTune, load
+
+SPACE = [{"knob": "tomcat_threads_max", "kind": "int", "low": 4, "high": 400, "log": True},
+         {"knob": "jvm_gc", "kind": "choice", "choices": ["serial", "g1"]}]
+
+
+def row(number, state, hold, threads, gc, ratio=None, low=None, high=None, violations=(), ended="01:00"):
+    return {"number": number, "state": state, "hold_s": hold, "values": {"tomcat_threads_max": threads, "jvm_gc": gc},
+            "outcome": {"ratio": ratio, "low": low, "high": high, "violations": list(violations),
+                        "run": f"20261128T{number:02d}0000Z-t{number}" if ratio else ""},
+            "ended": f"2026-11-28T{ended}:00Z"}
+
+
+def tune(**changes) -> dict:
+    data = {"tune_id": "20261128T000000Z-tune", "status": "complete", "started": "2026-11-28T00:00:00Z",
+            "ended": "2026-11-28T02:00:00Z", "budget_s": 7200, "spent_s": 7000, "holds_s": [60, 180], "floor": 0.05,
+            "space": SPACE, "load": {"model": "closed", "users": 20, "ramp_up_s": 20}, "service": "sample",
+            "control": "default", "name": "tune-20261128-0000", "trials": [],
+            "results": [row(0, "refused", 0, 3, "g1", violations=["tuned: tomcat_threads_min_spare (10)\n  must be"
+                                                                     " ≤ tomcat_threads_max (3)"], ended="00:01"),
+                        row(1, "complete", 180, 40, "serial", 1.50, 1.40, 1.61, ended="00:20"),
+                        row(2, "pruned", 60, 300, "g1", 1.03, 0.98, 1.08, ended="00:30"),
+                        row(3, "complete", 180, 20, "g1", 1.30, 1.12, 1.50, violations=["errors 0.50 % > 0.1 %"],
+                            ended="00:50"),
+                        row(4, "complete", 180, 60, "serial", 1.62, 1.50, 1.75, ended="01:10")],
+            "importance": {"tomcat_threads_max": 0.8, "jvm_gc": 0.2},
+            "finalist": {**row(4, "complete", 180, 60, "serial", 1.62, 1.50, 1.75), "counted": True},
+            "confirmations": [{"against": "default", "series": "20261128T013000Z-tune-confirm-vs-default-series",
+                               "exit": 0, "tps": {"estimate": 1.55, "low": 1.45, "high": 1.66},
+                               "p99": {"estimate": 0.6, "low": 0.5, "high": 0.7}, "verdict": "tuned +55 %"},
+                              {"against": "tuned", "series": "20261128T014500Z-tune-confirm-vs-tuned-series",
+                               "exit": 0, "tps": {"estimate": 1.04, "low": 0.97, "high": 1.11}, "p99": None,
+                               "verdict": "no difference | told apart"}],
+            "knob_set": "ansible/knob_sets/tune-20261128-0000.yml"}
+    data.update(changes)
+    return data
+
+
+def write(tmp_path, data) -> tuple[int, str]:
+    folder = tmp_path / "results" / "20261128T000000Z-tune"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tune.json").write_text(json.dumps(data))
+    code = main(["tune", str(folder)])
+    return code, (folder / "tune.md").read_text() if (folder / "tune.md").exists() else ""
+
+
+def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_trial(tmp_path):
+    code, md = write(tmp_path, tune())
+    assert code == 0
+    assert "Trial 4, its gain counted in the search: +62 % (+50 % … +75 %)" in md
+    assert "| default | +55 % (+45 % … +66 %) | −40 % (−50 % … −30 %) |" in md
+    assert "| tuned | +4.0 % (−3.0 % … +11 %) | — |" in md and "no difference / told apart" in md
+    assert "`./start.sh --knob-set tuned=tune-20261128-0000`" in md
+    assert md.index("| tomcat_threads_max | 0.80 |") < md.index("| jvm_gc | 0.20 |")
+    lines = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and
+             line.split("|")[1].strip().isdigit()}
+    assert "| refused | — |" in lines["0"] and "must be ≤ tomcat_threads_max (3)" in lines["0"], "one table line"
+    assert "| yes |" in lines["1"] and "| no |" in lines["2"], "a pruned candidate inside the floor does not count"
+    assert "| no | errors 0.50 % > 0.1 % |" in lines["3"], "a broken constraint never counts"
+    assert "[20261128T010000Z-t1](../20261128T010000Z-t1/report.html)" in lines["1"]
+    html = (tmp_path / "results" / "20261128T000000Z-tune" / "tune.html").read_text()
+    assert "Best so far against time" in html and "data:image/png;base64," in html
+
+
+def test_an_unproven_finalist_and_a_tune_still_running_say_so(tmp_path):
+    final = {**row(3, "complete", 180, 20, "g1", 1.02, 0.97, 1.07), "counted": False}
+    _, md = write(tmp_path, tune(finalist=final, confirmations=[], knob_set=None))
+    assert "**no candidate's gain cleared the noise floor**: the top feasible one, unproven" in md
+    assert "Confirmed by" not in md and "--knob-set" not in md
+    _, md = write(tmp_path, tune(status="running", finalist=None, best=row(1, "complete", 180, 40, "serial", 1.5,
+                                                                              1.4, 1.6)))
+    assert "No finalist yet: the search has not ended. Best that counts so far: trial 1." in md
+
+
+def test_a_damaged_tune_json_is_named_and_nothing_is_written(tmp_path, capsys):
+    data = tune(results="many")
+    folder = tmp_path / "results" / "20261128T000000Z-tune"
+    folder.mkdir(parents=True)
+    (folder / "tune.json").write_text(json.dumps(data))
+    with pytest.raises(BadTune, match="`results` is a string, not a list"):
+        load(folder)
+    with pytest.raises(SystemExit):
+        main(["tune", str(folder)])
+    assert "`results` is a string, not a list" in capsys.readouterr().err
+    assert not (folder / "tune.md").exists() and not (folder / "tune.html").exists()
