@@ -147,11 +147,19 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--floor", type=float, default=0.05, metavar="FRACTION",
                     help="the noise floor: a gain counts when its interval's lower bound clears it (default 0.05: "
                          "what an A/A of the load spreads by between runs)")
+    tu.add_argument("--objective", choices=("tps", "p99"), default=None,
+                    help="what a candidate improves: the paired successful-TPS ratio (default), or p99 latency")
+    tu.add_argument("--constraint", dest="constraints", action="append", default=None, metavar="GATE",
+                    help="a gate every candidate's verdict must pass, as --gate reads it, e.g. 'p99<=2s' "
+                         "(repeatable; default 'errors<=0.1%%'; giving any replaces the default)")
     tu.add_argument("--control", default=None, metavar="SET",
                     help="the knob set the candidates run against (default: default, the catalog); the finalist is "
                          "confirmed against it and against tuned")
     tu.add_argument("--name", default=None, metavar="NAME",
                     help="the knob set the answer is written as, ansible/knob_sets/NAME.yml (default tune-DATE-HHMM)")
+    tu.add_argument("--study", default=None, metavar="URL",
+                    help="work a study shared with other workers (each its own twins, --hosts): sqlite:///PATH, or "
+                         "postgresql://USER@HOST/DB across controllers (default: the tune folder's study.sqlite)")
     tu.add_argument("--resume", type=Path, default=None, metavar="FOLDER",
                     help="go on with a tune folder's study (its space, holds and budget)")
     for command in (sw, ab, tu):        # run options before or after the command; typed ones only (no default here)

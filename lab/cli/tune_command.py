@@ -7,8 +7,28 @@ import json
 from pathlib import Path
 
 from lab.experiment import reporting, run, trial
-from lab.experiment.tune import command, confirm, space
+from lab.experiment.tune import command, confirm, space, trials
 from lab.provision import knob_sets, knobs
+
+
+def study_url(url: str) -> str:
+    """A study's storage as optuna's RDBStorage takes it: sqlite:///PATH (workers on one controller) or
+    postgresql://USER@HOST/DB (workers on several, with a PostgreSQL driver installed); ValueError naming the
+    problem."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme == "sqlite":
+        folder = Path(url.removeprefix("sqlite:///")).parent
+        if not url.startswith("sqlite:///") or not folder.is_dir():
+            raise ValueError(f"--study {url}: sqlite:///PATH with PATH's folder existing")
+        return url
+    if scheme.split("+")[0] == "postgresql":
+        try:
+            import psycopg2  # noqa: F401  (SQLAlchemy's default PostgreSQL driver)
+        except ImportError:
+            raise ValueError(f"--study {url}: PostgreSQL needs its driver here (pip install psycopg2-binary in "
+                             ".venv)") from None
+        return url
+    raise ValueError(f"--study {url}: a storage URL, sqlite:///PATH or postgresql://USER@HOST/DB")
 
 
 def plan_of(args) -> command.Plan:
@@ -22,11 +42,15 @@ def plan_of(args) -> command.Plan:
             raise ValueError("--resume goes on with the tune's own space: leave --space out")
         params = tuple(space.Param(**{**p, "choices": tuple(p.get("choices") or ())}) for p in saved["space"])
         budget = args.budget if args.budget is not None else saved["budget_s"]
-        if args.control is not None or args.name is not None:
-            raise ValueError("--resume goes on with the tune's own control and knob set name: leave --control and "
-                             "--name out")
+        if args.control is not None or args.name is not None or args.study is not None:
+            raise ValueError("--resume goes on with the tune's own control, knob set name and study: leave "
+                             "--control, --name and --study out")
+        if args.objective is not None or args.constraints is not None:
+            raise ValueError("--resume goes on with the tune's own objective and constraints: leave --objective and "
+                             "--constraint out")
         return command.Plan(space.Space(params), tuple(saved["holds_s"]), saved["floor"], budget,
-                            saved.get("p99_target_ms"), saved.get("control", knob_sets.DEFAULT), saved.get("name"))
+                            saved.get("objective", "tps"), tuple(saved.get("constraints", trials.CONSTRAINTS)),
+                            saved.get("control", knob_sets.DEFAULT), saved.get("name"), saved.get("study"))
     if args.budget is None:
         raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
     if not 0 <= args.floor < 1:
@@ -41,7 +65,11 @@ def plan_of(args) -> command.Plan:
         raise ValueError(f"--control {control}: not a knob set ({', '.join(knob_sets.names())})")
     if args.name is not None:
         confirm.check_name(args.name, "")           # a file of that name is another tune's: refused now
-    plan = command.Plan(chosen, holds, args.floor, args.budget, control=control, name=args.name)
+    constraints = tuple(args.constraints) if args.constraints is not None else trials.CONSTRAINTS
+    reporting.check_gates(constraints)          # a constraint that cannot be read: refused now
+    plan = command.Plan(chosen, holds, args.floor, args.budget, args.objective or "tps", constraints,
+                        control=control, name=args.name,
+                        study=study_url(args.study) if args.study is not None else None)
     whole = sum(plan.trial_s(h, 0) for h in holds) + plan.reserve_s(0)
     if args.budget < whole:
         raise ValueError(f"--budget {args.budget} s: not even one trial and its confirmations fit (~{whole} s: "

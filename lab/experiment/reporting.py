@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 from lab import machines, paths
 
@@ -50,6 +51,18 @@ def check_gates(gates: tuple[str, ...]) -> None:
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise ValueError(done.stderr.strip().splitlines()[-1].split("error: ", 1)[-1])
+
+
+def broken_gates(folder: Path, gates: tuple[str, ...]) -> list[str]:
+    """The gates a run folder's verdict fails, each with what it read (`report gate` writes gates.xml, JUnit);
+    a verdict the gates cannot judge fails them all, with why."""
+    report_command("gate", folder, *gate_args(gates), log=lambda message: None)
+    try:
+        cases = ElementTree.parse(folder / "gates.xml").getroot().iter("testcase")
+    except (OSError, ElementTree.ParseError) as e:
+        return [f"{g}: not judged ({e})" for g in gates]
+    return [f"{case.get('name')}: {failure.get('message')}" for case in cases
+            for failure in case.findall("failure")]
 
 
 def judge_gates(folder: Path, gates: tuple[str, ...], exit_code: int) -> int:

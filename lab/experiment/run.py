@@ -135,9 +135,10 @@ def contradictions(args) -> list[str]:
                         "set its stages")
     if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
         problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
-    if getattr(args, "command", None) in ("sweep", "ablate") and getattr(args, "gates", None):
-        problems.append("--gate judges one run or one series: a sweep's trials each have their own verdict (judge "
-                        "one with ./start.sh gate FOLDER --gate …)")
+    if getattr(args, "command", None) in ("sweep", "ablate", "tune") and getattr(args, "gates", None):
+        problems.append("--gate judges one run or one series: a sweep's or a tune's trials each have their own "
+                        "verdict (a tune's constraints: --constraint GATE; judge one run with ./start.sh gate FOLDER "
+                        "--gate …)")
     if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
         problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
     return problems

@@ -3,6 +3,8 @@ noise, a region that does not start): the space it searches, the search against 
 the knob rules, an interrupted study resumed."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import optuna
 import pytest
 
@@ -146,85 +148,137 @@ def test_an_interrupted_study_resumes_where_it_stopped(tmp_path):
 
 # -- the command on a stand-in lab: its folder, tune.json, budget and resume --------------------------------------
 
-def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, monkeypatch):
-    """execute() with run_trial standing in for the lab: each trial a run folder with a verdict.json (the stand-in
-    lab's outcome); the budget in trials' estimated time, the confirmations' share kept; an interruption kept;
-    --resume goes on, confirms the finalist against default and tuned (run_series standing in) and writes its knob
-    set."""
+@pytest.fixture
+def sets(tmp_path, monkeypatch):
+    """Run folders and knob sets in tmp_path; no report subprocess."""
+    from lab import paths
+    from lab.experiment import reporting
+    from lab.provision import knob_sets
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(reporting, "report_command", lambda *a, **k: 0)
+    folder = tmp_path / "knob_sets"
+    folder.mkdir()
+    for file in knob_sets.DIR.glob("*.yml"):
+        (folder / file.name).write_text(file.read_text())
+    monkeypatch.setattr(knob_sets, "DIR", folder)
+    return folder
+
+
+def command_space():
+    from lab.provision import knobs
+    return space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True},
+                        "jvm_gc": ["serial", "parallel", "g1"]}, knobs.specs())
+
+
+def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets):
+    """execute() on a stand-in lab (standin.Runs: each trial a run folder with a verdict.json): the candidate is the
+    catalog and its values; the budget in trials' estimated time, the confirmations' share kept; an interruption
+    kept; --resume goes on, confirms the finalist against default and tuned and writes its knob set."""
     import json
 
     from lab import paths
-    from lab.experiment import design, reporting, run
+    from lab.experiment import design, run
     from lab.experiment.tune import command, confirm
     from lab.provision import knob_sets, knobs
-    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(reporting, "report_command", lambda *a, **k: 0)
-    sets = tmp_path / "knob_sets"
-    sets.mkdir()
-    for file in knob_sets.DIR.glob("*.yml"):
-        (sets / file.name).write_text(file.read_text())
-    monkeypatch.setattr(knob_sets, "DIR", sets)
-    tune_space = space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True},
-                              "jvm_gc": ["serial", "parallel", "g1"]}, knobs.specs())
+    tune_space = command_space()
     lab = standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2)
-    ran, series, now = [], [], [0.0]
+    runs = standin.Runs(lab, paths.RESULTS, [0.0], command.OVERHEAD_S, interrupt_at=5)
     catalog = design.config_knobs(knob_sets.DEFAULT, None, run.Options().service)
-
-    def verdict(folder, got):
-        folder.mkdir(parents=True)
-        (folder / "verdict.json").write_text(json.dumps({"verdict": "stand-in", "effects": {
-            "tps": {"estimate": got.ratio, "low": got.low, "high": got.high}, "error_pct": {"tuned": 0.0}}}))
-
-    def run_trial(o, t, s, label):
-        config = o.trials()[0].configurations["tuned"]
-        resolved = design.config_knobs(config, o.sets, o.service)
-        values = {k: resolved[k] for k in tune_space.knobs}
-        # the candidate is the catalog and its values: nothing of the tuned set underneath
-        assert {k: v for k, v in resolved.items() if k not in values} == {
-            k: v for k, v in catalog.items() if k not in values}
-        now[0] += command.OVERHEAD_S + o.profile.ramp_up_s + o.profile.duration_s
-        folder = paths.RESULTS / f"{label}-{len(ran)}"
-        verdict(folder, lab(values, o.profile.duration_s))
-        ran.append((label, values))
-        if len(ran) == 5:
-            raise KeyboardInterrupt
-        return 0, folder
-
-    def run_series(o, s):
-        controls = o.trials()[0].configurations
-        assert o.repeat == 2 and o.profile.duration_s == 180
-        series.append(controls["default"])
-        now[0] += 2 * (command.OVERHEAD_S + o.profile.ramp_up_s + o.profile.duration_s)
-        config = controls["tuned"]
-        resolved = design.config_knobs(config, o.sets, o.service)
-        folder = paths.RESULTS / f"{o.label}-series"
-        verdict(folder, lab({k: resolved[k] for k in tune_space.knobs}, 360))
-        return 0, folder
-
     plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=6 * 3600)
     opts = run.Options(profile=load_profile())
     said = []
-    code, folder = command.execute(opts, None, plan, run_trial, lambda o, s: None, run_series, log=said.append,
-                                   clock=lambda: now[0])
+    code, folder = command.execute(opts, None, plan, runs.run_trial, lambda o, s: None, runs.run_series,
+                                   log=said.append, clock=lambda: runs.clock[0], judge=lambda run_dir: ())
     data = json.loads((folder / "tune.json").read_text())
-    assert code == 130 and data["status"] == "interrupted" and len(data["trials"]) == 4 and not series
+    assert code == 130 and data["status"] == "interrupted" and len(data["trials"]) == 4 and not runs.series
     assert "tune: 2 knobs on the tuned side against the default set" in said[0]
     assert "then ~" in said[0] and any("trial 1 of about" in line for line in said)
-    code, again = command.execute(opts, None, plan, run_trial, lambda o, s: None, run_series,
-                                  resume_folder=folder, log=said.append, clock=lambda: now[0])
+    for _, values in runs.ran:          # the candidate is the catalog and its values: nothing of the tuned set
+        config = run.Options(overrides=[f"tuned:{k}={json.dumps(v)}" for k, v in values.items()])
+        assert set(values) == set(tune_space.knobs) and config.sets["tuned"] == values
+    resolved = design.config_knobs("tuned", opts.sets, opts.service)
+    assert resolved["tomcat_threads_min_spare"] != catalog["tomcat_threads_min_spare"], "the tuned set differs"
+    runs.interrupt_at = None
+    code, again = command.execute(opts, None, plan, runs.run_trial, lambda o, s: None, runs.run_series,
+                                  resume_folder=folder, log=said.append, clock=lambda: runs.clock[0],
+                                  judge=lambda run_dir: ())
     data = json.loads((folder / "tune.json").read_text())
     assert again == folder and code == 0 and data["status"] == "complete" and len(data["trials"]) > 5
     assert data["spent_s"] <= plan.budget_s, "a resumed tune goes on with what is left of its budget"
     assert [r["number"] for r in data["results"]] == sorted(r["number"] for r in data["results"])
-    assert series == ["default", "tuned"], "the finalist confirmed against the control, then the tuned set"
-    assert [c["against"] for c in data["confirmations"]] == ["default", "tuned"]
     final = data["finalist"]
+    assert runs.series == [("default", final["values"]), ("tuned", final["values"])], \
+        "the finalist confirmed against the control, then the tuned set"
+    assert [c["against"] for c in data["confirmations"]] == ["default", "tuned"]
     written = sets / f"{data['name']}.yml"
     assert data["knob_set"] == f"ansible/knob_sets/{written.name}" and written.is_file()
     assert knob_sets.values(data["name"], knobs.defaults()) == final["values"]
     assert f"tune {folder.name}" in written.read_text() and "--repeat 2 (crossover) vs default" in written.read_text()
     with pytest.raises(ValueError, match="is not this tune's"):
         confirm.check_name(data["name"], "20990101T000000Z-tune")
+
+
+def _worker(root, storage: str, seed: int, budget_s: int) -> str:
+    """One worker of a shared study on its own stand-in twins (a process of its own)."""
+    from lab import paths
+    from lab.experiment import reporting, run
+    from lab.experiment.tune import command
+    paths.RESULTS = root
+    reporting.report_command = lambda *a, **k: 0
+    tune_space = command_space()
+    runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=seed),
+                        root, [0.0], command.OVERHEAD_S)
+    plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=budget_s, study=storage)
+    _, folder = command.execute(run.Options(profile=load_profile(), label=f"w{seed}"), None, plan, runs.run_trial,
+                                lambda o, s: None, log=lambda line: None, clock=lambda: runs.clock[0],
+                                judge=lambda run_dir: ())
+    return str(folder)
+
+
+def test_two_workers_share_one_study(tmp_path, sets):
+    """Two controllers' workers (processes) on one study through its storage: each runs its own trials in its own
+    folder, the study holds both workers' trials once each, and each sees the other's."""
+    import json
+    import multiprocessing
+
+    from lab.experiment.tune import search
+    storage = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    roots = [tmp_path / "one", tmp_path / "two"]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        folders = pool.starmap(_worker, [(roots[0], storage, 1, 4 * 3600), (roots[1], storage, 2, 4 * 3600)])
+    data = [json.loads((Path(f) / "tune.json").read_text()) for f in folders]
+    study = search.Tuner(command_space(), storage, "tune", (60, 180), 0.03).results()
+    mine = [set(d["trials"]) for d in data]                     # the run folders each worker made
+    assert all(mine) and not mine[0] & mine[1], "each worker ran trials of its own"
+    assert {r.outcome.run for r in study if r.state != "refused"} == mine[0] | mine[1], "the study holds both"
+    assert len({r.number for r in study}) == len(study), "one study: each trial once"
+    last = max(data, key=lambda d: d["ended"])
+    assert {r["outcome"]["run"] for r in last["results"]} >= mine[0] | mine[1], "the last worker sees the other's"
+    assert all(d["study"] == storage for d in data)
+
+
+def test_a_trials_verdict_is_the_objective_and_its_constraints_are_gates(tmp_path):
+    """outcome(): the paired ratio of the objective (p99 turned so that higher is better) and the --constraint gates
+    the report judges on the verdict (a broken one names what it read); no verdict: infeasible with why."""
+    import json
+
+    from lab.experiment.tune import trials
+    run_dir = tmp_path / "20261128T000000Z-tune-t1"
+    run_dir.mkdir()
+    (run_dir / "verdict.json").write_text(json.dumps({"verdict": "x", "effects": {
+        "tps": {"kind": "ratio", "default": 10, "tuned": 15, "estimate": 1.5, "low": 1.4, "high": 1.6},
+        "p99": {"kind": "ratio", "default": 2000, "tuned": 1000, "estimate": 0.5, "low": 0.4, "high": 0.625},
+        "error_pct": {"kind": "difference", "default": 0.0, "tuned": 0.4, "estimate": 0.4, "low": 0.1,
+                      "high": 0.7}}}))
+    judge = trials.gate_judge(trials.CONSTRAINTS + ("p99<=2s",))
+    got = trials.outcome(run_dir, 0, "tps", judge)
+    assert (got.ratio, got.low, got.high) == (1.5, 1.4, 1.6) and not got.feasible
+    assert got.violations == ("errors<=0.1%: tuned's error_pct 0.4",), "the broken gate alone, with its reading"
+    got = trials.outcome(run_dir, 0, "p99")
+    assert (got.ratio, got.low, got.high) == (2.0, 1.6, 2.5) and got.feasible
+    gone = tmp_path / "20261128T000000Z-tune-t2"
+    gone.mkdir()
+    assert trials.outcome(gone, 1).violations == ("no verdict (exit 1): see 20261128T000000Z-tune-t2",)
 
 
 def load_profile():
@@ -238,6 +292,9 @@ def load_profile():
     (["tune", "--budget", "2h", "--floor", "1.5"], "--floor 1.5: a fraction"),
     (["tune", "--budget", "20m"], "not even one trial and its confirmations fit"),
     (["tune", "--budget", "2h", "--control", "nosuch"], "--control nosuch: not a knob set"),
+    (["tune", "--budget", "2h", "--constraint", "errors<=1"], "gate 'errors<=1'"),
+    (["tune", "--budget", "2h", "--study", "mysql://x"], "--study mysql://x: a storage URL"),
+    (["tune", "--budget", "2h", "--study", "sqlite:////nowhere/at/all.sqlite"], "PATH's folder existing"),
     (["tune", "--budget", "2h", "--name", "Bad Name"], "--name 'Bad Name': 1–40 lower-case"),
     (["tune", "--budget", "2h", "--name", "tuned"], "--name tuned: ansible/knob_sets/tuned.yml exists"),
     (["tune", "--budget", "2h", "--space", "nowhere.yml"], "nowhere.yml: cannot be read"),

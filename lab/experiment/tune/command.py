@@ -5,6 +5,10 @@ estimated number of trials are printed first; each trial says k of about n, the 
 budget keeps room for the confirmations (confirm.py), which follow the search; then the knob set and tune.html.
 Ctrl-C keeps every finished trial and confirmation; `./start.sh tune --resume FOLDER` goes on with the same study,
 space and holds.
+
+Several workers (each a controller with its own twins, `--hosts`) may work one study (`--study URL`: a storage
+optuna shares between processes, PostgreSQL across controllers): each keeps its own folder, runs and budget, sees
+every worker's trials, and confirms the study's finalist on its own twins.
 """
 from __future__ import annotations
 
@@ -33,9 +37,14 @@ class Plan:
     holds_s: tuple[int, ...]
     floor: float
     budget_s: int
-    p99_target_ms: float | None = None
+    objective: str = "tps"                  # trials.OBJECTIVES
+    constraints: tuple[str, ...] = trials.CONSTRAINTS      # gates every candidate's verdict must pass
     control: str = knob_sets.DEFAULT        # the knob set the candidates run against
     name: str | None = None                 # the knob set the answer is written as (confirm.default_name)
+    study: str | None = None                # a study shared by several workers (storage URL); None: the folder's
+
+    def storage(self, folder: Path) -> str:
+        return self.study or f"sqlite:///{folder / 'study.sqlite'}"
 
     def trial_s(self, hold_s: int, ramp_up_s: int) -> int:
         return OVERHEAD_S + ramp_up_s + hold_s
@@ -50,7 +59,8 @@ class Plan:
         return max(1, int((self.budget_s - self.reserve_s(ramp_up_s)) // per))
 
     def describe(self, ramp_up_s: int) -> str:
-        lines = [f"tune: {len(self.space.params)} knobs on the tuned side against the {self.control} set; holds "
+        lines = [f"tune: {len(self.space.params)} knobs on the tuned side against the {self.control} set; objective: "
+                 f"the paired {self.objective} ratio; constraints: {', '.join(self.constraints) or 'none'}; holds "
                  f"{', '.join(f'{h} s' for h in self.holds_s)} (a third of each hold's candidates go on to the next); "
                  f"a gain counts when its interval clears the noise floor ({self.floor:.0%}); budget "
                  f"{self.budget_s / 3600:.1f} h, about {self.expected_trials(ramp_up_s)} candidates "
@@ -98,9 +108,10 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
     folder = run_record.make_run_dir(f"{opts.label}-tune" if opts.label else "tune")
     data = {"tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
             "budget_s": plan.budget_s, "holds_s": list(plan.holds_s), "floor": plan.floor,
-            "space": [dataclasses.asdict(p) for p in plan.space.params], "p99_target_ms": plan.p99_target_ms,
+            "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
+            "constraints": list(plan.constraints),
             "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
-            "control": plan.control, "name": plan.name or confirm.default_name(folder.name),
+            "control": plan.control, "name": plan.name or confirm.default_name(folder.name), "study": plan.study,
             "trials": [], "results": [], "best": None, "importance": {}, "finalist": None, "confirmations": [],
             "knob_set": None}
     _save(folder, data)
@@ -108,13 +119,15 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
 
 
 def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_folder: Path | None = None,
-            log=print, clock=time.monotonic) -> tuple[int, Path]:
+            log=print, clock=time.monotonic, judge=None) -> tuple[int, Path]:
     """Runs trials while the budget has room for another whole one and the confirmations, then confirms the finalist
-    (run_series: run.run_series; None: no confirmation) and writes its knob set and tune.html; (exit code, folder)."""
+    (run_series: run.run_series; None: no confirmation) and writes its knob set and tune.html; (exit code, folder).
+    judge: run folder → the constraints it broke (default: the plan's gates judged by the report)."""
     folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
-    tuner = search.Tuner(plan.space, f"sqlite:///{folder / 'study.sqlite'}", STUDY, plan.holds_s, plan.floor,
+    tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.holds_s, plan.floor,
                          rules=trials.rules(opts, s, validate, plan.control))
-    evaluate = trials.evaluator(opts, s, run_trial, folder.name, plan.p99_target_ms,
+    evaluate = trials.evaluator(opts, s, run_trial, folder.name, plan.objective,
+                                judge or trials.gate_judge(plan.constraints),
                                 on_run=lambda run_dir: (data["trials"].append(run_dir.name), _save(folder, data)),
                                 done=len(data["trials"]), control=plan.control)
     ramp = opts.profile.ramp_up_s

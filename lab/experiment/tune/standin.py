@@ -63,3 +63,47 @@ class StandIn:
         effective = max(2.0, n * (1 - self.rho) / (1 + self.rho))     # autocorrelated windows count for fewer
         half = 1.96 * sd / math.sqrt(effective)
         return Outcome(mean, mean - half, mean + half, run=f"standin-{len(self.runs)}")
+
+
+@dataclass
+class Runs:
+    """The lab's run_trial and run_series (their signatures) over a StandIn: each run reads the candidate back from
+    the run options as the machines would get it (the configuration its side runs, with the --set values), writes a
+    run folder under root with a verdict.json of the stand-in's outcome, and advances clock (one value, seconds) by
+    the run's length under emulation (overhead_s beside ramp-up and hold)."""
+    lab: StandIn
+    root: object                         # a Path: where the run folders go
+    clock: list
+    overhead_s: int
+    interrupt_at: int | None = None      # the run whose start Ctrl-C interrupts (1-based), None: never
+    ran: list = field(default_factory=list)       # (label, values) of every trial run
+    series: list = field(default_factory=list)    # (the control's configuration, values) of every series
+
+    def values(self, o, config: str) -> dict:
+        from lab.experiment import design
+        resolved = design.config_knobs(config, o.sets, o.service)
+        return {k: resolved[k] for k in self.lab.space.knobs}
+
+    def _folder(self, name: str, outcome: Outcome):
+        import json
+        folder = self.root / name
+        folder.mkdir(parents=True)
+        effects = {"tps": {"estimate": outcome.ratio, "low": outcome.low, "high": outcome.high},
+                   "error_pct": {"tuned": 0.0}} if outcome.ratio is not None else {}
+        (folder / "verdict.json").write_text(json.dumps({"verdict": "stand-in", "effects": effects}))
+        return folder
+
+    def run_trial(self, o, t, s, label: str):
+        if self.interrupt_at is not None and len(self.ran) + 1 == self.interrupt_at:
+            raise KeyboardInterrupt
+        values = self.values(o, t.configurations["tuned"])
+        self.clock[0] += self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s
+        self.ran.append((label, values))
+        return 0, self._folder(f"{label}-{len(self.ran)}", self.lab(values, o.profile.duration_s))
+
+    def run_series(self, o, s):
+        first = o.trials()[0]
+        values = self.values(o, first.configurations["tuned"])
+        self.clock[0] += o.repeat * (self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s)
+        self.series.append((first.configurations["default"], values))
+        return 0, self._folder(f"{o.label}-series", self.lab(values, o.repeat * o.profile.duration_s))

@@ -1,13 +1,14 @@
 """A tune's trial on the lab: the candidate (the catalog, the tune's --set values and the candidate's knob values) on
 the tuned side, the control (the out-of-the-box configuration, or a named knob set) on the default side, an ordinary
 A/B run (its own run folder, report and verdict.json) at the hold the search asks for; its verdict read
-back as the tuner's Outcome, with the constraints it broke.
+back as the tuner's Outcome (the objective: the paired successful-TPS ratio, or the p99 ratio turned so that higher
+is better), with the constraints it broke.
 
-The constraints are constraints, never penalties: the candidate's errors at most MAX_ERROR_PCT (its level, as a
-gate `errors<=0.1%` judges it), its p99 under a target when one is given; a candidate that failed to start, stopped
-answering or left no verdict is infeasible with why. The knob rules (types, ranges, the rules between knobs, the
-memory estimate) are checked before a trial starts (`rules()`: the lab's own validation), never by a failed
-provisioning.
+The constraints are constraints, never penalties: gates (`--constraint`, as `--gate` reads them: report/history/
+gates.py) judged on each trial's verdict, by default the candidate's errors at most 0.1 % (its level); a candidate
+that failed to start, stopped answering or left no verdict is infeasible with why. The knob rules (types, ranges,
+the rules between knobs, the memory estimate) are checked before a trial starts (`rules()`: the lab's own
+validation), never by a failed provisioning.
 """
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.experiment import design
+from lab.experiment import design, reporting
 from lab.experiment.tune.search import Outcome
 from lab.provision import knob_sets
 
-MAX_ERROR_PCT = 0.1
+CONSTRAINTS = ("errors<=0.1%",)          # the default: a candidate that fails requests is not an improvement
+OBJECTIVES = ("tps", "p99")
 CONTROL, SIDE = design.CONFIGS            # the sides: the control's, the candidate's
 
 
@@ -50,29 +52,39 @@ def options(opts, values: dict, hold_s: int, label: str, control: str = knob_set
                                repeat=repeat, profile=dataclasses.replace(opts.profile, duration_s=hold_s))
 
 
-def outcome(run_dir: Path, exit_code: int, p99_target_ms: float | None = None) -> Outcome:
-    """The trial's verdict.json as the tuner's Outcome."""
+def objective_of(effects: dict, objective: str) -> tuple[float | None, float | None, float | None]:
+    """(ratio, low, high), higher better: successful TPS candidate ÷ control, or p99 control ÷ candidate."""
+    e = effects.get(objective) or {}
+    est, low, high = e.get("estimate"), e.get("low"), e.get("high")
+    if objective == "tps" or est is None:
+        return est, low, high
+    return 1 / est, (1 / high if high else None), (1 / low if low else None)
+
+
+def outcome(run_dir: Path, exit_code: int, objective: str = "tps",
+            judge: Callable[[Path], tuple[str, ...]] = lambda folder: ()) -> Outcome:
+    """The trial's verdict.json as the tuner's Outcome; judge: run folder → the constraints it broke."""
     name = run_dir.name
     try:
         verdict = json.loads((run_dir / "verdict.json").read_text())
     except (OSError, ValueError):
         return Outcome(None, violations=(f"no verdict (exit {exit_code}): see {name}",), run=name)
-    effects = verdict.get("effects") or {}
-    tps = effects.get("tps") or {}
-    if exit_code != 0 or tps.get("estimate") is None:
+    ratio, low, high = objective_of(verdict.get("effects") or {}, objective)
+    if exit_code != 0 or ratio is None:
         why = verdict.get("verdict") or f"exit {exit_code}"
-        return Outcome(None, violations=(f"no paired interval: {why}",), run=name)
-    broke = []
-    errors = (effects.get("error_pct") or {}).get("tuned")
-    if errors is not None and errors > MAX_ERROR_PCT:
-        broke.append(f"errors {errors:.2f} % > {MAX_ERROR_PCT} %")
-    p99 = (effects.get("p99") or {}).get("tuned")           # ms
-    if p99_target_ms is not None and p99 is not None and p99 > p99_target_ms:
-        broke.append(f"p99 {p99:.0f} ms > {p99_target_ms:.0f} ms")
-    return Outcome(tps["estimate"], tps.get("low"), tps.get("high"), tuple(broke), name)
+        return Outcome(None, violations=(f"no paired {objective} ratio: {why}",), run=name)
+    return Outcome(ratio, low, high, tuple(judge(run_dir)), name)
 
 
-def evaluator(opts, s, run_trial, series: str, p99_target_ms: float | None = None,
+def gate_judge(constraints: tuple[str, ...]) -> Callable[[Path], tuple[str, ...]]:
+    """run folder → the constraints it broke, each with what it read (`report gate`: gates.xml in the folder)."""
+    def judge(run_dir: Path) -> tuple[str, ...]:
+        return tuple(reporting.broken_gates(run_dir, constraints)) if constraints else ()
+    return judge
+
+
+def evaluator(opts, s, run_trial, series: str, objective: str = "tps",
+              judge: Callable[[Path], tuple[str, ...]] = lambda folder: (),
               on_run: Callable[[Path], None] = lambda folder: None, done: int = 0, control: str = knob_sets.DEFAULT):
     """(values, hold_s) → Outcome: one A/B run of the candidate by run_trial (trial.run_trial), in the tune's series
     (done: its runs so far, a resumed tune's)."""
@@ -85,7 +97,7 @@ def evaluator(opts, s, run_trial, series: str, p99_target_ms: float | None = Non
         on_run(run_dir)
         if code == 130:
             raise KeyboardInterrupt
-        return outcome(run_dir, code, p99_target_ms)
+        return outcome(run_dir, code, objective, judge)
     return evaluate
 
 
