@@ -32,6 +32,11 @@ def _link(run: str | None, page: str = "report.html") -> str:
     return f"[{run}](../{run}/{page})" if run else "—"
 
 
+def _objective(data: dict[str, Any]) -> str:
+    return ("p99 latency, control ÷ candidate (higher is better)" if data.get("objective") == "p99" else
+            "successful TPS, candidate ÷ control")
+
+
 def _header(data: dict[str, Any]) -> list[str]:
     load = data.get("load") or {}
     results = data["results"]
@@ -45,8 +50,9 @@ def _header(data: dict[str, Any]) -> list[str]:
             f"{load.get('users', '?')} users per machine, ramp-up {load.get('ramp_up_s', '?')} s; **holds:** "
             + ", ".join(f"{h:g} s" for h in data["holds_s"]),
             f"- **Candidates against:** the {data.get('control') or 'default'} set, on the twins at once, each an "
-            "ordinary A/B run; a gain counts when its whole interval clears the noise floor "
-            f"({data['floor']:.0%}): lower bound above {1 + data['floor']:.2f}×",
+            f"ordinary A/B run; **objective:** {_objective(data)}; **constraints:** "
+            + (", ".join(f"`{c}`" for c in data.get("constraints") or ["errors<=0.1%"])) + "; a gain counts when its "
+            f"whole interval clears the noise floor ({data['floor']:.0%}): lower bound above {1 + data['floor']:.2f}×",
             f"- **Budget:** {(data.get('budget_s') or 0) / 3600:.2f} h"
             + (f", spent {spent / 3600:.2f} h" if spent is not None else "")
             + f" (started {data.get('started', '?')}, ended {data.get('ended') or '—'})", ""]
@@ -63,7 +69,7 @@ def _answer(data: dict[str, Any]) -> list[str]:
     o = final["outcome"]
     lines += [f"Trial {final['number']}, " + ("its gain counted in the search" if final.get("counted") else
               "**no candidate's gain cleared the noise floor**: the top feasible one, unproven")
-              + f": {_ratio(o.get('ratio'), o.get('low'), o.get('high'))} successful TPS against the control at a "
+              + f": {_ratio(o.get('ratio'), o.get('low'), o.get('high'))} ({_objective(data)}) at a "
               f"{final['hold_s']:g} s hold ({_link(o.get('run'))}).", "",
               "| knob | value |", "| --- | --- |"]
     lines += [f"| {k} | {_value(v)} |" for k, v in final["values"].items()]
@@ -95,7 +101,8 @@ def _importance(data: dict[str, Any]) -> list[str]:
 
 def _trials(data: dict[str, Any]) -> list[str]:
     knobs = [p.get("knob") for p in data["space"]]
-    lines = ["## Trials", "", "| # | state | hold | " + " | ".join(knobs) + " | TPS vs control (95 % CI) | counts | "
+    lines = ["## Trials", "", f"Objective: {_objective(data)}.", "",
+             "| # | state | hold | " + " | ".join(knobs) + " | objective (95 % CI) | counts | "
              "constraints, or why it did not run | run |",
              "| ---: | --- | ---: | " + " | ".join("---" for _ in knobs) + " | --- | --- | --- | --- |"]
     for r in data["results"]:
@@ -147,7 +154,8 @@ def chart(data: dict[str, Any]) -> tuple[Figure, bytes] | None:
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.axhline(1 + data["floor"], color="tab:orange", lw=0.8, ls=":", label="noise floor")
     ax.set_xlabel("hours since the tune began")
-    ax.set_ylabel("successful TPS, candidate / control")
+    ax.set_ylabel("p99, control / candidate" if data.get("objective") == "p99" else
+                  "successful TPS, candidate / control")
     ax.legend(loc="lower right")
     fig.tight_layout()
     buf = io.BytesIO()

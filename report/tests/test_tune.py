@@ -55,7 +55,8 @@ def write(tmp_path, data) -> tuple[int, str]:
 def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_trial(tmp_path):
     code, md = write(tmp_path, tune())
     assert code == 0
-    assert "Trial 4, its gain counted in the search: +62 % (+50 % … +75 %)" in md
+    assert "Trial 4, its gain counted in the search: +62 % (+50 % … +75 %) (successful TPS, candidate ÷ control)" in md
+    assert "**constraints:** `errors<=0.1%`" in md
     assert "| default | +55 % (+45 % … +66 %) | −40 % (−50 % … −30 %) |" in md
     assert "| tuned | +4.0 % (−3.0 % … +11 %) | — |" in md and "no difference / told apart" in md
     assert "`./start.sh --knob-set tuned=tune-20261128-0000`" in md
