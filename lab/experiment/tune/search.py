@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
 
 import optuna
+import sqlalchemy.exc
 
 from lab.experiment.tune.space import Space
 
 REDUCTION = 3                 # successive halving: a third of each length's trials go on to the next
 STARTUP = 5                   # TPE's random candidates before it models: trials cost minutes each, not seconds
+OPEN_ATTEMPTS = 5             # a shared storage opened while another worker makes its tables
 MAX_REFUSED = 200             # proposals in a row the knob rules refuse before the space is called unsearchable
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -73,10 +76,17 @@ class Tuner:
         if not holds_s or list(holds_s) != sorted(set(holds_s)):
             raise TuneError(f"holds {holds_s}: one or more, shortest first")
         self.space, self.holds_s, self.floor, self.rules = space, tuple(holds_s), floor, rules
-        self.study = optuna.create_study(
-            storage=storage, study_name=name, load_if_exists=True, direction="maximize",
-            sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP),
-            pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=REDUCTION))
+        for attempt in range(OPEN_ATTEMPTS):      # workers starting together race to make the storage's tables
+            try:
+                self.study = optuna.create_study(
+                    storage=storage, study_name=name, load_if_exists=True, direction="maximize",
+                    sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP),
+                    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=REDUCTION))
+                break
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError):
+                if attempt == OPEN_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
         self._check_same_space()
 
     def _check_same_space(self) -> None:
