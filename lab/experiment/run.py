@@ -135,6 +135,15 @@ def contradictions(args) -> list[str]:
                         "set its stages")
     if args.model != "steps" and any(v is not None for v in (args.rates, args.stage, args.p99_target)):
         problems.append("--rates, --stage and --p99-target apply to the steps model only (add --model steps)")
+    if getattr(args, "command", None) == "tune":
+        chosen = [name for name, given in (("--repeat", getattr(args, "repeat", 1) != 1),
+                                           ("--aa", getattr(args, "aa", None) is not None),
+                                           ("--knob-set", bool(getattr(args, "knob_sets", None))),
+                                           ("--duration", getattr(args, "duration", None) is not None)) if given]
+        if chosen:
+            problems.append(f"{', '.join(chosen)}: a tune chooses each trial's design itself (one A/B run per "
+                            "candidate at the --holds, the candidate against --control SET, the finalist's "
+                            "--repeat 2)")
     if getattr(args, "command", None) in ("sweep", "ablate", "tune") and getattr(args, "gates", None):
         problems.append("--gate judges one run or one series: a sweep's or a tune's trials each have their own "
                         "verdict (a tune's constraints: --constraint GATE; judge one run with ./start.sh gate FOLDER "

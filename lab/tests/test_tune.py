@@ -308,3 +308,12 @@ def test_a_tune_the_lab_cannot_run_is_refused_before_anything_starts(argv, said)
     with pytest.raises(ValueError) as refused:
         tune_command.plan_of(arguments.parser().parse_args(argv))
     assert said in str(refused.value)
+
+
+@pytest.mark.parametrize("option", [["--repeat", "2"], ["--aa"], ["--knob-set", "tuned=article-2018"],
+                                    ["--duration", "5m"], ["--gate", "tps>=+10%"]])
+def test_run_options_a_tune_decides_itself_are_refused(option):
+    from lab.cli import arguments
+    from lab.experiment import run
+    problems = run.contradictions(arguments.parser().parse_args(["tune", "--budget", "2h", *option]))
+    assert len(problems) == 1 and option[0] in problems[0]
