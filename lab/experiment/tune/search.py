@@ -24,6 +24,10 @@ import sqlalchemy.exc
 from lab.experiment.tune.space import Space
 
 REDUCTION = 3                 # successive halving: a third of each length's trials go on to the next
+# candidates that must end a hold before any goes on from it: without, optuna's asynchronous halving promotes the
+# first candidate at each hold whatever its ratio (it has no competitor yet): 20261128T084320Z-s48-tune's trial 1,
+# 0.98× at 60 s, then spent 7 more minutes at 180 s
+BOOTSTRAP = REDUCTION - 1
 STARTUP = 5                   # TPE's random candidates before it models: trials cost minutes each, not seconds
 OPEN_ATTEMPTS = 5             # a shared storage opened while another worker makes its tables
 MAX_REFUSED = 200             # proposals in a row the knob rules refuse before the space is called unsearchable
@@ -81,7 +85,8 @@ class Tuner:
                 self.study = optuna.create_study(
                     storage=storage, study_name=name, load_if_exists=True, direction="maximize",
                     sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP),
-                    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=REDUCTION))
+                    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=REDUCTION,
+                                                                  bootstrap_count=BOOTSTRAP))
                 break
             except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError):
                 if attempt == OPEN_ATTEMPTS - 1:
