@@ -24,8 +24,8 @@ def tune(**changes) -> dict:
             "ended": "2026-11-28T02:00:00Z", "budget_s": 7200, "spent_s": 7000, "holds_s": [60, 180], "floor": 0.05,
             "space": SPACE, "load": {"model": "closed", "users": 20, "ramp_up_s": 20}, "service": "sample",
             "control": "default", "name": "tune-20261128-0000", "trials": [],
-            "results": [row(0, "refused", 0, 3, "g1", violations=["tuned: tomcat_threads_min_spare (10)\n  must be"
-                                                                     " ≤ tomcat_threads_max (3)"], ended="00:01"),
+            "results": [row(0, "refused", 0, 3, "g1", violations=["tuned: the spare threads\n  must be"
+                                                                     " ≤ the most threads"], ended="00:01"),
                         row(1, "complete", 180, 40, "serial", 1.50, 1.40, 1.61, ended="00:20"),
                         row(2, "pruned", 60, 300, "g1", 1.03, 0.98, 1.08, ended="00:30"),
                         row(3, "complete", 180, 20, "g1", 1.30, 1.12, 1.50, violations=["errors 0.50 % > 0.1 %"],
@@ -63,7 +63,7 @@ def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_tr
     assert md.index("| tomcat_threads_max | 0.80 |") < md.index("| jvm_gc | 0.20 |")
     lines = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and
              line.split("|")[1].strip().isdigit()}
-    assert "| refused | — |" in lines["0"] and "must be ≤ tomcat_threads_max (3)" in lines["0"], "one table line"
+    assert "| refused | — |" in lines["0"] and "spare threads must be ≤ the most threads" in lines["0"], "one table line"
     assert "| yes |" in lines["1"] and "| no |" in lines["2"], "a pruned candidate inside the floor does not count"
     assert "| no | errors 0.50 % > 0.1 % |" in lines["3"], "a broken constraint never counts"
     assert "[20261128T010000Z-t1](../20261128T010000Z-t1/report.html)" in lines["1"]
