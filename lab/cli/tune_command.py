@@ -77,8 +77,17 @@ def plan_of(args) -> command.Plan:
     return plan
 
 
+def check_warmup(opts: run.Options, plan: command.Plan) -> None:
+    """--warmup must leave every trial a measured window (it is cut from the ramp-up and the hold)."""
+    shortest = opts.profile.ramp_up_s + plan.holds_s[0]
+    if opts.warmup_s is not None and opts.warmup_s >= shortest:
+        raise ValueError(f"--warmup {opts.warmup_s} s: the shortest trial lasts {shortest} s (ramp-up and the first "
+                         "hold): lengthen --holds or shorten --warmup")
+
+
 def execute(args, opts: run.Options, s) -> int:
     plan = plan_of(args)
+    check_warmup(opts, plan)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
     code, folder = command.execute(opts, s, plan, trial.run_trial, run.validate, run.run_series,
                                    resume_folder=args.resume)

@@ -317,3 +317,12 @@ def test_run_options_a_tune_decides_itself_are_refused(option):
     from lab.experiment import run
     problems = run.contradictions(arguments.parser().parse_args(["tune", "--budget", "2h", *option]))
     assert len(problems) == 1 and option[0] in problems[0]
+
+
+def test_a_warmup_that_leaves_a_trial_nothing_to_measure_is_refused():
+    from lab.cli import arguments, tune_command
+    from lab.experiment import run
+    plan = tune_command.plan_of(arguments.parser().parse_args(["tune", "--budget", "2h", "--holds", "60,180"]))
+    tune_command.check_warmup(run.Options(profile=load_profile(), warmup_s=60), plan)     # 30 s ramp + 60 s
+    with pytest.raises(ValueError, match="--warmup 90 s: the shortest trial lasts 90 s"):
+        tune_command.check_warmup(run.Options(profile=load_profile(), warmup_s=90), plan)
