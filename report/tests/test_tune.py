@@ -55,7 +55,8 @@ def write(tmp_path, data) -> tuple[int, str]:
 def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_trial(tmp_path):
     code, md = write(tmp_path, tune())
     assert code == 0
-    assert "Trial 4, its gain counted in the search: +62 % (+50 % … +75 %) (successful TPS, candidate ÷ control)" in md
+    assert ("Trial 4, its gain counted in the search: +62 % (+50 % … +75 %) (successful TPS, candidate ÷ control)"
+            in md)
     assert "**constraints:** `errors<=0.1%`" in md
     assert "| default | +55 % (+45 % … +66 %) | −40 % (−50 % … −30 %) |" in md
     assert "| tuned | +4.0 % (−3.0 % … +11 %) | — |" in md and "no difference / told apart" in md
@@ -63,7 +64,8 @@ def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_tr
     assert md.index("| tomcat_threads_max | 0.80 |") < md.index("| jvm_gc | 0.20 |")
     lines = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and
              line.split("|")[1].strip().isdigit()}
-    assert "| refused | — |" in lines["0"] and "spare threads must be ≤ the most threads" in lines["0"], "one table line"
+    assert "| refused | — |" in lines["0"], "a refused candidate ran no hold"
+    assert "spare threads must be ≤ the most threads" in lines["0"], "its why on one table line"
     assert "| yes |" in lines["1"] and "| no |" in lines["2"], "a pruned candidate inside the floor does not count"
     assert "| no | errors 0.50 % > 0.1 % |" in lines["3"], "a broken constraint never counts"
     assert "[20261128T010000Z-t1](../20261128T010000Z-t1/report.html)" in lines["1"]
