@@ -54,7 +54,7 @@ class TrialRun:
             "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
             "load": record.load_record(opts),
             "overrides": {c: o for c, o in opts.sets.items() if o}, "host": record.host_facts(), "phases": {},
-            **service_record(opts.service, t, t.overrides(opts.sets, opts.service))})
+            **service_record(opts.service, t, t.overrides(opts.sets, opts.service), opts.sets)})
         self.record.reserve()
         self.overrides = t.overrides(opts.sets, opts.service)
         self.resolved: dict = {}
@@ -239,10 +239,11 @@ def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps
     return trial.exit_code, trial.run_dir
 
 
-def service_record(svc, t: design.Trial, overrides: dict) -> dict:
-    """run.json's service and, per configuration, the knobs of its knob set that the service could not take (left
-    out, with why); both said on the console too. overrides: the trial's per-machine knobs (the builds they run)."""
-    left = {config: design.left_out(config, svc) for config in sorted(set(t.configurations.values()))}
+def service_record(svc, t: design.Trial, overrides: dict, sets: dict | None = None) -> dict:
+    """run.json's service and, per configuration, the knobs of its knob set that the service could not take on the
+    build it ran (left out, with why); both said on the console too. overrides: the trial's per-machine knobs (the
+    builds they run); sets: the run's --set values."""
+    left = {config: design.left_out(config, svc, sets) for config in sorted(set(t.configurations.values()))}
     said = service.record(svc, overrides)
     facts = svc.facts_of(None) if said["facts"] is None else None
     built = (f"{Path(said['jar']).name} ({_facts_words(said['facts'])})" if said["facts"] else

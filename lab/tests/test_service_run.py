@@ -89,6 +89,13 @@ def test_apr_needs_a_tomcat_that_still_has_it(tmp_path):
     assert "10.1.48" in service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel4", knobs.specs())
     with pytest.raises(ValueError, match="--set tomcat_ajp_connector=apr: .*10.1.48"):
         design.config_knobs("tuned", {"tuned": {"app_stack": "camel4", "tomcat_ajp_connector": "apr"}}, two)
+    # the tuned set moved onto the Camel 4 build by --set: its APR connector is left out, and said so
+    assert "tomcat_ajp_connector" not in design.left_out("tuned", two), "camel3's Tomcat has APR"
+    moved = design.left_out("tuned", two, {"tuned": {"app_stack": "camel4"}})
+    assert "10.1.48" in moved["tomcat_ajp_connector"]
+    assert design.config_knobs("tuned", {"tuned": {"app_stack": "camel4"}}, two)["tomcat_ajp_connector"] == "nio"
+    assert "tomcat_ajp_connector" not in design.left_out(
+        "tuned", two, {"tuned": {"app_stack": "camel4", "tomcat_ajp_connector": "nio2"}}), "typed: not lost"
 
 
 def test_the_tuned_set_is_given_to_a_service_without_what_it_cannot_take(tmp_path):
