@@ -3,10 +3,10 @@ from its sweep.json and each trial's verdict.json (each trial is an ordinary run
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from report.output import WriteFailed, write_files
+from report.commands import folder_document
+from report.output import write_files
 from report.read.sweep import SWEEP_JSON, BadSweep, load
 from report.render.html import render_html
 from report.render.sweep import chart, render
@@ -28,14 +28,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if not (Path(args.folder) / SWEEP_JSON).is_file():
-        parser.error(f"{args.folder} is not a sweep folder (no sweep.json)")
-    try:
-        html_path, md_path = write(args.folder)
-    except BadSweep as e:       # sweep.json damaged: named, nothing written
-        parser.error(str(e))
-    except WriteFailed as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 1
-    print(f"sweep: {html_path}, {md_path}")
-    return 0
+    return folder_document.main(args.folder, parser, "sweep", SWEEP_JSON, write, BadSweep)

@@ -3,10 +3,10 @@ trial is an ordinary run folder with its own report)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from report.output import WriteFailed, write_files
+from report.commands import folder_document
+from report.output import write_files
 from report.read.tune import TUNE_JSON, BadTune, load
 from report.render.html import render_html
 from report.render.tune import chart, render
@@ -28,14 +28,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if not (Path(args.folder) / TUNE_JSON).is_file():
-        parser.error(f"{args.folder} is not a tune folder (no {TUNE_JSON})")
-    try:
-        html_path, md_path = write(args.folder)
-    except BadTune as e:        # tune.json damaged: named, nothing written
-        parser.error(str(e))
-    except WriteFailed as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 1
-    print(f"tune: {html_path}, {md_path}")
-    return 0
+    return folder_document.main(args.folder, parser, "tune", TUNE_JSON, write, BadTune)

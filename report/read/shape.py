@@ -84,3 +84,17 @@ def check(value: Any, shape: Shape, where: str = "") -> tuple[Any, list[str]]:
                 items.append(kept)
         return items, problems
     return value, problems
+
+
+def read_checked(path, shape: Shape, required: tuple[str, ...], bad: type[Exception]) -> tuple[Any, list[str]]:
+    """A JSON file the report reads whole (sweep.json, tune.json): (its value without what does not fit, [problem]),
+    a required field missing named too; `bad` raised, naming the file, when it cannot be read at all."""
+    import json
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise bad(f"{path}: cannot be read ({e})") from e
+    data, problems = check(raw, shape) if isinstance(raw, dict) else (None, ["`(the whole file)` is not an object"])
+    if data is not None:
+        problems += [f"`{k}` is missing" for k in required if data.get(k) is None]
+    return data, problems

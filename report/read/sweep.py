@@ -2,13 +2,12 @@
 verdict.json (each trial is an ordinary run folder with its own report)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from report.read.records import read_record
-from report.read.shape import ListOf, check
+from report.read.shape import ListOf, read_checked
 
 SWEEP_JSON = "sweep.json"
 
@@ -52,13 +51,8 @@ def load(folder: str | Path) -> tuple[dict[str, Any], list[Trial]]:
     no verdict (report/read/records.py)."""
     folder = Path(folder)
     path = folder / SWEEP_JSON
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise BadSweep(f"{path}: cannot be read ({e})") from e
-    data, problems = check(raw, SHAPE) if isinstance(raw, dict) else (None, ["`(the whole file)` is not an object"])
+    data, problems = read_checked(path, SHAPE, REQUIRED, BadSweep)
     if data is not None:
-        problems += [f"`{k}` is missing" for k in REQUIRED if data.get(k) is None]
         problems += [f"`points[{i}].{k}` is missing" for i, p in enumerate(data.get("points") or [])
                      for k in POINT_REQUIRED if p.get(k) is None]
     if problems:

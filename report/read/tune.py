@@ -2,11 +2,10 @@
 trial of the study with its values, outcome and run folder, the finalist, its confirmations and its knob set."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from report.read.shape import NUMBER, ListOf, MapOf, check
+from report.read.shape import NUMBER, ListOf, MapOf, read_checked
 
 TUNE_JSON = "tune.json"
 OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str}
@@ -31,13 +30,7 @@ def load(folder: str | Path) -> dict[str, Any]:
     """tune.json, checked: BadTune naming the file and the field when it cannot be read or lacks what the report
     needs."""
     path = Path(folder) / TUNE_JSON
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise BadTune(f"{path}: cannot be read ({e})") from e
-    data, problems = check(raw, SHAPE) if isinstance(raw, dict) else (None, ["`(the whole file)` is not an object"])
-    if data is not None:
-        problems += [f"`{k}` is missing" for k in REQUIRED if data.get(k) is None]
+    data, problems = read_checked(path, SHAPE, REQUIRED, BadTune)
     if problems:
         raise BadTune(f"{path}: {'; '.join(problems)}")
     return data

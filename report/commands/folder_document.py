@@ -1,0 +1,27 @@
+"""What the commands that write one folder's document share (sweep, tune): the folder checked by the file that
+makes it one, the document written (both files or neither), the outcome said."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from report.output import WriteFailed
+
+
+def main(folder: str, parser: argparse.ArgumentParser, kind: str, marker: str,
+         write: Callable[[str], tuple[Path, Path]], bad: type[Exception]) -> int:
+    """`kind` names the folder in messages; marker: the file it must hold; bad: the error of a damaged marker (its
+    message names the file and the field; nothing is written)."""
+    if not (Path(folder) / marker).is_file():
+        parser.error(f"{folder} is not a {kind} folder (no {marker})")
+    try:
+        html_path, md_path = write(folder)
+    except bad as e:
+        parser.error(str(e))
+    except WriteFailed as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 1
+    print(f"{kind}: {html_path}, {md_path}")
+    return 0
