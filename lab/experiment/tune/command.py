@@ -27,8 +27,9 @@ from lab.provision import knob_sets
 
 STUDY = "tune"
 # A trial's cost beside its hold and ramp-up under emulation (re-provisioning the tuned machine, the equal start and
-# check, collection and the report): 20261128T070220Z-mini-tune's trials took 4.7–4.9 min at a 60 s hold, 20 s ramp.
-OVERHEAD_S = 210
+# check, collection and the report): 20261128T084303Z-s48-tune's 60 s trials took 6–8 min with a 20 s ramp-up (its
+# candidates change HTTPD too; the mini-tune's, two Tomcat and JVM knobs on the tuned set, took 4.7–4.9 min)
+OVERHEAD_S = 330
 
 
 @dataclass
