@@ -142,7 +142,7 @@ def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_fo
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
     try:
-        k = len(tuner.results())
+        k = sum(r.state != "refused" for r in tuner.results())    # candidates run; refused ones cost nothing
         while left() >= whole:
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
@@ -158,7 +158,7 @@ def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_fo
                 spent_s=round(spent + clock() - began))
     record(folder, data, tuner)
     reporting.report_command("tune", folder, log=log, what="tune report")
-    log(progress(len(tuner.results()), expected, tuner, left()))
+    log(progress(sum(r.state != "refused" for r in tuner.results()), expected, tuner, left()))
     return code, folder
 
 
