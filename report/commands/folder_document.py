@@ -1,5 +1,5 @@
 """What the commands that write one folder's document share (sweep, tune): the folder checked by the file that
-makes it one, the document written (both files or neither), the outcome said."""
+makes it one, the document written as STEM.md and STEM.html (both files or neither), the outcome said."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +7,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from report.output import WriteFailed
+from report.output import WriteFailed, write_files
+from report.render.html import Figure, render_html
+
+
+def write(folder: Path, stem: str, text: str, figure: tuple[Figure, bytes] | None) -> tuple[Path, Path]:
+    """The document's markdown and its page (the markdown with its one chart, if any); (html path, md path)."""
+    html = render_html(f"Camel Tuning Lab — {folder.name}", text, [figure] if figure else [], {},
+                       charts_title="Chart")
+    write_files(folder, {f"{stem}.md": text, f"{stem}.html": html})
+    return folder / f"{stem}.html", folder / f"{stem}.md"
 
 
 def main(folder: str, parser: argparse.ArgumentParser, kind: str, marker: str,

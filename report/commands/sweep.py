@@ -6,21 +6,14 @@ import argparse
 from pathlib import Path
 
 from report.commands import folder_document
-from report.output import write_files
 from report.read.sweep import SWEEP_JSON, BadSweep, load
-from report.render.html import render_html
 from report.render.sweep import chart, render
 
 
 def write(folder: str | Path) -> tuple[Path, Path]:
     folder = Path(folder)
     data, trials = load(folder)
-    text = render(data, trials)
-    figure = chart(data, trials)
-    html = render_html(f"Camel Tuning Lab — {folder.name}", text, [figure] if figure else [], {},
-                       charts_title="Chart")
-    write_files(folder, {"sweep.md": text, "sweep.html": html})       # both or neither (report/output.py)
-    return folder / "sweep.html", folder / "sweep.md"
+    return folder_document.write(folder, "sweep", render(data, trials), chart(data, trials))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,21 +6,14 @@ import argparse
 from pathlib import Path
 
 from report.commands import folder_document
-from report.output import write_files
 from report.read.tune import TUNE_JSON, BadTune, load
-from report.render.html import render_html
 from report.render.tune import chart, render
 
 
 def write(folder: str | Path) -> tuple[Path, Path]:
     folder = Path(folder)
     data = load(folder)
-    text = render(data)
-    figure = chart(data)
-    html = render_html(f"Camel Tuning Lab — {folder.name}", text, [figure] if figure else [], {},
-                       charts_title="Chart")
-    write_files(folder, {"tune.md": text, "tune.html": html})       # both or neither (report/output.py)
-    return folder / "tune.html", folder / "tune.md"
+    return folder_document.write(folder, "tune", render(data), chart(data))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
