@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 from lab import lock, machines, paths, steps
-from lab.cli import tune_command
 from lab.cli.arguments import INSIST_MEMORY_HELP, add_run_options, parser  # noqa: F401 - the command line's own
 from lab.experiment import check, disk, load, record, reporting, run, service, service_check, sweep
 from lab.experiment.load import plan_check
@@ -192,6 +191,7 @@ def dispatch(args, opts: run.Options | None) -> int:
     if args.command is None:
         return run.execute(opts, s)
     if args.command == "tune":
+        from lab.cli import tune_command  # optuna (0.2 s to import) only for the command that searches
         return tune_command.execute(args, opts, s)
     if plan is not None:
         code = sweep.execute(plan, opts, s)     # validates every trial first

@@ -147,8 +147,9 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--floor", type=float, default=0.05, metavar="FRACTION",
                     help="the noise floor: a gain counts when its interval's lower bound clears it (default 0.05: "
                          "what an A/A of the load spreads by between runs)")
-    tu.add_argument("--objective", choices=("tps", "p99"), default=None,
-                    help="what a candidate improves: the paired successful-TPS ratio (default), or p99 latency")
+    tu.add_argument("--objective", default=None, metavar="tps|p99",
+                    help="what a candidate improves: the paired successful-TPS ratio (tps, default), or p99 latency "
+                         "(p99)")
     tu.add_argument("--constraint", dest="constraints", action="append", default=None, metavar="GATE",
                     help="a gate every candidate's verdict must pass, as --gate reads it, e.g. 'p99<=2s' "
                          "(repeatable; default 'errors<=0.1%%'; giving any replaces the default)")

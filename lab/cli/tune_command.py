@@ -65,6 +65,8 @@ def plan_of(args) -> command.Plan:
         raise ValueError(f"--control {control}: not a knob set ({', '.join(knob_sets.names())})")
     if args.name is not None:
         confirm.check_name(args.name, "")           # a file of that name is another tune's: refused now
+    if args.objective is not None and args.objective not in trials.OBJECTIVES:
+        raise ValueError(f"--objective {args.objective}: one of {', '.join(trials.OBJECTIVES)}")
     constraints = tuple(args.constraints) if args.constraints is not None else trials.CONSTRAINTS
     reporting.check_gates(constraints)          # a constraint that cannot be read: refused now
     plan = command.Plan(chosen, holds, args.floor, args.budget, args.objective or "tps", constraints,

@@ -295,6 +295,7 @@ def load_profile():
     (["tune", "--budget", "2h", "--floor", "1.5"], "--floor 1.5: a fraction"),
     (["tune", "--budget", "20m"], "not even one trial and its confirmations fit"),
     (["tune", "--budget", "2h", "--control", "nosuch"], "--control nosuch: not a knob set"),
+    (["tune", "--budget", "2h", "--objective", "capacity"], "--objective capacity: one of tps, p99"),
     (["tune", "--budget", "2h", "--constraint", "errors<=1"], "gate 'errors<=1'"),
     (["tune", "--budget", "2h", "--study", "mysql://x"], "--study mysql://x: a storage URL"),
     (["tune", "--budget", "2h", "--study", "sqlite:////nowhere/at/all.sqlite"], "PATH's folder existing"),
