@@ -93,6 +93,11 @@ def record(folder: Path, data: dict, tuner: search.Tuner) -> dict:
     return data
 
 
+def ran(tuner: search.Tuner) -> int:
+    """The candidates the study has run (those the knob rules refused cost nothing and are not counted)."""
+    return sum(r.state != "refused" for r in tuner.results())
+
+
 def progress(k: int, expected: int, tuner: search.Tuner, left_s: float) -> str:
     best = tuner.best()
     said = (f"best so far trial {best.number}: {best.outcome.ratio:.2f}× ({best.outcome.low:.2f} … "
@@ -142,7 +147,7 @@ def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_fo
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
     try:
-        k = sum(r.state != "refused" for r in tuner.results())    # candidates run; refused ones cost nothing
+        k = ran(tuner)
         while left() >= whole:
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
@@ -158,7 +163,7 @@ def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_fo
                 spent_s=round(spent + clock() - began))
     record(folder, data, tuner)
     reporting.report_command("tune", folder, log=log, what="tune report")
-    log(progress(sum(r.state != "refused" for r in tuner.results()), expected, tuner, left()))
+    log(progress(ran(tuner), expected, tuner, left()))
     return code, folder
 
 
@@ -183,7 +188,7 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, ru
         data["confirmations"] = confirmations
         _save(folder, data)
     confirm.confirm(opts, s, run_series, final.values, plan.holds_s[-1], plan.control, label, kept, keep)
-    data["importance"] = tuner.importance() if len(tuner.results()) >= 4 else {}
+    record(folder, data, tuner)             # the importances its comments give, as of now
     file = confirm.write_knob_set(data["name"], data)
     data["knob_set"] = f"ansible/knob_sets/{file.name}"
     _save(folder, data)

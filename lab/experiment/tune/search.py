@@ -25,8 +25,8 @@ from lab.experiment.tune.space import Space
 
 REDUCTION = 3                 # successive halving: a third of each length's trials go on to the next
 # candidates that must end a hold before any goes on from it: without, optuna's asynchronous halving promotes the
-# first candidate at each hold whatever its ratio (it has no competitor yet): 20261128T084320Z-s48-tune's trial 1,
-# 0.98× at 60 s, then spent 7 more minutes at 180 s
+# first candidate at each hold whatever its ratio (it has no competitor yet): 20261128T084303Z-s48-tune's first
+# candidate (trial 5), 0.985× at 60 s, then spent 8 more minutes at 180 s
 BOOTSTRAP = REDUCTION - 1
 STARTUP = 5                   # TPE's random candidates before it models: trials cost minutes each, not seconds
 OPEN_ATTEMPTS = 5             # a shared storage opened while another worker makes its tables
