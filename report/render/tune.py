@@ -10,6 +10,8 @@ from typing import Any
 from report.render.html import Figure
 from report.render.verdict import pct
 
+WHY_CHARS = 160             # of a constraint broken or a refusal, in the trials table
+
 
 def _ratio(estimate: float | None, low: float | None, high: float | None) -> str:
     if estimate is None:
@@ -108,6 +110,8 @@ def _trials(data: dict[str, Any]) -> list[str]:
     for r in data["results"]:
         o = r["outcome"]
         why = " ".join("; ".join(o.get("violations") or []).replace("|", "/").split())    # one table line
+        if len(why) > WHY_CHARS:        # a refusal's whole reasoning (the memory estimate's) stays in tune.json
+            why = why[:WHY_CHARS].rsplit(" ", 1)[0] + " … (whole in tune.json)"
         hold = f"{r['hold_s']:g} s" if r["state"] != "refused" else "—"
         lines.append(f"| {r['number']} | {r['state']} | {hold} | "
                      + " | ".join(_value(r["values"].get(k)) for k in knobs)

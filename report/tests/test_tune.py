@@ -71,6 +71,10 @@ def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_tr
     assert "[20261128T010000Z-t1](../20261128T010000Z-t1/report.html)" in lines["1"]
     html = (tmp_path / "results" / "20261128T000000Z-tune" / "tune.html").read_text()
     assert "Best so far against time" in html and "data:image/png;base64," in html
+    why = "by the lab's estimate " + "these knobs need more " * 30
+    _, md = write(tmp_path, tune(results=[row(0, "refused", 0, 3, "g1", violations=[why])]))
+    refused = next(line for line in md.splitlines() if line.startswith("| 0 |"))
+    assert "… (whole in tune.json)" in refused and len(refused) < 400, "a long refusal cut in the table"
 
 
 def test_an_unproven_finalist_and_a_tune_still_running_say_so(tmp_path):
