@@ -2,6 +2,7 @@ package lab.kit.camel;
 
 import lab.kit.metrics.Exposition;
 import lab.kit.metrics.MetricSource;
+import lab.kit.metrics.ThreadKind;
 import org.apache.camel.CamelContext;
 import org.apache.camel.spring.boot.CamelContextConfiguration;
 
@@ -25,6 +26,25 @@ public class CamelMetrics implements CamelContextConfiguration, MetricSource {
     public void info(java.util.Map<String, Object> lab) {
         if (version != null) {
             lab.put("camel", version);
+            lab.put("camelThreads", threadType());
+        }
+    }
+
+    /**
+     * The kind of thread Camel's thread pools and thread factories make: Camel 4's ThreadType.current() ("virtual"
+     * on Java 21 with camel.threads.virtual.enabled=true, which camel-spring-boot 4 also sets from
+     * spring.threads.virtual.enabled=true; fixed once the class is loaded), read by reflection as Camel 3 has no such
+     * class: its threads are platform threads.
+     */
+    static String threadType() {
+        try {
+            Class<?> type = Class.forName("org.apache.camel.util.concurrent.ThreadType", true,
+                    CamelContext.class.getClassLoader());
+            return String.valueOf(type.getMethod("current").invoke(null)).toLowerCase(java.util.Locale.ROOT);
+        } catch (ClassNotFoundException camel3) {
+            return ThreadKind.PLATFORM;
+        } catch (ReflectiveOperationException | LinkageError | RuntimeException unknown) {
+            return "unknown (" + unknown + ")";
         }
     }
 

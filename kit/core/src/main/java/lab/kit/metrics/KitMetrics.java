@@ -37,7 +37,8 @@ import org.springframework.util.ClassUtils;
  * <li>{@code GET /metrics[?names=a,b]}: JVM, Tomcat connectors, the service's thread pools, the kit's other
  * sources (Camel's routes and HTTP client pools when Camel is there), and the kit's own scrape time
  * ({@code lab_kit_scrape_seconds}: the lab's own cost);</li>
- * <li>{@code GET /lab/info}: the running versions (Java, Boot, Tomcat, tcnative, Camel) and connectors;</li>
+ * <li>{@code GET /lab/info}: the running versions (Java, Boot, Tomcat, tcnative, Camel), the connectors and the
+ * kind of thread (virtual or platform) each connector's executor and Camel's thread pools run on;</li>
  * <li>{@code GET /lab/ready}: 200 once Spring Boot says the application is ready, 503 before (the health check of a
  * service without actuator).</li>
  * </ul>
@@ -50,7 +51,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
     private final JvmMetrics jvm = new JvmMetrics();
     private final TomcatMetrics tomcat = new TomcatMetrics();
     private final ExecutorMetrics executors = new ExecutorMetrics();
-    private final LabInfo info = new LabInfo();
+    private final LabInfo info;
     private final ObjectProvider<MetricSource> sourceBeans;
     private volatile List<MetricSource> sources = List.of();
     private final AtomicLong scrapes = new AtomicLong();
@@ -61,6 +62,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
     public KitMetrics(Environment environment, ObjectProvider<MetricSource> sources) {
         this.environment = environment;
         this.sourceBeans = sources;
+        this.info = new LabInfo(environment.getProperty("spring.threads.virtual.enabled", "false"));
     }
 
     @Override
@@ -71,6 +73,7 @@ public class KitMetrics implements ApplicationListener<ApplicationEvent> {
             start();        // as soon as the context is up: PCP scrapes while the service finishes starting
         } else if (event instanceof ApplicationReadyEvent) {
             executors.find(((ApplicationReadyEvent) event).getApplicationContext());
+            info.probeExecutors();
             sources = sourceBeans.orderedStream().collect(java.util.stream.Collectors.toList());
             ready = true;
         } else if (event instanceof ContextClosedEvent && server != null) {

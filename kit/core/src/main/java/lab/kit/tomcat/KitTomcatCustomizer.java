@@ -25,6 +25,9 @@ import org.springframework.util.ClassUtils;
  * {@link #HTTP_MIN_SPARE} pre-started, {@link #HTTP_MAX_CONNECTIONS} connections: it then serves only local checks
  * and scrapes, and a tuning of 300 pre-started threads is not paid twice).
  *
+ * <p>With spring.threads.virtual.enabled=true the AJP connector runs on the executor Spring Boot gave the HTTP one
+ * (virtual threads on Boot 3.2+ and Java 21; see {@link #shareExecutor}).
+ *
  * <p>Ordered last, so it runs after Spring Boot's own customizers. With protocol apr the Tomcat native library
  * must load (no silent fallback to NIO), and Tomcat 10.1 has no APR connector: both fail the start, naming why.
  * The secret is always required: an AJP connector without one fails the start.
@@ -68,8 +71,14 @@ public class KitTomcatCustomizer implements WebServerFactoryCustomizer<TomcatSer
             // runs once the Server exists and before it starts
             factory.addConnectorCustomizers(connector -> registerAprListener(connector.getService().getServer()));
         }
-        factory.addConnectorCustomizers(KitTomcatCustomizer::keepHttpConnectorSmall);
         Connector connector = new Connector(protocolClass);
+        boolean virtualThreads = environment.getProperty("spring.threads.virtual.enabled", Boolean.class, false);
+        factory.addConnectorCustomizers(primary -> {
+            keepHttpConnectorSmall(primary);
+            if (virtualThreads) {
+                shareExecutor(primary, connector);
+            }
+        });
         int port = environment.getProperty("lab.kit.ajp.port", Integer.class, 8009);
         String address = environment.getProperty("lab.kit.ajp.address", "127.0.0.1");
         connector.setPort(port);
@@ -112,6 +121,27 @@ public class KitTomcatCustomizer implements WebServerFactoryCustomizer<TomcatSer
         if (knobs.maxKeepAliveRequests != null) {     // an endpoint property: not a setter of the AJP protocol
             connector.setProperty("maxKeepAliveRequests", Integer.toString(knobs.maxKeepAliveRequests));
         }
+    }
+
+    /**
+     * spring.threads.virtual.enabled=true: Spring Boot 3.2+ on Java 21 gives its HTTP connector's protocol handler a
+     * virtual-thread executor (TomcatVirtualThreadsWebServerFactoryCustomizer, a protocol handler customizer), but it
+     * customizes its primary connector only: the AJP connector would keep Tomcat's pool of platform threads. So the
+     * AJP connector gets the very executor Boot gave the HTTP one (Boot runs the protocol handler customizers before
+     * the connector customizers, where this is called). Without one (Boot before 3.2, Java before 21) AJP keeps
+     * Tomcat's own pool, like HTTP, and says so.
+     */
+    static void shareExecutor(Connector primary, Connector ajp) {
+        java.util.concurrent.Executor executor = primary.getProtocolHandler().getExecutor();
+        if (executor == null) {
+            LOG.warn("lab kit: spring.threads.virtual.enabled=true but Spring Boot gave the HTTP connector no executor "
+                    + "of its own (virtual threads need Spring Boot 3.2+ on Java 21; this is Java "
+                    + System.getProperty("java.version") + "): the AJP connector keeps Tomcat's pool, like HTTP");
+            return;
+        }
+        ajp.getProtocolHandler().setExecutor(executor);
+        LOG.info("lab kit: AJP connector on the HTTP connector's executor (spring.threads.virtual.enabled=true): "
+                + executor.getClass().getName());
     }
 
     /** The primary (HTTP) connector while AJP carries the traffic: local checks and scrapes only. */

@@ -137,5 +137,12 @@ class KitCamelTest {
                 ? ".*\"tcnative\":\"\\d+\\.\\d+\\.\\d+\".*" : ".*\"tcnative\":\"not loaded\".*"), info);
         assertTrue(info.matches(".*\"connectors\":\\{\"Http11NioProtocol:\\d+\":\"org\\.apache\\.coyote\\.http11\\."
                 + "Http11NioProtocol\"}.*"), info);
+        // what serves, read from the live threads: these tests run without virtual threads (Java 17, or the property
+        // unset), so Tomcat's own pool of platform threads and Camel's platform threads
+        assertTrue(info.contains("\"springThreadsVirtual\":\"false\""), info);
+        assertTrue(info.matches(".*\"connectorExecutors\":\\{\"Http11NioProtocol:\\d+\":\\{\"class\":\"org\\.apache\\."
+                + "tomcat\\.util\\.threads\\.ThreadPoolExecutor\",\"executor\":\"platform\"}}.*"), info);
+        assertTrue(info.contains("\"camelThreads\":\"platform\""), info);
+        assertTrue(info.contains("\"javaRuntime\":\"" + System.getProperty("java.vendor")), info);
     }
 }
