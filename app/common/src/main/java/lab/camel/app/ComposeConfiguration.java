@@ -10,7 +10,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /** The compose thread pool (lab.compose.*): the summary's three backend calls run on it in parallel. The tuning kit
- * reads it as a bean (executor_* {name="composePool"}). */
+ * reads it as a bean (executor_* {name="composePool"}). With Camel's virtual threads (camel4 on Java 21,
+ * camel.threads.virtual.enabled=true) Camel makes it a thread per task instead: no pool, the keys unused. */
 @Configuration(proxyBeanMethods = false)
 public class ComposeConfiguration {
 
