@@ -72,7 +72,8 @@ def rendered(tmp_path_factory):
 
 # what lab/experiment/service.py ansible_vars gives a Boot 3.2+ jar with stubs on two extra ports
 SERVICE_VARS = {"tomcat_http_port": 9966, "lab_service": {
-    "name": "shop", "builds": {"": {"jar": "/srv/shop.jar", "camel": None, "tomcat": "10.1.48"}},
+    "name": "shop", "builds": {"": {"jar": "/srv/shop.jar", "camel": None, "tomcat": "10.1.48", "boot": "3.4.1",
+                                 "java": 17}},
     "health": "/shop/actuator/health", "proxy_path": "/shop/",
     "properties": {"spring.profiles.active": "h2", "backend.url": "{mock}/v1", "shop.cache": False, "shop.retries": 3},
     "template": None, "logging": None, "logs": [], "cds": False, "footprint": None,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lab import lock, machines, paths, steps
 from lab.cli.arguments import INSIST_MEMORY_HELP, add_run_options, parser  # noqa: F401 - the command line's own
-from lab.experiment import check, disk, load, record, reporting, run, service, service_check, sweep
+from lab.experiment import check, design, disk, load, record, reporting, run, service, service_check, sweep
 from lab.experiment.load import plan_check
 from lab.experiment.run import seconds  # noqa: F401 - tests read durations as the command line does
 from lab.machines import box, lifecycle, memory, netns, prereqs, settings, vagrant
@@ -25,6 +25,9 @@ def cmd_provision(overrides: dict, s: settings.Settings, insist_memory: bool = F
                         "memory_mb": s.memory_mb}, overrides, insist_memory=insist_memory, service_vars=sample)
     if not lifecycle.running():
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
+    wanted = design.box_suites({vm: {**design.config_knobs(vm), **overrides.get(vm, {})} for vm in machines.NAMES})
+    if lifecycle.other_boxes(wanted):       # --set jvm_version: that machine is made again from its box
+        lifecycle.remake(s, wanted, lifecycle.other_boxes(wanted))
     resolved = vagrant.read_resolved() or {}
     with steps.step("provision both machines (Ansible)"):
         ran = playbook.run(resolved, overrides, log=steps.note, insist_memory=insist_memory, service_vars=sample)
@@ -197,8 +200,8 @@ def dispatch(args, opts: run.Options | None) -> int:
         code = sweep.execute(plan, opts, s)     # validates every trial first
         run.take_down(opts)
         return code
-    if args.command == "up":
-        lifecycle.up(s)
+    if args.command == "up":     # each machine on the box of its own knob set's Java
+        lifecycle.up(s, design.box_suites({vm: design.config_knobs(vm) for vm in machines.NAMES}))
     elif args.command == "down":
         lifecycle.down()
     elif args.command == "status":

@@ -14,9 +14,10 @@ import jinja2.meta
 
 from lab import maven, paths
 from lab.experiment.load import plan_check, request_list
+from lab.machines import box
 from lab.provision import jarinfo
 
-GUEST_JAVA = 17                       # the machines' OpenJDK (Debian bookworm's openjdk-17)
+GUEST_JAVA = max(box.SUITES)          # the newest OpenJDK a machine's box carries (jvm_version picks it)
 BOOT_LINES = ("2.7", "3")             # the kit's Spring Boot lines
 RESERVED_PORTS = {22: "SSH", 80: "HTTPD", 443: "HTTPD's TLS front", 8009: "the AJP connector",
                   9080: "the mock", 44321: "PCP's pmcd"}
@@ -117,8 +118,9 @@ def facts_checked(jar_path: Path, where: str, key: str = "jar") -> jarinfo.JarFa
         raise fail(where, key, f"Spring Boot {facts.boot_version}: the lab's kit covers Spring Boot 2.7 and 3.x "
                    "(Boot 4 moved the embedded Tomcat's classes; Boot before 2.7 has no AutoConfiguration.imports)")
     if facts.java_release > GUEST_JAVA:
-        raise fail(where, key, f"compiled for Java {facts.java_release}; the machines run OpenJDK {GUEST_JAVA} "
-                   "(Debian bookworm): build it with --release 17, or wait for the lab's Java 21 machines")
+        raise fail(where, key, f"compiled for Java {facts.java_release}; the lab's machines run OpenJDK "
+                   f"{' or '.join(map(str, box.SUITES))} (the knob jvm_version): build it with --release "
+                   f"{GUEST_JAVA}")
     if facts.server != "tomcat":
         raise fail(where, key, f"its web server is {facts.server or 'none (not a web application)'}: the lab "
                    "tunes and measures services on Spring Boot's embedded Tomcat")

@@ -17,14 +17,16 @@ import json
 from dataclasses import dataclass, field
 
 from lab import machines
+from lab.machines import box
 from lab.provision import knob_sets, knobs, service_fit
 
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
 
-def _stack(chosen: dict, typed: dict, resolved: dict) -> str:
-    """The app_stack a configuration runs: its --set value, its set's, the catalog's."""
-    return typed.get("app_stack", chosen.get("app_stack", resolved["app_stack"]))
+def _stack(chosen: dict, typed: dict, resolved: dict, knob: str = "app_stack"):
+    """The app_stack (or another machine-wide knob) a configuration runs: its --set value, its set's, the
+    catalog's."""
+    return typed.get(knob, chosen.get(knob, resolved[knob]))
 
 
 def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None) -> dict:
@@ -35,12 +37,12 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
     chosen = knob_sets.values(config, resolved)
     typed = (sets or {}).get(config, {})
     specs = knobs.specs() if service is not None else {}
-    stack = _stack(chosen, typed, resolved)
+    stack, java = _stack(chosen, typed, resolved), _stack(chosen, typed, resolved, "jvm_version")
     if service is not None:
-        chosen, _ = service_fit.split(chosen, service, stack, specs)
+        chosen, _ = service_fit.split(chosen, service, stack, specs, java)
     resolved.update(chosen)
     for knob, value in typed.items():
-        why = service_fit.misfit(knob, value, service, stack, specs) if service else None
+        why = service_fit.misfit(knob, value, service, stack, specs, java) if service else None
         if why:
             shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
             raise ValueError(f"--set {knob}={shown}: {why}")
@@ -55,7 +57,13 @@ def left_out(config: str, service, sets: dict[str, dict] | None = None) -> dict[
     chosen = knob_sets.values(config, resolved)
     typed = (sets or {}).get(config, {})
     kept = {k: v for k, v in chosen.items() if k not in typed}     # a typed value replaces the set's: not lost
-    return service_fit.split(kept, service, _stack(chosen, typed, resolved), knobs.specs())[1]
+    return service_fit.split(kept, service, _stack(chosen, typed, resolved), knobs.specs(),
+                             _stack(chosen, typed, resolved, "jvm_version"))[1]
+
+
+def box_suites(machine_knobs: dict[str, dict]) -> dict[str, str]:
+    """machine → the Debian suite of the box its Java needs (the knob jvm_version; lab/machines/box.py)."""
+    return {vm: box.suite_of(values["jvm_version"]) for vm, values in machine_knobs.items()}
 
 
 def same(a, b) -> bool:
@@ -99,6 +107,11 @@ class Trial:
             own = config_knobs(vm)
             out[vm] = {k: v for k, v in wanted.items() if k not in own or not same(own[k], v)}
         return out
+
+    def suites(self, sets: dict[str, dict], service=None) -> dict[str, str]:
+        """machine → the suite of the box its side's configuration needs (its Java)."""
+        return box_suites({vm: config_knobs(self.configurations[side], sets, service)
+                           for side, vm in self.machines.items()})
 
     def record(self) -> dict:
         return {"kind": self.kind, "configurations": dict(self.configurations), "machines": dict(self.machines),

@@ -226,13 +226,14 @@ def ansible_vars(svc: Service, overrides: dict | None = None) -> dict:
     """The extra vars that make the machines run the service (ansible/group_vars/all/lab.yml lab_service; the tuning
     kit beside it is every run's, lab_kit_jar); the service's port is Tomcat's (the knob tomcat_http_port, which the
     descriptor sets). overrides: the run's per-machine knobs, which say the builds the machines run (app_stack), each
-    read (and made) here: its jar and its Camel."""
+    read (and made) here: its jar, its Camel, Tomcat and Spring Boot, and the Java it was compiled for."""
     used = sorted(s for s in jars.stacks_in_use(overrides or {}) if s in svc.stacks) or [None]
     builds = {}
     for stack in used if svc.stacks else [None]:
-        builds[svc.stack_of(stack)] = {
-            "jar": str(svc.jar_of(stack)), "camel": svc.facts_of(stack).camel_version,
-            "tomcat": svc.facts_of(stack).tomcat_version}
+        facts = svc.facts_of(stack)
+        builds[svc.stack_of(stack)] = {"jar": str(svc.jar_of(stack)), "camel": facts.camel_version,
+                                       "tomcat": facts.tomcat_version, "boot": facts.boot_version,
+                                       "java": facts.java_release}
     return {
         "tomcat_http_port": svc.port,
         "lab_service": {

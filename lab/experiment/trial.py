@@ -93,8 +93,10 @@ class TrialRun:
                 machine_memory_mb=resolved["memory_mb"])
         else:
             with self.phase("up", "machines up"):
-                resolved = lifecycle.ensure_up(self.s)
-            self.record.update(provider="libvirt", accelerator=resolved.get("accelerator"),
+                resolved = lifecycle.ensure_up(self.s, self.t.suites(self.opts.sets, self.opts.service))
+            self.record.update(provider="libvirt", boxes={side: (resolved.get("suites") or {}).get(vm)
+                                                          for side, vm in self.t.machines.items()},
+                               accelerator=resolved.get("accelerator"),
                                accelerator_reason=resolved.get("accelerator_reason"),
                                placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
         self.resolved = resolved

@@ -1,8 +1,10 @@
 """The base box: Debian built with mmdebstrap from the mirror, packaged for vagrant-libvirt.
 
-The box is cached under .lab/machines/box/ and named after its recipe hash (everything in lab/machines/box/ plus the
-suite, this module's image layout version and the lab's login key), so a changed recipe makes a new box and
-a new libvirt volume, never a stale one. Building needs root (loop devices, mounts, chroot).
+One box per Debian suite, each with that suite's own OpenJDK (SUITES): the knob jvm_version chooses a machine's
+box, so the twins may run different boxes in one run. A box is cached under .lab/machines/box/ and named after its
+recipe hash (everything in lab/machines/box/ but the other suites' package lists, plus the suite, this module's image
+layout version and the lab's login key), so a changed recipe makes a new box and a new libvirt volume, never a
+stale one. Building needs root (loop devices, mounts, chroot).
 """
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ from pathlib import Path
 from lab import paths, shell, steps
 
 RECIPE_DIR = Path(__file__).parent / "box"
+SUITES_DIR = "suites"           # suites/<suite>.txt: the packages of that suite's box alone
+# The Java each box carries, the knob jvm_version's values: a Debian suite's own OpenJDK (bookworm has 17 and no
+# 21, trixie 21 and 25 but no 17), so a machine's Java is its box's suite.
+SUITES = {17: "bookworm", 21: "trixie"}
 # Bump when the image layout below changes (partitioning, bootloader, file system options).
 IMAGE_LAYOUT_VERSION = 2        # 2: the root file system made by mmdebstrap instead of debootstrap
 DISK_GB = 8
@@ -34,13 +40,29 @@ class BoxError(RuntimeError):
     """The box could not be built; the message says which step failed."""
 
 
+def suite_of(jvm_version) -> str:
+    """The suite whose box carries that Java (the knob jvm_version)."""
+    try:
+        return SUITES[int(jvm_version)]
+    except (KeyError, TypeError, ValueError):
+        raise BoxError(f"jvm_version={jvm_version}: no box carries it (boxes: "
+                       f"{', '.join(f'{java} on {suite}' for java, suite in SUITES.items())})") from None
+
+
+def recipe_files(suite: str, recipe_dir: Path = RECIPE_DIR) -> list[Path]:
+    """The files a suite's box is made from: the recipe's, with only this suite's package list of suites/."""
+    own = recipe_dir / SUITES_DIR / f"{suite}.txt"
+    return sorted(p for p in recipe_dir.rglob("*")
+                  if p.is_file() and (p.parent != recipe_dir / SUITES_DIR or p == own))
+
+
 def recipe_hash(suite: str, recipe_dir: Path = RECIPE_DIR, login_public_key: str | None = None) -> str:
-    """Hash of every file of the recipe (name and content), the suite, the layout version and the public
-    login key (this lab's own unless given)."""
+    """Hash of every file of the suite's recipe (name and content), the suite, the layout version and the public
+    login key (this lab's own unless given): another suite's package list changes nothing here."""
     if login_public_key is None:
         login_public_key = login_key().with_suffix(".pub").read_text()
     digest = hashlib.sha256(f"suite={suite}\nlayout={IMAGE_LAYOUT_VERSION}\nkey={login_public_key.strip()}\n".encode())
-    for file in sorted(p for p in recipe_dir.rglob("*") if p.is_file()):
+    for file in recipe_files(suite, recipe_dir):
         digest.update(str(file.relative_to(recipe_dir)).encode() + b"\0")
         digest.update(file.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -56,7 +78,7 @@ def box_file(suite: str) -> Path:
 
 def packages(recipe_dir: Path = RECIPE_DIR, listing: str = "packages.txt") -> list[str]:
     """A list of the recipe, one name per line: packages.txt (the base system's packages), preload.txt (the roles'
-    packages) or units.txt (the units the box enables)."""
+    packages), suites/<suite>.txt (that suite's own) or units.txt (the units the box enables)."""
     lines = (recipe_dir / listing).read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
@@ -78,23 +100,24 @@ def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
     return shell.run(cmd, f"box build failed while {what}", error=BoxError, **kw)
 
 
-def ensure(settings) -> tuple[Path, bool]:
-    """The box file for this recipe, built if missing. Returns (path, built_now)."""
-    target = box_file(settings.debian_suite)
+def ensure(settings, suite: str) -> tuple[Path, bool]:
+    """The suite's box file for this recipe, built if missing. Returns (path, built_now)."""
+    target = box_file(suite)
     if target.exists():
         return target, False
-    build(settings, target)
-    _remove_stale_boxes(keep=target)
+    build(settings, target, suite)
+    _remove_stale_boxes(keep=target, suite=suite)
     return target, True
 
 
-def _remove_stale_boxes(keep: Path) -> None:
-    for old in paths.BOX_DIR.glob("*.box"):
+def _remove_stale_boxes(keep: Path, suite: str) -> None:
+    """The suite's boxes of older recipes (another suite's box stays: the other machine may run it)."""
+    for old in paths.BOX_DIR.glob(f"{suite}-*.box"):
         if old != keep:
             old.unlink()
 
 
-def build(settings, target: Path) -> None:
+def build(settings, target: Path, suite: str) -> None:
     if os.geteuid() != 0:
         raise BoxError("building the base box needs root (loop devices, mounts, chroot)")
     paths.BOX_DIR.mkdir(parents=True, exist_ok=True)
@@ -120,17 +143,18 @@ def build(settings, target: Path) -> None:
 
         # mmdebstrap: one apt run and one dpkg pass over the base (debootstrap unpacked and configured package by
         # package: 135 s of a 178 s box build here; mmdebstrap ~100 s of a 132 s one)
-        steps.note(f"mmdebstrap {settings.debian_suite} from {settings.debian_mirror}")
+        steps.note(f"mmdebstrap {suite} from {settings.debian_mirror}")
         # The recipe's files go in before any package (a setup hook): the kernel's initramfs is then made once,
         # with the box's initramfs and modprobe settings.
         _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(packages())}",
               f"--setup-hook=cp -R {shlex.quote(str(RECIPE_DIR / 'files'))}/. \"$1\"/",
-              settings.debian_suite, str(mnt), settings.debian_mirror], "running mmdebstrap")
+              suite, str(mnt), settings.debian_mirror], "running mmdebstrap")
 
         shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
         (mnt / "etc" / "fstab").write_text(f"UUID={uuid} / ext4 errors=remount-ro 0 1\n")
         shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
-        shutil.copy(RECIPE_DIR / "preload.txt", mnt / "tmp" / "preload.txt")
+        (mnt / "tmp" / "preload.txt").write_text(     # the roles' packages and this suite's own
+            "\n".join(packages(listing="preload.txt") + packages(listing=f"{SUITES_DIR}/{suite}.txt")) + "\n")
         shutil.copy(RECIPE_DIR / "units.txt", mnt / "tmp" / "units.txt")
         # apt in the chroot resolves the mirror with the host's resolver (systemd-resolved's symlink points
         # into an empty /run there); customize.sh links the guest's own resolv.conf at the end.
@@ -140,7 +164,7 @@ def build(settings, target: Path) -> None:
         for fs, where in (("proc", "proc"), ("sysfs", "sys"), ("devtmpfs", "dev")):
             _run(["mount", "-t", fs, fs, str(mnt / where)], f"mounting {where} for the chroot")
             mounted.append(mnt / where)
-        _run(["chroot", str(mnt), "/bin/sh", "/tmp/customize.sh", settings.debian_mirror, settings.debian_suite],
+        _run(["chroot", str(mnt), "/bin/sh", "/tmp/customize.sh", settings.debian_mirror, suite],
              "customizing the root file system", env={**os.environ, "DEBIAN_FRONTEND": "noninteractive",
                                                       "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         (mnt / "tmp" / "customize.sh").unlink()
@@ -158,7 +182,7 @@ def build(settings, target: Path) -> None:
         steps.note("compressing the disk (qcow2, zstd)")
         _run(QCOW2_CONVERT + [str(raw), str(work / "box.img")], "converting to qcow2")
         raw.unlink()
-        _package(work, target, settings.debian_suite)
+        _package(work, target, suite)
     finally:
         for m in reversed(mounted):
             subprocess.run(["umount", "-l", str(m)], capture_output=True)

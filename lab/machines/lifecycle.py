@@ -40,30 +40,70 @@ def is_up(s: settings.Settings) -> bool:
     return True
 
 
-def ensure_up(s: settings.Settings) -> dict:
-    """For the full run: the lab up (brought up when it is not), and its resolved settings."""
+def ensure_up(s: settings.Settings, suites: dict[str, str]) -> dict:
+    """For the full run: the lab up (brought up when it is not), each machine on its suite's box (a machine on
+    another box made again from the right one), and its resolved settings."""
     if is_up(s):
-        steps.note("both machines are already up")
+        other = other_boxes(suites)
+        if other:
+            remake(s, suites, other)
+        else:
+            steps.note("both machines are already up")
     else:
-        up(s)
+        up(s, suites)
     return vagrant.read_resolved() or {}
 
 
-def up(s: settings.Settings) -> None:
-    """Prerequisites, box, namespace and libvirt, both machines booted and answering over SSH, then the status.
-    A failure tears down what was started."""
+def other_boxes(suites: dict[str, str]) -> tuple[str, ...]:
+    """The running machines made from another suite's box than `suites` asks for (a lab made before boxes were
+    per machine ran bookworm on both)."""
+    made = (vagrant.read_resolved() or {}).get("suites") or {}
+    return tuple(name for name in machines.NAMES if made.get(name, box.SUITES[17]) != suites[name])
+
+
+def remake(s: settings.Settings, suites: dict[str, str], names: tuple[str, ...]) -> None:
+    """Those machines destroyed and booted again from their suite's box (their Java changed: jvm_version); the
+    other machine keeps running. A new machine has a new identity: the next provisioning runs every role on it."""
+    made = (vagrant.read_resolved() or {}).get("suites") or {}
+    with steps.step(f"another Java on {', '.join(names)}: made again from its box"):
+        for name in names:
+            steps.note(f"{name}: {made.get(name, box.SUITES[17])} → {suites[name]}")
+        boxes = {suite: box.ensure(s, suite)[0] for suite in {suites[n] for n in names}}
+        resolved = {**vagrant.read_resolved(), "suites": dict(suites),
+                    "boxes": {n: box.box_name(suites[n]) for n in machines.NAMES}}
+        for suite, path in boxes.items():
+            vagrant.ensure_box(path, box.box_name(suite))
+        vagrant.destroy(names)
+        vagrant.write_resolved(resolved)
+        vagrant.up(s.boot_timeout, names)
+        vagrant.write_ssh_config()
+        for name in names:
+            shell.run(reach.ssh_command(name, "true"), f"{name} booted but does not answer over SSH",
+                      error=LabError, timeout=120)
+
+
+def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
+    """Prerequisites, boxes, namespace and libvirt, both machines booted and answering over SSH, then the status.
+    suites: machine → the suite of its box (its Java; None: bookworm, Java 17, for both). A failure tears down
+    what was started."""
+    suites = suites or {name: box.SUITES[17] for name in machines.NAMES}
     install_prereqs()
     if is_up(s):
-        print("The lab is already up; nothing changed.")
+        if other_boxes(suites):
+            remake(s, suites, other_boxes(suites))
+        else:
+            print("The lab is already up; nothing changed.")
         status()
         return
     if netns.exists() and not netns.healthy():
         with steps.step("cleaning up a lab left behind"):
             for line in teardown():
                 steps.note(line)
-    with steps.step("base box"):
-        box_path, built = box.ensure(s)
-        steps.note(f"{'built' if built else 'reusing'} {box_path.name}")
+    with steps.step("base boxes"):
+        box_paths = {}
+        for suite in sorted(set(suites.values())):
+            box_paths[suite], built = box.ensure(s, suite)
+            steps.note(f"{'built' if built else 'reusing'} {box_paths[suite].name}")
     try:
         with steps.step("lab network namespace and libvirt"):
             if not netns.healthy():
@@ -72,12 +112,13 @@ def up(s: settings.Settings) -> None:
                 steps.note(f"libvirt sees no {netns.KVM_DEVICE}: QEMU's user ({netns.QEMU_USER}) cannot use it, "
                            "and libvirt would probe QEMU again on every call")
         with steps.step("accelerator and CPU placement"):
-            resolved = vagrant.resolve(s)
+            resolved = vagrant.resolve(s, suites)
             vagrant.write_resolved(resolved)
             steps.note(f"accelerator {resolved['accelerator']} ({resolved['accelerator_reason']}); "
                        f"placement {resolved['cpusets'] or 'unpinned'}")
-        with steps.step("register the box with Vagrant"):
-            vagrant.ensure_box(box_path, resolved["box"])
+        with steps.step("register the boxes with Vagrant"):
+            for suite, path in box_paths.items():
+                vagrant.ensure_box(path, box.box_name(suite))
         with steps.step("boot both machines (TCG: a few minutes)"):
             boot(s.boot_timeout)
         with steps.step("SSH to both machines"):
@@ -150,12 +191,13 @@ def down() -> None:
 
 
 def status() -> None:
-    """Each machine's state, IP, provider, accelerator, memory, CPUs, uptime and vCPU placement."""
+    """Each machine's state, IP, box (its Debian suite), provider, accelerator, memory, CPUs, uptime and vCPU
+    placement."""
     resolved = vagrant.read_resolved() or {}
     states = vagrant.states()
     print(f"lab namespace: {'up' if netns.healthy() else 'down'}; accelerator: "
           f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
-    print(f"{'machine':8} {'state':12} {'ip':15} {'provider':8} {'accel':5} {'memory':>8} {'cpus':>4} "
+    print(f"{'machine':8} {'state':12} {'ip':15} {'box':9} {'provider':8} {'accel':5} {'memory':>8} {'cpus':>4} "
           f"{'uptime':>8}  placement")
     for name in machines.NAMES:
         state = states[name]
@@ -167,5 +209,6 @@ def status() -> None:
                 mem, cpus, up_s = probe.stdout.split()
                 memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
             cores = vagrant.vcpu_placement(name)
-        print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} {'libvirt':8} "
+        print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} "
+              f"{(resolved.get('suites') or {}).get(name, '-'):9} {'libvirt':8} "
               f"{resolved.get('accelerator', '-'):5} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")

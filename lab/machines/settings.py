@@ -36,7 +36,6 @@ class Settings:
     cpu_placement: str
     boot_timeout: int
     debian_mirror: str
-    debian_suite: str
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -124,9 +123,6 @@ def validate(raw: dict) -> Settings:
     mirror = str(raw["debian_mirror"]).strip().rstrip("/")
     if not re.match(r"^https?://[^/\s]+(/\S*)?$", mirror):
         raise SettingsError(f"debian_mirror: '{mirror}' is not an http(s) URL")
-    suite = str(raw["debian_suite"]).strip()
-    if not re.match(r"^[a-z]+$", suite):
-        raise SettingsError(f"debian_suite: '{suite}' is not a Debian suite name")
     ips = _machines(raw["machines"])
     management = _management(raw["management_network"], ips)
     return Settings(
@@ -139,7 +135,6 @@ def validate(raw: dict) -> Settings:
         cpu_placement=placement,
         boot_timeout=_int("boot_timeout", raw["boot_timeout"], 30, 7200),
         debian_mirror=mirror,
-        debian_suite=suite,
     )
 
 

@@ -29,13 +29,15 @@ class MachineError(RuntimeError):
     """A machine could not be brought up or reached; the message names it."""
 
 
-def resolve(settings, detect=accel.detect) -> dict:
-    """Settings as the Vagrantfile reads them: accelerator and CPU placement decided, box named."""
+def resolve(settings, suites: dict[str, str], detect=accel.detect) -> dict:
+    """Settings as the Vagrantfile reads them: accelerator and CPU placement decided, each machine's box named
+    (suites: machine → the Debian suite of its box)."""
     accelerator, why = detect(settings.accelerator)
     resolved = asdict(settings)
     resolved.update(requested=asdict(settings), accelerator=accelerator, accelerator_reason=why,
                     cpusets=placement.resolve(settings.cpu_placement, NAMES),
-                    box=box.box_name(settings.debian_suite), login_key=str(box.login_key()))
+                    suites=dict(suites), boxes={name: box.box_name(suites[name]) for name in NAMES},
+                    login_key=str(box.login_key()))
     return resolved
 
 
@@ -119,13 +121,14 @@ def ensure_box(box_path: Path, name: str) -> bool:
     return True
 
 
-def up(boot_timeout: int) -> None:
-    """Both machines at once (vagrant-libvirt boots in parallel)."""
-    result = vagrant("up", "--provider=libvirt", "--no-provision", stream=True, timeout=boot_timeout + 900)
+def up(boot_timeout: int, names: tuple[str, ...] = NAMES) -> None:
+    """The machines at once (vagrant-libvirt boots in parallel): both, or those named."""
+    result = vagrant("up", "--provider=libvirt", "--no-provision", *([] if names == NAMES else names), stream=True,
+                     timeout=boot_timeout + 900)
     if result.returncode != 0:
         raise MachineError("the machines did not come up (vagrant up exited "
                            f"{result.returncode}; the guests' consoles: "
-                           f"{', '.join(SERIAL_LOG.format(name=n) for n in NAMES)})")
+                           f"{', '.join(SERIAL_LOG.format(name=n) for n in names)})")
 
 
 def keep_consoles(label: str) -> list[Path]:
@@ -149,11 +152,11 @@ def write_ssh_config() -> Path:
     return SSH_CONFIG
 
 
-def destroy() -> bool:
-    """Destroys both machines (no-op when there are none). True when vagrant succeeded."""
+def destroy(names: tuple[str, ...] = NAMES) -> bool:
+    """Destroys both machines, or those named (no-op when there are none). True when vagrant succeeded."""
     if not netns.healthy():
         return True
-    return vagrant("destroy", "--force", stream=True, timeout=600).returncode == 0
+    return vagrant("destroy", "--force", *([] if names == NAMES else names), stream=True, timeout=600).returncode == 0
 
 
 def domains() -> list[str]:

@@ -9,7 +9,9 @@ lab's own sample app is a service like any other (services/sample.yml): what it 
 - `needs: cds`: a service whose descriptor says it starts alone (`cds: true`: jvm_cds's training start);
 - `needs: descriptor`: set by the descriptor only (tomcat_http_port: its `port:`);
 - `needs: {VALUE: {tomcat_max: V}}`: that value needs the service's Tomcat at most V (tomcat_ajp_connector=apr:
-  Tomcat 10.1 has no APR connector, and Debian's Tomcat Native 1.2.35 breaks Tomcat 9.0.115 and later).
+  Tomcat 10.1 has no APR connector, and Debian's Tomcat Native 1.2.35 breaks Tomcat 9.0.115 and later);
+  `boot_min: V`: Spring Boot at least V; `java_min: N`: the machine's Java (the knob jvm_version) at least N
+  (app_virtual_threads=true: Boot 3.2 and Java 21).
 
 `misfit()` says why a value does not fit, or None. A value the user typed (--set) that does not fit is refused;
 a knob set's (written for the sample app, like tuned.yml) is left out of the service's configuration and said so.
@@ -32,13 +34,15 @@ def needs_words(spec: dict) -> str:
     if isinstance(needs, str):
         return WORDS.get(needs, "")
     rules = needs.items() if isinstance(needs, dict) else ()
-    return "".join(f"; {value} needs Tomcat ≤ {rule['tomcat_max']}" for value, rule in rules
-                   if (rule or {}).get("tomcat_max"))
+    words = {"tomcat_max": "Tomcat ≤ {}", "boot_min": "Spring Boot ≥ {}", "java_min": "jvm_version ≥ {}"}
+    return "".join(f"; {str(value).lower()} needs " + " and ".join(words[k].format(v) for k, v in rule.items())
+                   for value, rule in rules if rule)
 
 
-def misfit(knob: str, value, svc, stack: str | None, specs: dict) -> str | None:
+def misfit(knob: str, value, svc, stack: str | None, specs: dict, java: int | None = None) -> str | None:
     """Why `knob=value` cannot be given to the service `svc` (service.Service) on the machine whose app_stack is
-    `stack`; None when it fits. specs: the catalog's knobs (knobs.specs())."""
+    `stack` and whose Java is `java` (the knob jvm_version; None: not judged); None when it fits. specs: the
+    catalog's knobs (knobs.specs())."""
     needs = specs.get(knob, {}).get("needs")
     if needs == "template" and knob not in svc.template_knobs:
         return (f"{knob} reaches a service only through its descriptor's template, and {svc.name}'s "
@@ -52,20 +56,32 @@ def misfit(knob: str, value, svc, stack: str | None, specs: dict) -> str | None:
     if needs == "descriptor":
         return f"{knob} is {svc.name}'s descriptor's to set (port: {svc.port})"
     if isinstance(needs, dict) and str(value) in {str(k) for k in needs}:
-        wanted = next(v for k, v in needs.items() if str(k) == str(value))
-        top = (wanted or {}).get("tomcat_max")
-        facts = svc.facts_of(stack) if top is not None else None
-        if facts is not None and (facts.tomcat_version is None or _version(facts.tomcat_version) > _version(top)):
-            return (f"{knob}={value} needs Tomcat ≤ {top}; {svc.name} runs Tomcat {facts.tomcat_version or 'none'} "
-                    f"(Spring Boot {facts.boot_version})")
+        return _value_misfit(knob, value, next(v for k, v in needs.items() if str(k) == str(value)) or {}, svc,
+                             stack, java)
     return None
 
 
-def split(values: dict, svc, stack: str | None, specs: dict) -> tuple[dict, dict]:
+def _value_misfit(knob: str, value, wanted: dict, svc, stack: str | None, java: int | None) -> str | None:
+    """Why that value's `needs:` rule is not met by the build and the Java the machine runs, or None."""
+    shown = str(value).lower() if isinstance(value, bool) else value
+    top, low = wanted.get("tomcat_max"), wanted.get("boot_min")
+    facts = svc.facts_of(stack) if top is not None or low is not None else None
+    if top is not None and (facts.tomcat_version is None or _version(facts.tomcat_version) > _version(top)):
+        return (f"{knob}={shown} needs Tomcat ≤ {top}; {svc.name} runs Tomcat {facts.tomcat_version or 'none'} "
+                f"(Spring Boot {facts.boot_version})")
+    if low is not None and _version(facts.boot_version) < _version(low):
+        return f"{knob}={shown} needs Spring Boot ≥ {low}; {svc.name} runs Spring Boot {facts.boot_version}"
+    if wanted.get("java_min") is not None and java is not None and int(java) < int(wanted["java_min"]):
+        return (f"{knob}={shown} needs jvm_version ≥ {wanted['java_min']} (the trixie box); this machine runs "
+                f"Java {java}")
+    return None
+
+
+def split(values: dict, svc, stack: str | None, specs: dict, java: int | None = None) -> tuple[dict, dict]:
     """A knob set's values → (those the service takes, {knob: why} for those left out)."""
     kept, left = {}, {}
     for knob, value in values.items():
-        why = misfit(knob, value, svc, stack, specs)
+        why = misfit(knob, value, svc, stack, specs, java)
         if why is None:
             kept[knob] = value
         else:

@@ -149,7 +149,7 @@ def test_a_run_whose_disk_fills_during_provisioning_says_so(small_fs, monkeypatc
     monkeypatch.setattr(paths, "RESULTS", fs / "results")
     monkeypatch.setattr(disk, "FLOOR_BYTES", 2 * MB)
     kept = earlier_run(fs / "results")
-    monkeypatch.setattr(lifecycle, "ensure_up", lambda s: {"machines": {"default": "192.0.2.1", "tuned": "192.0.2.2"}})
+    monkeypatch.setattr(lifecycle, "ensure_up", lambda s, suites: {"machines": {"default": "192.0.2.1", "tuned": "192.0.2.2"}})
     built = Future()
     built.set_result([])
     monkeypatch.setattr(jars, "jars_beside", lambda log=print: built)
@@ -169,7 +169,7 @@ def test_a_run_whose_disk_fills_during_provisioning_says_so(small_fs, monkeypatc
 def test_a_run_is_refused_below_its_estimated_need(small_fs, monkeypatch, capsys):
     fs = small_fs(16)
     monkeypatch.setattr(paths, "RESULTS", fs / "results")
-    monkeypatch.setattr(lifecycle, "ensure_up", lambda s: pytest.fail("must not bring anything up"))
+    monkeypatch.setattr(lifecycle, "ensure_up", lambda s, suites: pytest.fail("must not bring anything up"))
     assert cli.main(["--users", "150", "--duration", "20m"]) == 1
     err = capsys.readouterr().err
     need, how = disk.estimate(load.Profile())

@@ -8,6 +8,7 @@ import yaml
 
 from lab import machines, paths
 from lab.machines import accel, box, netns, placement, prereqs, vagrant
+from lab.provision import knobs
 
 CPUINFO_VMX = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr vmx sse\n"
 CPUINFO_PLAIN = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr sse hypervisor\n"
@@ -163,6 +164,12 @@ def test_recipe_hash_changes_with_any_recipe_file(tmp_path):
     first = box.recipe_hash("bookworm", recipe, key)
     assert first == box.recipe_hash("bookworm", recipe, key)
     assert first != box.recipe_hash("trixie", recipe, key)
+    # a suite's own package list changes that suite's box only
+    trixie = box.recipe_hash("trixie", recipe, key)
+    (recipe / "suites" / "trixie.txt").write_text("openjdk-25-jre-headless\n")
+    assert box.recipe_hash("trixie", recipe, key) != trixie
+    assert box.recipe_hash("bookworm", recipe, key) == first
+    assert [p.name for p in box.recipe_files("trixie", recipe) if p.parent.name == "suites"] == ["trixie.txt"]
     assert first != box.recipe_hash("bookworm", recipe, "ssh-ed25519 AAAAC3Nza two")   # another lab's key
     (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "htop\n")
     assert box.recipe_hash("bookworm", recipe, key) != first
@@ -180,19 +187,20 @@ def test_login_key_is_made_once_and_kept(tmp_path, monkeypatch):
 ROLES = paths.ROOT / "ansible" / "roles"
 
 
-def _role_tasks():
-    """Every task of every role's task files."""
+def _role_tasks(skip: tuple[str, ...] = ()):
+    """Every task of every role's task files (but the roles skipped)."""
     for f in ROLES.glob("*/tasks/*.yml"):
-        yield from (task for task in yaml.safe_load(f.read_text()) or [] if isinstance(task, dict))
+        if f.parent.parent.name not in skip:
+            yield from (task for task in yaml.safe_load(f.read_text()) or [] if isinstance(task, dict))
 
 
-def _role_apt_packages() -> set[str]:
+def _role_apt_packages(skip: tuple[str, ...] = ()) -> set[str]:
     """Every package an apt task of the roles names, with role-default lists resolved."""
     defaults = {}
     for f in ROLES.glob("*/defaults/main.yml"):
         defaults.update(yaml.safe_load(f.read_text()) or {})
     found = set()
-    for task in _role_tasks():
+    for task in _role_tasks(skip):
         names = (task.get("ansible.builtin.apt") or {}).get("name")
         if isinstance(names, str) and names.startswith("{{"):
             names = defaults[names.strip("{} ")]
@@ -200,12 +208,25 @@ def _role_apt_packages() -> set[str]:
     return found
 
 
-def test_box_preloads_every_package_the_roles_install():
-    wanted = _role_apt_packages()
-    assert {"apache2", "openjdk-17-jre-headless", "pcp", "python3-apt"} <= wanted, wanted
-    missing = wanted - set(box.packages()) - set(box.packages(listing="preload.txt"))
-    assert not missing, ("add to lab/machines/box/preload.txt (provisioning under TCG would install them): "
-                         f"{sorted(missing)}")
+@pytest.mark.parametrize("java, suite", sorted(box.SUITES.items()))
+def test_each_box_preloads_every_package_the_roles_install_on_it(java, suite):
+    """Each suite's box holds what the lab machines' roles install (the loadgen role runs on real generator hosts
+    only), the Java of the knob jvm_version that chooses that box among them."""
+    wanted = {name.replace("{{ jvm_version }}", str(java)) for name in _role_apt_packages(skip=("loadgen",))}
+    assert {"apache2", f"openjdk-{java}-jre-headless", "pcp", "python3-apt"} <= wanted, wanted
+    missing = (wanted - set(box.packages()) - set(box.packages(listing="preload.txt"))
+               - set(box.packages(listing=f"suites/{suite}.txt")))
+    assert not missing, (f"add to lab/machines/box/preload.txt or suites/{suite}.txt (provisioning under TCG would "
+                         f"install them): {sorted(missing)}")
+
+
+def test_every_java_release_has_its_box():
+    """The knob's choices are the boxes' Javas, and each suite has its package list."""
+    assert set(knobs.specs()["jvm_version"]["choices"]) == set(box.SUITES)
+    assert {p.stem for p in (box.RECIPE_DIR / "suites").glob("*.txt")} == set(box.SUITES.values())
+    assert box.suite_of("21") == "trixie"
+    with pytest.raises(box.BoxError, match="jvm_version=11: no box carries it"):
+        box.suite_of(11)
 
 
 def _role_enabled_units() -> set[str]:

@@ -176,7 +176,7 @@ def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monk
     # bad input is named first, whether or not another checkout's lab holds the namespace
     monkeypatch.setattr(cli.netns, "foreign_owner", lambda: foreign_lab)
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(lifecycle, "ensure_up", lambda s: pytest.fail("must not bring anything up"))
+    monkeypatch.setattr(lifecycle, "ensure_up", lambda s, suites: pytest.fail("must not bring anything up"))
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
@@ -199,7 +199,7 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
     """run.execute brings the lab up and (--down) tears it down through lab.machines.lifecycle, not the command line."""
     calls = []
 
-    def not_up(s):
+    def not_up(s, suites):
         raise lifecycle.LabError("the machines are up but were made with other settings")
 
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
@@ -343,7 +343,7 @@ def test_the_full_run_provisions_without_starting_the_app(monkeypatch, tmp_path)
     asked = {}
     monkeypatch.setattr(trial.playbook, "run", lambda *a, **k: asked.update(k) or (_ for _ in ()).throw(
         RuntimeError("stop here")))
-    monkeypatch.setattr(trial.lifecycle, "ensure_up", lambda s: {"machines": {"default": "a", "tuned": "b"}})
+    monkeypatch.setattr(trial.lifecycle, "ensure_up", lambda s, suites: {"machines": {"default": "a", "tuned": "b"}})
     _no_jar_build(monkeypatch)
     monkeypatch.setattr(trial.finish, "finish", lambda *a, **k: None)
     monkeypatch.setattr(trial.paths, "RESULTS", tmp_path)

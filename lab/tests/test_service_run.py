@@ -139,7 +139,8 @@ def test_the_ansible_vars_and_the_record_say_what_runs(tmp_path):
     got = service.ansible_vars(svc)
     assert got["tomcat_http_port"] == 9966
     assert got["lab_service"]["proxy_path"] == "/shop/"
-    assert got["lab_service"]["builds"] == {"": {"jar": str(tmp_path / "shop.jar"), "camel": None, "tomcat": "10.1.48"}}
+    assert got["lab_service"]["builds"] == {"": {"jar": str(tmp_path / "shop.jar"), "camel": None, "tomcat": "10.1.48",
+                                                 "boot": "3.5.7", "java": 17}}
     assert got["lab_service"]["mock"] is None and "kit" not in got["lab_service"], "every run's: lab_kit_jar"
     kept = service.record(svc)
     assert kept["name"] == "shop" and kept["facts"]["tomcat_version"] == "10.1.48" and kept["labels"] == ["GET owners"]

@@ -31,7 +31,6 @@ def test_environment_overrides_win():
     ({"LAB_CPU_PLACEMENT": "left"}, "cpu_placement"),
     ({"LAB_BOOT_TIMEOUT": "5"}, "boot_timeout"),
     ({"LAB_DEBIAN_MIRROR": "ftp://mirror"}, "debian_mirror"),
-    ({"LAB_DEBIAN_SUITE": "Bookworm 12"}, "debian_suite"),
     ({"LAB_MACHINES": "default=192.168.56.11"}, "machines"),
     ({"LAB_MACHINES": "default=8.8.8.8,tuned=8.8.4.4"}, "machines"),
     ({"LAB_MACHINES": "default=192.168.56.11,tuned=192.168.57.12"}, "machines"),

@@ -30,7 +30,8 @@ def validate(tmp_path, provider, resolved=None, extra_path=None):
 @needs_vagrant
 def test_validates_for_libvirt_with_defaults_and_with_resolved_settings(tmp_path):
     assert validate(tmp_path, "libvirt").returncode == 0
-    resolved = vagrant.resolve(settings.load(environ={}), detect=lambda requested: ("tcg", "test"))
+    resolved = vagrant.resolve(settings.load(environ={}), {"default": "bookworm", "tuned": "trixie"},
+                               detect=lambda requested: ("tcg", "test"))
     resolved["cpusets"] = {"default": "0", "tuned": "1"}
     result = validate(tmp_path, "libvirt", resolved)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,96 @@
+"""The lines a knob lives on (issue 41): what a knob set written on one line becomes on another.
+
+A line is what a machine runs beneath the knobs: its build's Spring Boot line (LINES: boot2 = Spring Boot 2.7 with
+Tomcat 9 and Camel 3, boot3 = Spring Boot 3 with Tomcat 10.1 and Camel 4) and its Java (the knob jvm_version). The
+catalog (ansible/knobs.yml) says, per knob, where it differs: `needs: {value: {tomcat_max, boot_min, java_min}}`
+(a value that does not exist on a line: service_fit refuses it, or leaves it out of a knob set), `lines: {line:
+meaning}` (what it means there) and `under: {knob: meaning}` (what it means while that bool knob is on: the thread
+pools under virtual threads).
+
+upgrade() answers the migration question for one configuration: its knob set was written for the build and Java its
+own values choose (tuned.yml: camel3 on Java 17); this run's --set values move it (app_stack=camel4,
+jvm_version=21). It says which of the set's knobs vanish there (left out, and why), which change meaning, and which
+become mandatory (what the new line needs the set did not say), before the run and beside its verdict.
+"""
+from __future__ import annotations
+
+from lab.provision import knob_sets, knobs, service_fit
+
+LINES = {"boot2": "Spring Boot 2.7, Tomcat 9, Camel 3 (javax)",
+         "boot3": "Spring Boot 3, Tomcat 10.1, Camel 4 (jakarta)"}
+
+
+def line_of(facts) -> str:
+    """The line of a build (jarinfo.JarFacts): boot2 for Spring Boot 2.x, boot3 for 3.x (the lab takes no other)."""
+    return "boot2" if facts.boot_line.startswith("2") else "boot3"
+
+
+def _on(values: dict) -> dict:
+    """The machine-wide facts of a configuration the lines depend on: its app_stack and Java."""
+    return {"app_stack": values["app_stack"], "jvm_version": int(values["jvm_version"])}
+
+
+def meaning(spec: dict, line: str, values: dict) -> str | None:
+    """What a knob means on that line with those values (its `lines:` entry, then any `under:` knob that is on);
+    None where it means what its `what:` says."""
+    said = [f"on {line}: {spec['lines'][line]}"] if line in (spec.get("lines") or {}) else []
+    said += [f"with {knob}=true: {text}" for knob, text in (spec.get("under") or {}).items() if values.get(knob) is True]
+    return "; ".join(said) or None
+
+
+def upgrade(config: str, service, sets: dict[str, dict] | None = None) -> dict | None:
+    """What the configuration's knob set becomes on the line this run's --set values move it to, or None when they
+    move it to no other line (no other build's Spring Boot line, no other Java):
+    {from, to: "boot2 on Java 17"…, vanished: {knob: why}, changed: {knob: meaning there},
+    mandatory: {knob: why}}."""
+    specs, catalog = knobs.specs(), knobs.defaults()
+    written = {**catalog, **knob_sets.values(config, catalog)}
+    typed = (sets or {}).get(config, {})
+    target = {**written, **typed}
+    before, after = _on(written), _on(target)
+    if before == after:
+        return None
+    lines = {side: line_of(service.facts_of(on["app_stack"] if service.stacks else None))
+             for side, on in (("from", before), ("to", after))}
+    if lines["from"] == lines["to"] and before["jvm_version"] == after["jvm_version"]:
+        return None
+    set_knobs = {k: v for k, v in written.items() if k in knob_sets.values(config, catalog)}
+    vanished = {k: why for k, v in set_knobs.items() if k not in typed
+                and (why := service_fit.misfit(k, v, service, after["app_stack"], specs, after["jvm_version"]))}
+    kept = {k: v for k, v in target.items() if k not in vanished}
+    changed = {}
+    for knob in sorted(set(set_knobs) | set(typed)):
+        if knob in vanished:
+            continue
+        now = meaning(specs.get(knob, {}), lines["to"], kept)
+        if now and now != meaning(specs.get(knob, {}), lines["from"], written):
+            changed[knob] = now
+    mandatory = {}
+    for knob in vanished:
+        choices = specs[knob].get("choices")
+        fits = [c for c in (choices or ()) if not service_fit.misfit(knob, c, service, after["app_stack"], specs,
+                                                                     after["jvm_version"])]
+        if fits:
+            mandatory[knob] = (f"one of {', '.join(map(str, fits))} on {lines['to']} (the run takes the catalog's "
+                               f"{catalog[knob]})")
+    for knob, value in kept.items():
+        rule = ((specs.get(knob, {}).get("needs") or {}) if isinstance(specs.get(knob, {}).get("needs"), dict)
+                else {})
+        low = next((r.get("java_min") for v, r in rule.items() if str(v) == str(value) and r), None)
+        if low and before["jvm_version"] < int(low):
+            mandatory["jvm_version"] = f"≥ {low} ({knob}={str(value).lower()} needs it; the set ran Java " \
+                                        f"{before['jvm_version']})"
+    return {"from": f"{lines['from']} on Java {before['jvm_version']}",
+            "to": f"{lines['to']} on Java {after['jvm_version']}",
+            "vanished": vanished, "changed": changed, "mandatory": mandatory}
+
+
+def words(config: str, found: dict) -> list[str]:
+    """The upgrade in lines of text, for the console and the report."""
+    out = [f"{config} moves from {found['from']} to {found['to']}:"]
+    for title, key in (("vanished", "vanished"), ("changes meaning", "changed"), ("mandatory", "mandatory")):
+        for knob, why in found.get(key, {}).items():
+            out.append(f"  {title}: {knob}: {why}")
+    if len(out) == 1:
+        out.append("  every knob of its set means there what it meant")
+    return out
