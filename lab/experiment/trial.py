@@ -34,7 +34,7 @@ from lab.experiment import (
 )
 from lab.experiment.load import engines, generator_pcp
 from lab.machines import lifecycle, memory, placement, reach, settings, vagrant
-from lab.provision import hosts, jars, playbook
+from lab.provision import hosts, jars, lines, playbook
 
 
 class TrialRun:
@@ -257,7 +257,11 @@ def service_record(svc, t: design.Trial, overrides: dict, sets: dict | None = No
             print(f"  left out of {config}, which {svc.name} cannot take:", flush=True)
             for why in knobs.values():
                 print(f"    {why}", flush=True)
-    return {"service": {**said, "left_out": {c: k for c, k in left.items() if k}}}
+    moved = {config: found for config in sorted(set(t.configurations.values()))
+             if (found := lines.upgrade(config, svc, sets))}
+    for config, found in moved.items():     # the migration question: what the set becomes on its new line
+        print("\n".join(f"  {line}" for line in lines.words(config, found)), flush=True)
+    return {"service": {**said, "left_out": {c: k for c, k in left.items() if k}, "upgrade": moved or None}}
 
 
 def _facts_words(facts: dict) -> str:

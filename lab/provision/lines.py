@@ -34,7 +34,8 @@ def meaning(spec: dict, line: str, values: dict) -> str | None:
     """What a knob means on that line with those values (its `lines:` entry, then any `under:` knob that is on);
     None where it means what its `what:` says."""
     said = [f"on {line}: {spec['lines'][line]}"] if line in (spec.get("lines") or {}) else []
-    said += [f"with {knob}=true: {text}" for knob, text in (spec.get("under") or {}).items() if values.get(knob) is True]
+    said += [f"with {knob}=true: {text}" for knob, text in (spec.get("under") or {}).items()
+             if values.get(knob) is True]
     return "; ".join(said) or None
 
 

@@ -149,7 +149,8 @@ def test_a_run_whose_disk_fills_during_provisioning_says_so(small_fs, monkeypatc
     monkeypatch.setattr(paths, "RESULTS", fs / "results")
     monkeypatch.setattr(disk, "FLOOR_BYTES", 2 * MB)
     kept = earlier_run(fs / "results")
-    monkeypatch.setattr(lifecycle, "ensure_up", lambda s, suites: {"machines": {"default": "192.0.2.1", "tuned": "192.0.2.2"}})
+    monkeypatch.setattr(lifecycle, "ensure_up",
+                        lambda s, suites: {"machines": {"default": "192.0.2.1", "tuned": "192.0.2.2"}})
     built = Future()
     built.set_result([])
     monkeypatch.setattr(jars, "jars_beside", lambda log=print: built)

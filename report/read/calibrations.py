@@ -11,7 +11,7 @@ from typing import Any
 
 from report.output import warn
 from report.read.records import read_record
-from report.read.runinfo import RunInfo
+from report.read.runinfo import RunInfo, boxes
 from report.read.shape import NUMBER, MapOf, check
 
 HOLD_FACTOR = 2.0         # holds within this factor of each other count as the same load
@@ -22,7 +22,7 @@ REQUIRED = ("model", "ramp_up_s", "hold_s", "provider", "host_cpus")
 WORDS = {"model": "load model", "users": "users", "rate_per_s": "rate (req/s)", "step_rates": "stage rates (req/s)",
          "ramp_up_s": "ramp-up (s)", "hold_s": "hold (s)", "keep_alive": "keep-alive", "scheme": "scheme",
          "mix": "request mix", "provider": "provider", "accelerator": "accelerator", "host_cpus": "host CPUs",
-         "cores": "host cores", "service": "service"}
+         "cores": "host cores", "service": "service", "boxes": "boxes"}
 # what a calibrating verdict.json must hold beyond records.VERDICT: the t quantile's degrees of freedom per
 # figure and, when the report widened its interval, the within-run one
 _AA = {"method": {"df": MapOf(NUMBER)}, "effects": MapOf({"ci_within": {"low": NUMBER, "high": NUMBER}})}
@@ -34,7 +34,8 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
     stage length step_s; compared within a factor of HOLD_FACTOR), keep-alive, scheme and request mix, and the
     host facts that change the noise: provider (libvirt VMs or real hosts), libvirt's accelerator (kvm, tcg), the
     host's CPU count and whether the machines swapped host cores half-way (a fixed placement keeps a core's bias
-    that a swap cancels); and the service the machines ran with its plan (the sample app and the lab's own plan when
+    that a swap cancels), and the machines' boxes (an A/A per box: bookworm's twins calibrate no trixie run); and
+    the service the machines ran with its plan (the sample app and the lab's own plan when
     run.json names none, as runs before the sample app had a descriptor: an A/A of one service never calibrates
     another's). None where run.json does not say."""
     load = run.load
@@ -53,6 +54,8 @@ def fingerprint(run: RunInfo) -> dict[str, Any]:
     if fp["provider"] != "hosts":       # real hosts have no accelerator nor pinned cores of the lab's
         fp["accelerator"] = run.get("accelerator")
         fp["cores"] = run.cores
+        # each box its own A/A: its Debian, kernel and JVM are the twins' (runs before boxes were recorded: bookworm)
+        fp["boxes"] = " + ".join(sorted(set(boxes(run).values()))) or "bookworm"
     return fp
 
 

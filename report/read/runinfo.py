@@ -118,3 +118,12 @@ def design(run: RunInfo) -> dict[str, Any]:
             "configurations": {m: m for m in MACHINES} | (d.get("configurations") or {}),
             "machines": {m: m for m in MACHINES} | (d.get("machines") or {}),
             "trial": d.get("trial"), "trials": d.get("trials"), "series": d.get("series")}
+
+
+def boxes(run: RunInfo) -> dict[str, str]:
+    """side → the box it ran (its Debian suite: run.json boxes); {} on real hosts and in runs from before boxes
+    were recorded (every one of them ran bookworm)."""
+    found = run.get("boxes", default=None)
+    if run.get("provider") == "hosts" or not isinstance(found, dict):
+        return {}
+    return {side: suite or "bookworm" for side, suite in found.items()}

@@ -17,6 +17,7 @@ from report.render.capacity import lines as capacity_lines
 from report.render.cost import cost_lines
 from report.render.flame import profile_lines
 from report.render.generators import lines as generators_lines
+from report.render.lines import line_lines
 from report.render.saturation import saturation_lines
 from report.render.sections import (
     errors_section,
@@ -265,6 +266,7 @@ def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, 
     lines = [f"# Camel Tuning Lab — run {run.run_id}", ""]
     lines += _status_lines(run)
     lines += [f"**Verdict:** {sentence}", ""]
+    lines += line_lines(run)       # the boxes when they differ, a knob set moved to another line
     if calibration is not None and analysis is not None:     # without a paired window there is no interval
         lines += [calibration_words(calibration, design(run)["kind"]), ""]
     lines += [_run_line(run), "", _warmup_line(warmup_s, warmup_source), ""]
