@@ -26,9 +26,33 @@ def path(name: str) -> Path | None:
     return None if name == DEFAULT else DIR / f"{name}.yml"
 
 
+BASE = "base"                       # a set's `base: NAME`: it is that set plus its own values
+
+
 def values(name: str, known: dict | None = None) -> dict:
-    """What the set changes from the catalog: {knob: value}; ValueError for an unknown set, a file that is not
-    a mapping, or a knob the catalog does not have (known: the catalog's knob names, checked when given)."""
+    """What the set changes from the catalog: {knob: value}, its base set's first (`base: tuned`: the lab's tuning
+    moved to another line changes only what moves); ValueError for an unknown set or base, a base that leads back
+    to the set, a file that is not a mapping, or a knob the catalog does not have (known: the catalog's knob names,
+    checked when given)."""
+    chain, own = [], name
+    while own is not None:
+        if own in chain:
+            raise ValueError(f"ansible/knob_sets/{name}.yml: its base sets lead back to {own} ({' → '.join(chain)})")
+        chain.append(own)
+        own = _own(own, known).get(BASE)
+    merged = {}
+    for each in reversed(chain):
+        merged.update({k: v for k, v in _own(each, known).items() if k != BASE})
+    return merged
+
+
+def base(name: str) -> str | None:
+    """The set this set is made on (its `base:`), or None."""
+    return _own(name).get(BASE)
+
+
+def _own(name: str, known: dict | None = None) -> dict:
+    """The set's own file as written (its base: included)."""
     if name not in names():
         raise ValueError(f"unknown knob set {name!r} (sets: {', '.join(names())}; files in ansible/knob_sets/)")
     file = path(name)
@@ -40,7 +64,9 @@ def values(name: str, known: dict | None = None) -> dict:
         raise ValueError(f"ansible/knob_sets/{file.name}: not valid YAML: {bad}") from None
     if not isinstance(data, dict):
         raise ValueError(f"ansible/knob_sets/{file.name}: must be a mapping of knob: value")
-    unknown = sorted(set(data) - set(known)) if known is not None else []
+    if BASE in data and data[BASE] not in names():
+        raise ValueError(f"ansible/knob_sets/{file.name}: base {data[BASE]!r} is not a knob set ({', '.join(names())})")
+    unknown = sorted(set(data) - set(known) - {BASE}) if known is not None else []
     if unknown:
         raise ValueError(f"ansible/knob_sets/{file.name} sets knobs the catalog does not have: {', '.join(unknown)}")
     return data

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from lab import machines, paths
-from lab.provision import role_names, service_fit
+from lab.provision import knob_sets, role_names, service_fit
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 CATALOG = ANSIBLE_DIR / "knobs.yml"
@@ -235,8 +235,7 @@ def undeclared(known: dict[str, dict] | None = None) -> dict[str, list[str]]:
 def generated() -> dict[Path, str]:
     """Every generated file and its content as the catalog wants it now."""
     known = specs()
-    sets = {name: yaml.safe_load(path.read_text()) or {}
-            for name, path in sorted((p.stem, p) for p in KNOB_SETS.glob("*.yml"))}
+    sets = {name: knob_sets.values(name) for name in knob_sets.names() if name != knob_sets.DEFAULT}   # bases in
     sets = {"tuned": sets.pop("tuned", {}), **sets}       # the tuned machine's own set first
     files = {DEFAULTS: render_defaults(), README: readme_with(README.read_text(), readme_table(sets))}
     for role in roles():

@@ -39,48 +39,61 @@ def meaning(spec: dict, line: str, values: dict) -> str | None:
     return "; ".join(said) or None
 
 
+def origin(config: str) -> str:
+    """The set a configuration's set was written from: the root of its `base:` chain (tuned-camel4 → tuned), or
+    itself."""
+    while (made_on := knob_sets.base(config) if config != knob_sets.DEFAULT else None) is not None:
+        config = made_on
+    return config
+
+
 def upgrade(config: str, service, sets: dict[str, dict] | None = None) -> dict | None:
-    """What the configuration's knob set becomes on the line this run's --set values move it to, or None when they
-    move it to no other line (no other build's Spring Boot line, no other Java):
-    {from, to: "boot2 on Java 17"…, vanished: {knob: why}, changed: {knob: meaning there},
-    mandatory: {knob: why}}."""
+    """What the configuration's knob set becomes on the line it is moved to, or None when it moves to no other line
+    (no other build's Spring Boot line, no other Java). It was written for the line its origin set's values choose
+    (origin(): tuned, on camel3 and Java 17); this run's --set values, or the `base:` set made from it (tuned-camel4),
+    move it: {from, to: "boot2 on Java 17"…, vanished: {knob: why (and what replaced it)}, changed: {knob: meaning
+    there}, mandatory: {knob: why}}."""
     specs, catalog = knobs.specs(), knobs.defaults()
-    written = {**catalog, **knob_sets.values(config, catalog)}
-    typed = (sets or {}).get(config, {})
-    target = {**written, **typed}
-    before, after = _on(written), _on(target)
+    first = knob_sets.values(origin(config), catalog)
+    old = {**catalog, **first}
+    target = {**catalog, **knob_sets.values(config, catalog), **(sets or {}).get(config, {})}
+    before, after = _on(old), _on(target)
     if before == after:
         return None
     lines = {side: line_of(service.facts_of(on["app_stack"] if service.stacks else None))
              for side, on in (("from", before), ("to", after))}
     if lines["from"] == lines["to"] and before["jvm_version"] == after["jvm_version"]:
         return None
-    set_knobs = {k: v for k, v in written.items() if k in knob_sets.values(config, catalog)}
-    vanished = {k: why for k, v in set_knobs.items() if k not in typed
-                and (why := service_fit.misfit(k, v, service, after["app_stack"], specs, after["jvm_version"]))}
-    kept = {k: v for k, v in target.items() if k not in vanished}
-    changed = {}
-    for knob in sorted(set(set_knobs) | set(typed)):
-        if knob in vanished:
+    on_target = {"svc": service, "stack": after["app_stack"], "specs": specs, "java": after["jvm_version"]}
+    on_origin = {**on_target, "stack": before["app_stack"], "java": before["jvm_version"]}
+    vanished = {}
+    for knob, value in first.items():      # what the move loses (not what the service never took)
+        why = service_fit.misfit(knob, value, **on_target)
+        if why and service_fit.misfit(knob, value, **on_origin):
             continue
+        if why and target[knob] != value:
+            vanished[knob] = f"{why}; replaced by {target[knob]}"
+        elif why:
+            vanished[knob] = why
+    kept = {k: v for k, v in target.items() if k not in vanished or target[k] != first[k]}
+    changed = {}
+    for knob in sorted(set(first) | {k for k in target if target[k] != old.get(k)}):
         now = meaning(specs.get(knob, {}), lines["to"], kept)
-        if now and now != meaning(specs.get(knob, {}), lines["from"], written):
+        if now and knob not in vanished and now != meaning(specs.get(knob, {}), lines["from"], old):
             changed[knob] = now
     mandatory = {}
     for knob in vanished:
-        choices = specs[knob].get("choices")
-        fits = [c for c in (choices or ()) if not service_fit.misfit(knob, c, service, after["app_stack"], specs,
-                                                                     after["jvm_version"])]
-        if fits:
+        fits = [c for c in (specs[knob].get("choices") or ()) if not service_fit.misfit(knob, c, **on_target)]
+        if fits and target[knob] == first[knob]:
             mandatory[knob] = (f"one of {', '.join(map(str, fits))} on {lines['to']} (the run takes the catalog's "
                                f"{catalog[knob]})")
     for knob, value in kept.items():
-        rule = ((specs.get(knob, {}).get("needs") or {}) if isinstance(specs.get(knob, {}).get("needs"), dict)
-                else {})
-        low = next((r.get("java_min") for v, r in rule.items() if str(v) == str(value) and r), None)
+        rule = specs.get(knob, {}).get("needs")
+        low = next((r.get("java_min") for v, r in rule.items() if str(v) == str(value) and r), None) \
+            if isinstance(rule, dict) else None
         if low and before["jvm_version"] < int(low):
-            mandatory["jvm_version"] = f"≥ {low} ({knob}={str(value).lower()} needs it; the set ran Java " \
-                                        f"{before['jvm_version']})"
+            mandatory["jvm_version"] = (f"≥ {low} ({knob}={str(value).lower()} needs it; the set ran Java "
+                                        f"{before['jvm_version']})")
     return {"from": f"{lines['from']} on Java {before['jvm_version']}",
             "to": f"{lines['to']} on Java {after['jvm_version']}",
             "vanished": vanished, "changed": changed, "mandatory": mandatory}
