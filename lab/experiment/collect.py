@@ -241,6 +241,15 @@ def read_versions(machine_dir: Path) -> dict:
         versions["java"] = lab["java"]
     if lab.get("connectors"):
         versions["connectors"] = lab["connectors"]
+    # what really served the requests (the kit's probe of each connector's executor) and Camel's thread type
+    executors = lab.get("connectorExecutors")
+    if isinstance(executors, dict) and executors:
+        versions["request_threads"] = ", ".join(f"{name} {e.get('executor', '?') if isinstance(e, dict) else e}"
+                                                for name, e in sorted(executors.items()))
+    if lab.get("camelThreads"):
+        versions["camel_threads"] = lab["camelThreads"]
+    if lab.get("javaRuntime"):
+        versions["java_runtime"] = lab["javaRuntime"]
     return versions
 
 

@@ -119,6 +119,14 @@ def test_versions_come_from_the_machine_files(tmp_path):
     assert "AjpAprProtocol:8009" in v["connectors"]
     assert collect.read_versions(tmp_path / "nothing") == {}
     assert collect.read_knobs(tmp_path) is None
+    # Java 21 with virtual threads: what served the requests, as the kit saw it (kit/README.md)
+    (tmp_path / "config" / "actuator-info.json").write_text(json.dumps({"lab": {
+        "java": "21.0.9", "javaRuntime": "Debian 21.0.9+10-1", "camelThreads": "virtual", "connectorExecutors": {
+            "AjpNioProtocol:8009": {"executor": "virtual", "class": "org.apache.tomcat.util.threads.VirtualThread"},
+            "Http11NioProtocol:8080": {"executor": "virtual", "class": "x"}}}}))
+    v = collect.read_versions(tmp_path)
+    assert v["request_threads"] == "AjpNioProtocol:8009 virtual, Http11NioProtocol:8080 virtual"
+    assert (v["camel_threads"], v["java_runtime"]) == ("virtual", "Debian 21.0.9+10-1")
 
 
 def test_guest_script_is_valid_bash():
