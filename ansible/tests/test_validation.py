@@ -22,6 +22,7 @@ import yaml
 from conftest import ANSIBLE_DIR, INVENTORY, PROVISION_PLAY, ansible_playbook, default_service_vars, run_all
 
 from bench.cycle import KNOB_CHANGES as CYCLE_CHANGES
+from lab.experiment import design
 
 KNOB_SETS = ANSIBLE_DIR / "knob_sets"
 
@@ -160,6 +161,13 @@ CASES = [
     Case("APR on camel4", "pairs", "tuned", {"app_stack": "camel4"},
          ("tomcat_ajp_connector", "app_stack"), "needs Tomcat ≤ 9.0.113 (Tomcat 10.1 has no APR connector), got "
          "sample's Tomcat 10.1"),
+    # the lines (ansible/knobs.yml needs:, lab/provision/lines.py): virtual threads need Java 21 and Spring Boot 3.2
+    Case("virtual threads on camel3 and Java 21: no Spring Boot for them", "lines", "default",
+         {"app_virtual_threads": True, "jvm_version": 21}, ("app_virtual_threads",),
+         "needs Spring Boot ≥ 3.2, got sample's Spring Boot 2.7"),
+    Case("virtual threads on camel4 and Java 17", "lines", "tuned",
+         {"app_stack": "camel4", "tomcat_ajp_connector": "nio", "app_virtual_threads": True},
+         ("app_virtual_threads", "jvm_version"), "Java 17 has no virtual threads"),
     Case("AJP connector without AJP proxying", "pairs", "default", {"tomcat_ajp_connector": "nio2"},
          ("tomcat_ajp_connector", "httpd_proxy_protocol"), "has no effect unless httpd_proxy_protocol=ajp"),
     Case("Tomcat min spare above max", "pairs", "tuned", {"tomcat_threads_min_spare": 151},
@@ -301,11 +309,11 @@ def runs(tmp_path_factory):
             overrides={"default": {}, "tuned": {}}, tmp=tmp_path_factory.mktemp(name))
     # every named knob set on both machines (as per-machine overrides, the way a run gives a machine another set)
     for path in sorted(KNOB_SETS.glob("*.yml")):
-        values = yaml.safe_load(path.read_text()) or {}
+        # each machine made to run the set as a run makes it (its base set's values in, the machine's own put back)
+        both = design.Trial(configurations={"default": path.stem, "tuned": path.stem}).overrides({})
         for suffix, insist in (("", ()), *((("+insist", INSIST),) if path.stem in BEYOND_MEMORY else ())):
-            jobs[f"set:{path.stem}{suffix}"] = lambda values=values, name=path.stem, insist=insist: ansible_playbook(
-                "-i", str(INVENTORY), *LOAD, *insist, "site.yml", overrides={"default": values, "tuned": values},
-                tmp=tmp_path_factory.mktemp(name))
+            jobs[f"set:{path.stem}{suffix}"] = lambda both=both, name=path.stem, insist=insist: ansible_playbook(
+                "-i", str(INVENTORY), *LOAD, *insist, "site.yml", overrides=both, tmp=tmp_path_factory.mktemp(name))
     # the cycle benchmark's knob changes (bench/cycle.py), on top of the tuned set
     jobs["cycle"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml",
                                              overrides={"tuned": {k: v[0] for k, v in CYCLE_CHANGES.values()}},
