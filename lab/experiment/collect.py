@@ -123,6 +123,12 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
             if psargs.exists():
                 tidy_processes(psargs, target / "pcp" / "processes.csv")
                 psargs.unlink()
+            argv0 = target / "pcp" / "argv0.csv"
+            if argv0.exists():
+                renamed = rename_stale_processes(target / "pcp", argv0)
+                argv0.unlink()
+                if renamed:
+                    log(f"{name}: PCP had named {', '.join(renamed)} before it exec'd (renamed as it runs now)")
             _convert_profile(name, target / "profile", profile_window, log)
             return None
         except (CollectError, subprocess.TimeoutExpired, tarfile.TarError, OSError) as failure:
@@ -183,6 +189,39 @@ def tidy_processes(wide_csv: Path, out_csv: Path) -> int:
         out.writerow(["instance", "psargs"])
         out.writerows(sorted(seen.items()))
     return len(seen)
+
+
+STALE_NAMES = ("/usr/lib/systemd/systemd-executor",)   # systemd ≥ 255 spawns every service through it
+
+
+def rename_stale_processes(pcp_dir: Path, argv0_csv: Path) -> list[str]:
+    """hotproc instances PCP named before their process exec'd its command ('001294 /usr/lib/systemd/systemd-executor'
+    for the JVM on the trixie box: PCP keeps the name and command line it first saw) renamed after what that PID runs
+    at collection ('001294 /usr/bin/java'), in metrics.csv and processes.csv. Returns the old names."""
+    now = {}
+    for line in argv0_csv.read_text(errors="replace").splitlines():
+        pid, _, argv0 = line.partition(",")
+        if pid.isdigit() and argv0:
+            now[int(pid)] = argv0
+    renames = {}
+    for path in (pcp_dir / "metrics.csv", pcp_dir / "processes.csv"):
+        if not path.exists():
+            continue
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        for row in rows[1:]:
+            col = 2 if path.name == "metrics.csv" else 0
+            if len(row) <= col:
+                continue
+            pid, _, command = row[col].partition(" ")
+            if command in STALE_NAMES and pid.isdigit() and int(pid) in now:
+                renames[row[col]] = f"{pid} {now[int(pid)]}"
+                row[col] = renames[row[col]]
+                if path.name == "processes.csv" and len(row) > 1:
+                    row[1] = f"{now[int(pid)]} (PCP saw {command} before it exec'd)"
+        with open(path, "w", newline="") as f:
+            csv.writer(f).writerows(rows)
+    return sorted(renames)
 
 
 def _convert_profile(name: str, profile_dir: Path, window, log) -> None:

@@ -587,3 +587,20 @@ def test_a_machine_that_does_not_answer_is_diagnosed(monkeypatch):
                             diagnose=lambda name: f"{name}: camel-app: failed\nError: Could not find main class")
     assert "tuned does not answer http://192.168.56.12/api/customers/1" in str(failed.value)
     assert "tuned: camel-app: failed\n  Error: Could not find main class" in str(failed.value)
+
+
+def test_a_process_pcp_named_before_it_execd_is_named_as_it_runs(tmp_path):
+    """systemd ≥ 255 (the trixie box) spawns a service through systemd-executor; PCP names the process when it
+    first sees it and keeps that name: the JVM's peak RSS was missing from the report (results/…-s49-aa-trixie)."""
+    pcp = tmp_path / "pcp"
+    pcp.mkdir()
+    stale = "001294 /usr/lib/systemd/systemd-executor"
+    (pcp / "metrics.csv").write_text(f"time,metric,instance,value\n1,hotproc.psinfo.rss,{stale},215000\n"
+                                     "1,hotproc.psinfo.rss,001298 /usr/sbin/apache2,29000\n1,kernel.all.load,1 minute,3\n")
+    (pcp / "processes.csv").write_text(f"instance,psargs\n{stale},/usr/lib/systemd/systemd-executor --deserialize 64\n")
+    (pcp / "argv0.csv").write_text("1294,/usr/bin/java\n1298,/usr/sbin/apache2\n77,\n")
+    assert collect.rename_stale_processes(pcp, pcp / "argv0.csv") == [stale]
+    metrics = (pcp / "metrics.csv").read_text()
+    assert "001294 /usr/bin/java,215000" in metrics and "systemd-executor" not in metrics
+    assert "001298 /usr/sbin/apache2" in metrics
+    assert (pcp / "processes.csv").read_text().splitlines()[1].startswith("001294 /usr/bin/java,/usr/bin/java (PCP saw")

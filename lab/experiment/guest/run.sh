@@ -194,6 +194,13 @@ pack)
     if grep -qxF hotproc.psinfo.psargs <<< "$(pminfo -a "$read_from" hotproc.psinfo.psargs 2>/dev/null)"; then
       pmrep -a "$read_from" -t 30 -o csv -Z UTC -f '%s' hotproc.psinfo.psargs > "$stage/pcp/psargs.csv" 2>/dev/null || true
     fi
+    # what each of those processes runs now: PCP names a process once, when it first sees it, and a service
+    # started by systemd ≥ 255 may be seen as /usr/lib/systemd/systemd-executor before it execs its command
+    # (the JVM on the trixie box): PID,argv[0] of every live process, for the host to name them right
+    for proc in /proc/[0-9]*; do
+      argv0=$(tr '\0' '\n' < "$proc/cmdline" 2>/dev/null | head -n 1) || continue
+      if [ -n "$argv0" ]; then printf '%s,%s\n' "${proc#/proc/}" "$argv0"; fi
+    done > "$stage/pcp/argv0.csv" || true
   fi
   tar -C "$stage" -czf - .
   ;;
