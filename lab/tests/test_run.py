@@ -596,7 +596,8 @@ def test_a_process_pcp_named_before_it_execd_is_named_as_it_runs(tmp_path):
     pcp.mkdir()
     stale = "001294 /usr/lib/systemd/systemd-executor"
     (pcp / "metrics.csv").write_text(f"time,metric,instance,value\n1,hotproc.psinfo.rss,{stale},215000\n"
-                                     "1,hotproc.psinfo.rss,001298 /usr/sbin/apache2,29000\n1,kernel.all.load,1 minute,3\n")
+                                     "1,hotproc.psinfo.rss,001298 /usr/sbin/apache2,29000\n"
+                                     "1,kernel.all.load,1 minute,3\n")
     (pcp / "processes.csv").write_text(f"instance,psargs\n{stale},/usr/lib/systemd/systemd-executor --deserialize 64\n")
     (pcp / "argv0.csv").write_text("1294,/usr/bin/java\n1298,/usr/sbin/apache2\n77,\n")
     assert collect.rename_stale_processes(pcp, pcp / "argv0.csv") == [stale]
