@@ -225,3 +225,15 @@ def test_a_crossover_series_adds_its_own_between_trial_variance():
     assert c.inflated > 1.5
     two = combine(trials[:2])["tps"]       # one trial per orientation: τ² cannot be estimated, nothing added
     assert math.isnan(two.tau2) and math.isnan(two.effect.within_low)
+
+
+def test_an_aa_calibrates_only_runs_of_its_own_boxes(tmp_path):
+    """Issue 41: the trixie box's twins (Java 21) are other twins than bookworm's; runs from before boxes were
+    recorded ran bookworm on both machines."""
+    trixie = run_with(tmp_path / "t", boxes={"default": "trixie", "tuned": "trixie"})
+    assert mismatch(trixie, run_with(tmp_path / "t2", boxes={"default": "trixie", "tuned": "trixie"})) is None
+    assert mismatch(trixie, run_with(tmp_path / "old")) == "boxes bookworm, not trixie"
+    across = run_with(tmp_path / "x", boxes={"default": "bookworm", "tuned": "trixie"})
+    assert mismatch(across, trixie) == "boxes trixie, not bookworm + trixie"
+    assert mismatch(run_with(tmp_path / "b", boxes={"default": "bookworm", "tuned": "bookworm"}),
+                    run_with(tmp_path / "old2")) is None

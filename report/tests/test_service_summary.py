@@ -41,3 +41,22 @@ def test_the_sample_apps_run_says_its_mix_and_no_service(tmp_path):
     assert "load lab: closed model" in line and "mix get 60 %, summary 25 %" in line
     line = _run_line(run(tmp_path))
     assert "load lab: closed model" in line and "mix get 60 %, summary 25 %" in line
+
+
+def test_sides_on_two_boxes_and_a_set_moved_to_another_line_are_said_beside_the_verdict(tmp_path):
+    from report.render.lines import line_lines
+    moved = {"tuned": {"from": "boot2 on Java 17", "to": "boot3 on Java 21",
+                       "vanished": {"tomcat_ajp_connector": "apr needs Tomcat ≤ 9.0.113; replaced by nio"},
+                       "changed": {"tomcat_threads_max": "with app_virtual_threads=true: no pool to size"},
+                       "mandatory": {"jvm_version": "≥ 21"}}}
+    lines = line_lines(run(tmp_path, provider="libvirt", boxes={"default": "bookworm", "tuned": "trixie"},
+                           service={**SERVICE, "upgrade": moved}))
+    assert lines[0].startswith("**Across boxes:** the default column ran bookworm (OpenJDK 17), the tuned column ran "
+                               "trixie (OpenJDK 21).")
+    assert lines[1] == "**Upgrade of tuned** from boot2 on Java 17 to boot3 on Java 21:"
+    assert lines[2:5] == ["- vanished: `tomcat_ajp_connector`: apr needs Tomcat ≤ 9.0.113; replaced by nio",
+                          "- changes meaning: `tomcat_threads_max`: with app_virtual_threads=true: no pool to size",
+                          "- mandatory: `jvm_version`: ≥ 21"]
+    # one box, no move: nothing to say; real hosts have no boxes
+    assert line_lines(run(tmp_path, provider="libvirt", boxes={"default": "trixie", "tuned": "trixie"})) == []
+    assert line_lines(run(tmp_path, provider="hosts", boxes={"default": "bookworm", "tuned": "trixie"})) == []
