@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from report.render.html import Figure
+from report.render.lines import line_lines
 from report.render.verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, spread_text
 from report.stats.combine import AGREEMENT_P, Combined
 from report.stats.runs import LoadedRun
@@ -82,6 +83,7 @@ def render(series_folder: str | Path, trials: list[LoadedRun], results: dict[str
     name = Path(series_folder).name
     lines = [f"# Camel Tuning Lab — {len(trials)} trials with swapped roles ({name})", "",
              f"**Verdict:** {verdict_sentence(results, trials)}", "",
+             *(line_lines(trials[0].run) if trials else []),      # a side's box and line follow its configuration
              "Results are labelled by configuration (default, tuned), never by machine. Each trial restarted both "
              "machines' services together before its load; from the second trial on, the configurations "
              "alternate between the two machines (crossover), so a difference that belongs to a machine cancels "
