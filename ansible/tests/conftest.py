@@ -27,6 +27,8 @@ INVENTORY = TESTS_DIR / "unreachable.yml"
 VENV_BIN = Path(sys.executable).parent
 if str(ROOT) not in sys.path:      # lab.provision (parse_overrides) and lab.provision.knobs
     sys.path.insert(0, str(ROOT))
+from lab.provision import controller_java  # noqa: E402 - after the path that finds it
+
 # The machine has two cores (and often VMs beside the tests): two ansible-playbook runs at a time.
 WORKERS = 2
 
@@ -107,8 +109,9 @@ def ansible_playbook(*args: str, overrides: dict | None = None, tmp: Path | None
                      timeout: float = 300) -> Run:
     """ansible-playbook ARGS, run in ansible/ with the lab's ansible.cfg and the default service's extra vars (a
     later -e lab_service=… in ARGS wins); `overrides` is passed as `-e @file.json` with {"lab_overrides":
-    overrides}, exactly as lab/provision/playbook.py does."""
-    command = [str(VENV_BIN / "ansible-playbook"), "-e", f"@{default_service_vars()}", *args]
+    overrides}, exactly as lab/provision/playbook.py does, with the controller's JVM of each Java as it passes them."""
+    command = [str(VENV_BIN / "ansible-playbook"), "-e", f"@{default_service_vars()}", *controller_java.extra_vars(),
+               *args]
     if overrides is not None:
         assert tmp is not None, "overrides need a folder for their JSON file"
         tmp.mkdir(parents=True, exist_ok=True)

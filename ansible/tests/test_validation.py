@@ -168,6 +168,10 @@ CASES = [
     Case("virtual threads on camel4 and Java 17", "lines", "tuned",
          {"app_stack": "camel4", "tomcat_ajp_connector": "nio", "app_virtual_threads": True},
          ("app_virtual_threads", "jvm_version"), "Java 17 has no virtual threads"),
+    # the jvm_* options checked by a JVM of the machine's Java: Java 17 takes -XX:+UseBiasedLocking, 21 refuses it
+    Case("a Java 17 option on Java 21", "jvm21", "default",
+         {"app_stack": "camel4", "jvm_version": 21, "jvm_extra_options": ["-XX:+UseBiasedLocking"]},
+         ("UseBiasedLocking",), "the JVM refuses the options of the jvm_* knobs"),
     Case("AJP connector without AJP proxying", "pairs", "default", {"tomcat_ajp_connector": "nio2"},
          ("tomcat_ajp_connector", "httpd_proxy_protocol"), "has no effect unless httpd_proxy_protocol=ajp"),
     Case("Tomcat min spare above max", "pairs", "tuned", {"tomcat_threads_min_spare": 151},

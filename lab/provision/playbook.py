@@ -23,8 +23,8 @@ import yaml
 
 from lab import machines, paths
 from lab.machines import reach
+from lab.provision import controller_java, knobs, profiler, role_names
 from lab.provision import jars as app_jars
-from lab.provision import knobs, profiler, role_names
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
 STOP_GRACE_S = 30               # for Ansible to end its connections after SIGTERM, before SIGKILL
@@ -89,7 +89,7 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         values.write_text(json.dumps({"lab_overrides": overrides}))
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(path), "-e", f"@{values}",
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
-                   *insist_memory_vars(insist_memory), *_json_vars(service_vars),
+                   *insist_memory_vars(insist_memory), *_json_vars(service_vars), *controller_java.extra_vars(),
                    str(ANSIBLE_DIR / "validate.yml")]
         env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
         done = subprocess.run(command, cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True)
@@ -295,7 +295,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     hosts_inventory = resolved.get("inventory")
     command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
                                              overrides, [*start_services_vars(start_services),
-                                                         *_json_vars(service_vars),
+                                                         *_json_vars(service_vars), *controller_java.extra_vars(),
                                                          *insist_memory_vars(insist_memory), *chosen.arguments()]))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
