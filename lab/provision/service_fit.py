@@ -39,6 +39,12 @@ def needs_words(spec: dict) -> str:
                    for value, rule in rules if rule)
 
 
+def line_words(spec: dict) -> str:
+    """What a knob means on a line, or while a bool knob is on, where that differs (lines:, under:), for the table."""
+    return ("".join(f"; on {line}: {text}" for line, text in (spec.get("lines") or {}).items())
+            + "".join(f"; with {knob}=true: {text}" for knob, text in (spec.get("under") or {}).items()))
+
+
 def misfit(knob: str, value, svc, stack: str | None, specs: dict, java: int | None = None) -> str | None:
     """Why `knob=value` cannot be given to the service `svc` (service.Service) on the machine whose app_stack is
     `stack` and whose Java is `java` (the knob jvm_version; None: not judged); None when it fits. specs: the

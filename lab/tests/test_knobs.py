@@ -10,7 +10,7 @@ import yaml
 from lab import cli
 from lab.experiment import run
 from lab.machines import settings
-from lab.provision import knobs, playbook, role_names
+from lab.provision import knob_sets, knobs, playbook, role_names
 
 
 def test_generated_files_are_current():
@@ -38,11 +38,13 @@ def test_every_knob_says_what_it_does_and_where_it_lands():
 
 
 def test_every_knob_set_sets_only_catalog_knobs():
+    """Catalog knobs, and the set it is made on (base:, lab/provision/knob_sets.py), one that exists."""
     files = sorted(knobs.KNOB_SETS.glob("*.yml"))
-    assert {p.stem for p in files} >= {"tuned", "article-2018"}
+    assert {p.stem for p in files} >= {"tuned", "article-2018", "tuned-camel4"}
     for path in files:
         values = yaml.safe_load(path.read_text()) or {}
-        assert values and set(values) <= set(knobs.specs()), path.name
+        assert values and set(values) - {knob_sets.BASE} <= set(knobs.specs()), path.name
+        assert values.get(knob_sets.BASE, "tuned") in knob_sets.names(), path.name
 
 
 def test_the_tuned_machine_reads_the_tuned_set():
