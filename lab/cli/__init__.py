@@ -26,8 +26,7 @@ def cmd_provision(overrides: dict, s: settings.Settings, insist_memory: bool = F
     if not lifecycle.running():
         raise lifecycle.LabError("the machines are not up (./start.sh up)")
     wanted = design.box_suites({vm: {**design.config_knobs(vm), **overrides.get(vm, {})} for vm in machines.NAMES})
-    if lifecycle.other_boxes(wanted):       # --set jvm_version: that machine is made again from its box
-        lifecycle.remake(s, wanted, lifecycle.other_boxes(wanted))
+    lifecycle.onto_boxes(s, wanted)         # --set jvm_version: that machine is made again from its box
     resolved = vagrant.read_resolved() or {}
     with steps.step("provision both machines (Ansible)"):
         ran = playbook.run(resolved, overrides, log=steps.note, insist_memory=insist_memory, service_vars=sample)

@@ -209,8 +209,8 @@ def rename_stale_processes(pcp_dir: Path, argv0_csv: Path) -> list[str]:
             continue
         with open(path, newline="") as f:
             rows = list(csv.reader(f))
+        col = 2 if path.name == "metrics.csv" else 0       # the instance's column
         for row in rows[1:]:
-            col = 2 if path.name == "metrics.csv" else 0
             if len(row) <= col:
                 continue
             pid, _, command = row[col].partition(" ")

@@ -23,8 +23,8 @@ from lab.provision import knob_sets, knobs, service_fit
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
 
-def _stack(chosen: dict, typed: dict, resolved: dict, knob: str = "app_stack"):
-    """The app_stack (or another machine-wide knob) a configuration runs: its --set value, its set's, the
+def _machine_wide(chosen: dict, typed: dict, resolved: dict, knob: str = "app_stack"):
+    """A machine-wide knob (app_stack, jvm_version) of a configuration: its --set value, its set's, the
     catalog's."""
     return typed.get(knob, chosen.get(knob, resolved[knob]))
 
@@ -37,7 +37,7 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
     chosen = knob_sets.values(config, resolved)
     typed = (sets or {}).get(config, {})
     specs = knobs.specs() if service is not None else {}
-    stack, java = _stack(chosen, typed, resolved), _stack(chosen, typed, resolved, "jvm_version")
+    stack, java = _machine_wide(chosen, typed, resolved), _machine_wide(chosen, typed, resolved, "jvm_version")
     if service is not None:
         chosen, _ = service_fit.split(chosen, service, stack, specs, java)
     resolved.update(chosen)
@@ -57,8 +57,8 @@ def left_out(config: str, service, sets: dict[str, dict] | None = None) -> dict[
     chosen = knob_sets.values(config, resolved)
     typed = (sets or {}).get(config, {})
     kept = {k: v for k, v in chosen.items() if k not in typed}     # a typed value replaces the set's: not lost
-    return service_fit.split(kept, service, _stack(chosen, typed, resolved), knobs.specs(),
-                             _stack(chosen, typed, resolved, "jvm_version"))[1]
+    return service_fit.split(kept, service, _machine_wide(chosen, typed, resolved), knobs.specs(),
+                             _machine_wide(chosen, typed, resolved, "jvm_version"))[1]
 
 
 def box_suites(machine_knobs: dict[str, dict]) -> dict[str, str]:

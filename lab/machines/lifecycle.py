@@ -44,10 +44,7 @@ def ensure_up(s: settings.Settings, suites: dict[str, str]) -> dict:
     """For the full run: the lab up (brought up when it is not), each machine on its suite's box (a machine on
     another box made again from the right one), and its resolved settings."""
     if is_up(s):
-        other = other_boxes(suites)
-        if other:
-            remake(s, suites, other)
-        else:
+        if not onto_boxes(s, suites):
             steps.note("both machines are already up")
     else:
         up(s, suites)
@@ -59,6 +56,14 @@ def other_boxes(suites: dict[str, str]) -> tuple[str, ...]:
     per machine ran bookworm on both)."""
     made = (vagrant.read_resolved() or {}).get("suites") or {}
     return tuple(name for name in machines.NAMES if made.get(name, box.SUITES[17]) != suites[name])
+
+
+def onto_boxes(s: settings.Settings, suites: dict[str, str]) -> bool:
+    """The running machines on another box than `suites` asks for made again from theirs; True when any was."""
+    names = other_boxes(suites)
+    if names:
+        remake(s, suites, names)
+    return bool(names)
 
 
 def remake(s: settings.Settings, suites: dict[str, str], names: tuple[str, ...]) -> None:
@@ -89,9 +94,7 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
     suites = suites or {name: box.SUITES[17] for name in machines.NAMES}
     install_prereqs()
     if is_up(s):
-        if other_boxes(suites):
-            remake(s, suites, other_boxes(suites))
-        else:
+        if not onto_boxes(s, suites):
             print("The lab is already up; nothing changed.")
         status()
         return

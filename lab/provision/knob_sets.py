@@ -34,21 +34,27 @@ def values(name: str, known: dict | None = None) -> dict:
     moved to another line changes only what moves); ValueError for an unknown set or base, a base that leads back
     to the set, a file that is not a mapping, or a knob the catalog does not have (known: the catalog's knob names,
     checked when given)."""
-    chain, own = [], name
-    while own is not None:
-        if own in chain:
-            raise ValueError(f"ansible/knob_sets/{name}.yml: its base sets lead back to {own} ({' → '.join(chain)})")
-        chain.append(own)
-        own = _own(own, known).get(BASE)
     merged = {}
-    for each in reversed(chain):
-        merged.update({k: v for k, v in _own(each, known).items() if k != BASE})
+    for _, own in reversed(chain(name, known)):
+        merged.update({k: v for k, v in own.items() if k != BASE})
     return merged
 
 
-def base(name: str) -> str | None:
-    """The set this set is made on (its `base:`), or None."""
-    return _own(name).get(BASE)
+def chain(name: str, known: dict | None = None) -> list[tuple[str, dict]]:
+    """(name, its file as written) of the set, then of its base set, and so on to the root, each read once;
+    ValueError for a base that leads back to the set."""
+    found, own = [], name
+    while own is not None:
+        if own in (seen := [n for n, _ in found]):
+            raise ValueError(f"ansible/knob_sets/{name}.yml: its base sets lead back to {own} ({' → '.join(seen)})")
+        found.append((own, _own(own, known)))
+        own = found[-1][1].get(BASE)
+    return found
+
+
+def origin(name: str) -> str:
+    """The set this one was made from, at the root of its `base:` chain (tuned-camel4 → tuned), or itself."""
+    return chain(name)[-1][0]
 
 
 def _own(name: str, known: dict | None = None) -> dict:

@@ -39,22 +39,14 @@ def meaning(spec: dict, line: str, values: dict) -> str | None:
     return "; ".join(said) or None
 
 
-def origin(config: str) -> str:
-    """The set a configuration's set was written from: the root of its `base:` chain (tuned-camel4 → tuned), or
-    itself."""
-    while (made_on := knob_sets.base(config) if config != knob_sets.DEFAULT else None) is not None:
-        config = made_on
-    return config
-
-
 def upgrade(config: str, service, sets: dict[str, dict] | None = None) -> dict | None:
     """What the configuration's knob set becomes on the line it is moved to, or None when it moves to no other line
     (no other build's Spring Boot line, no other Java). It was written for the line its origin set's values choose
-    (origin(): tuned, on camel3 and Java 17); this run's --set values, or the `base:` set made from it (tuned-camel4),
+    (its origin: tuned, on camel3 and Java 17); this run's --set values, or the `base:` set made from it (tuned-camel4),
     move it: {from, to: "boot2 on Java 17"…, vanished: {knob: why (and what replaced it)}, changed: {knob: meaning
     there}, mandatory: {knob: why}}."""
     specs, catalog = knobs.specs(), knobs.defaults()
-    first = knob_sets.values(origin(config), catalog)
+    first = knob_sets.values(knob_sets.origin(config), catalog)
     old = {**catalog, **first}
     target = {**catalog, **knob_sets.values(config, catalog), **(sets or {}).get(config, {})}
     before, after = _on(old), _on(target)
@@ -88,9 +80,7 @@ def upgrade(config: str, service, sets: dict[str, dict] | None = None) -> dict |
             mandatory[knob] = (f"one of {', '.join(map(str, fits))} on {lines['to']} (the run takes the catalog's "
                                f"{catalog[knob]})")
     for knob, value in kept.items():
-        rule = specs.get(knob, {}).get("needs")
-        low = next((r.get("java_min") for v, r in rule.items() if str(v) == str(value) and r), None) \
-            if isinstance(rule, dict) else None
+        low = service_fit.value_rule(specs.get(knob, {}), value).get("java_min")
         if low and before["jvm_version"] < int(low):
             mandatory["jvm_version"] = (f"≥ {low} ({knob}={str(value).lower()} needs it; the set ran Java "
                                         f"{before['jvm_version']})")

@@ -61,10 +61,15 @@ def misfit(knob: str, value, svc, stack: str | None, specs: dict, java: int | No
                 "say it starts without its backends (cds: true)")
     if needs == "descriptor":
         return f"{knob} is {svc.name}'s descriptor's to set (port: {svc.port})"
-    if isinstance(needs, dict) and str(value) in {str(k) for k in needs}:
-        return _value_misfit(knob, value, next(v for k, v in needs.items() if str(k) == str(value)) or {}, svc,
-                             stack, java)
-    return None
+    rule = value_rule(specs.get(knob, {}), value)
+    return _value_misfit(knob, value, rule, svc, stack, java) if rule else None
+
+
+def value_rule(spec: dict, value) -> dict:
+    """The `needs:` rule of that value of the knob ({tomcat_max, boot_min, java_min}), {} when it has none."""
+    needs = spec.get("needs")
+    rules = needs.items() if isinstance(needs, dict) else ()
+    return next((rule or {} for v, rule in rules if str(v) == str(value)), {})
 
 
 def _value_misfit(knob: str, value, wanted: dict, svc, stack: str | None, java: int | None) -> str | None:

@@ -76,7 +76,7 @@ def test_the_tuned_set_moved_to_camel4_says_what_vanished_changed_and_became_man
 
 
 def test_a_set_made_on_another_says_what_it_replaced(two):
-    assert lines.origin("tuned-camel4") == "tuned" and lines.origin("camel4-virtual") == "camel4"
+    assert knob_sets.origin("tuned-camel4") == "tuned" and knob_sets.origin("camel4-virtual") == "camel4"
     moved = lines.upgrade("tuned-camel4", two)
     assert moved["vanished"]["tomcat_ajp_connector"].endswith("replaced by nio")
     assert "tomcat_ajp_connector" not in moved["mandatory"]
