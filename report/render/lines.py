@@ -24,11 +24,12 @@ def line_lines(run: RunInfo) -> list[str]:
                    + ". The verdict compares everything on them (Debian, kernel, JVM, HTTPD, Python), not the "
                    "knobs alone; no A/A run calibrates a pair of boxes, so the interval is the run's own (an A/A "
                    "of each box says how far its twins differ).")
+        out.append("")          # a paragraph of its own (Markdown joins adjacent lines)
     svc = run.get("service", default=None) or {}
     for config, found in sorted(((svc.get("upgrade") or {}) if isinstance(svc, dict) else {}).items()):
         if not isinstance(found, dict):
             continue
-        out.append(f"**Upgrade of {config}** from {found.get('from', '?')} to {found.get('to', '?')}:")
+        out += [f"**Upgrade of {config}** from {found.get('from', '?')} to {found.get('to', '?')}:", ""]
         said = False
         for title, key in (("vanished", "vanished"), ("changes meaning", "changed"), ("mandatory", "mandatory")):
             for knob, why in sorted((found.get(key) or {}).items()):
@@ -36,4 +37,5 @@ def line_lines(run: RunInfo) -> list[str]:
                 said = True
         if not said:
             out.append("- every knob of its set means there what it meant")
-    return out + [""] if out else []
+        out.append("")
+    return out
