@@ -206,7 +206,7 @@ def dispatch(args, opts: run.Options | None) -> int:
     elif args.command == "status":
         lifecycle.status()
     elif args.command == "prereqs":
-        lifecycle.install_prereqs()
+        lifecycle.install_prereqs(s.provider)
     elif args.command == "provision":
         return cmd_provision(overrides, s, args.insist_memory)
     else:

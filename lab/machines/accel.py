@@ -35,6 +35,13 @@ def kvm_test_boot(kernel: Path, seconds: int = TEST_BOOT_SECONDS) -> bool:
     return "Linux version" in out
 
 
+def kvm_candidate(cpuinfo: str | None = None) -> bool:
+    """KVM might work here (the CPU flag and a usable /dev/kvm): worth QEMU's test boot."""
+    if cpuinfo is None:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    return cpu_has_virtualization(cpuinfo) and os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
 def detect(requested: str, cpuinfo: str | None = None, test_boot=kvm_test_boot) -> tuple[str, str]:
     """(accelerator, why) for the requested setting auto | kvm | tcg."""
     if requested == "tcg":

@@ -141,36 +141,8 @@ def build(settings, target: Path, suite: str) -> None:
         _run(["mount", part, str(mnt)], "mounting")
         mounted.append(mnt)
 
-        # mmdebstrap: one apt run and one dpkg pass over the base (debootstrap unpacked and configured package by
-        # package: 135 s of a 178 s box build here; mmdebstrap ~100 s of a 132 s one)
-        steps.note(f"mmdebstrap {suite} from {settings.debian_mirror}")
-        # The recipe's files go in before any package (a setup hook): the kernel's initramfs is then made once,
-        # with the box's initramfs and modprobe settings.
-        _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(packages())}",
-              f"--setup-hook=cp -R {shlex.quote(str(RECIPE_DIR / 'files'))}/. \"$1\"/",
-              suite, str(mnt), settings.debian_mirror], "running mmdebstrap")
-
-        shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
+        root_filesystem(settings, suite, mnt, packages())
         (mnt / "etc" / "fstab").write_text(f"UUID={uuid} / ext4 errors=remount-ro 0 1\n")
-        shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
-        (mnt / "tmp" / "preload.txt").write_text(     # the roles' packages and this suite's own
-            "\n".join(packages(listing="preload.txt") + packages(listing=f"{SUITES_DIR}/{suite}.txt")) + "\n")
-        shutil.copy(RECIPE_DIR / "units.txt", mnt / "tmp" / "units.txt")
-        # apt in the chroot resolves the mirror with the host's resolver (systemd-resolved's symlink points
-        # into an empty /run there); customize.sh links the guest's own resolv.conf at the end.
-        resolv = mnt / "etc" / "resolv.conf"
-        resolv.unlink(missing_ok=True)
-        shutil.copy("/etc/resolv.conf", resolv)
-        for fs, where in (("proc", "proc"), ("sysfs", "sys"), ("devtmpfs", "dev")):
-            _run(["mount", "-t", fs, fs, str(mnt / where)], f"mounting {where} for the chroot")
-            mounted.append(mnt / where)
-        _run(["chroot", str(mnt), "/bin/sh", "/tmp/customize.sh", settings.debian_mirror, suite],
-             "customizing the root file system", env={**os.environ, "DEBIAN_FRONTEND": "noninteractive",
-                                                      "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
-        (mnt / "tmp" / "customize.sh").unlink()
-        for m in reversed(mounted[1:]):
-            _run(["umount", str(m)], f"unmounting {m.name}")
-        mounted = mounted[:1]
 
         _install_bootloader(mnt, loop, uuid)
         _run(["umount", str(mnt)], "unmounting the root file system")
@@ -190,6 +162,41 @@ def build(settings, target: Path, suite: str) -> None:
             subprocess.run(["partx", "-d", loop], capture_output=True)
             subprocess.run(["losetup", "-d", loop], capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def root_filesystem(settings, suite: str, mnt: Path, include: list[str]) -> None:
+    """The suite's Debian in folder `mnt` as the recipe makes it (mmdebstrap, the recipe's files, customize.sh
+    with the roles' and the suite's packages): a VM's disk and a container's image alike."""
+    # mmdebstrap: one apt run and one dpkg pass over the base (debootstrap unpacked and configured package by
+    # package: 135 s of a 178 s box build here; mmdebstrap ~100 s of a 132 s one)
+    steps.note(f"mmdebstrap {suite} from {settings.debian_mirror}")
+    # The recipe's files go in before any package (a setup hook): the kernel's initramfs is then made once,
+    # with the box's initramfs and modprobe settings.
+    _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(include)}",
+          f"--setup-hook=cp -R {shlex.quote(str(RECIPE_DIR / 'files'))}/. \"$1\"/",
+          suite, str(mnt), settings.debian_mirror], "running mmdebstrap")
+    shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
+    shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
+    (mnt / "tmp" / "preload.txt").write_text(     # the roles' packages and this suite's own
+        "\n".join(packages(listing="preload.txt") + packages(listing=f"{SUITES_DIR}/{suite}.txt")) + "\n")
+    shutil.copy(RECIPE_DIR / "units.txt", mnt / "tmp" / "units.txt")
+    # apt in the chroot resolves the mirror with the host's resolver (systemd-resolved's symlink points
+    # into an empty /run there); customize.sh links the guest's own resolv.conf at the end.
+    resolv = mnt / "etc" / "resolv.conf"
+    resolv.unlink(missing_ok=True)
+    shutil.copy("/etc/resolv.conf", resolv)
+    mounted = []
+    try:
+        for fs, where in (("proc", "proc"), ("sysfs", "sys"), ("devtmpfs", "dev")):
+            _run(["mount", "-t", fs, fs, str(mnt / where)], f"mounting {where} for the chroot")
+            mounted.append(mnt / where)
+        _run(["chroot", str(mnt), "/bin/sh", "/tmp/customize.sh", settings.debian_mirror, suite],
+             "customizing the root file system", env={**os.environ, "DEBIAN_FRONTEND": "noninteractive",
+                                                      "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    finally:
+        for m in reversed(mounted):
+            subprocess.run(["umount", "-l", str(m)], capture_output=True)
+    (mnt / "tmp" / "customize.sh").unlink()
 
 
 def _install_bootloader(mnt: Path, loop: str, uuid: str) -> None:

@@ -8,16 +8,17 @@ import time
 from dataclasses import asdict
 
 from lab import machines, paths, shell, steps
-from lab.machines import box, netns, prereqs, reach, settings, vagrant
+from lab.machines import accel, box, containers, image, netns, prereqs, provider, reach, settings, vagrant
 
 
 class LabError(RuntimeError):
     """Any failure the user must read: printed as one message, exit 1."""
 
 
-def install_prereqs() -> None:
+def install_prereqs(kind: str = "auto") -> None:
+    """What the host needs for machines of that kind (libvirt, containers, or auto: either)."""
     with steps.step("host prerequisites"):
-        need = prereqs.missing()
+        need = prereqs.missing(prereqs.PER_PROVIDER[kind])
         if need:
             steps.note(f"installing {' '.join(need)}")
             prereqs.install(need)
@@ -27,7 +28,7 @@ def install_prereqs() -> None:
 
 def running() -> bool:
     """Both machines run in a healthy lab namespace."""
-    return netns.healthy() and set(vagrant.states().values()) == {"running"}
+    return vagrant.healthy() and set(vagrant.states().values()) == {"running"}
 
 
 def is_up(s: settings.Settings) -> bool:
@@ -73,11 +74,8 @@ def remake(s: settings.Settings, suites: dict[str, str], names: tuple[str, ...])
     with steps.step(f"another Java on {', '.join(names)}: made again from its box"):
         for name in names:
             steps.note(f"{name}: {made.get(name, box.SUITES[17])} → {suites[name]}")
-        boxes = {suite: box.ensure(s, suite)[0] for suite in {suites[n] for n in names}}
-        resolved = {**vagrant.read_resolved(), "suites": dict(suites),
-                    "boxes": {n: box.box_name(suites[n]) for n in machines.NAMES}}
-        for suite, path in boxes.items():
-            vagrant.ensure_box(path, box.box_name(suite))
+        resolved = vagrant.with_suites(vagrant.read_resolved(), suites)
+        machine_images({suites[n] for n in names}, s)
         vagrant.destroy(names)
         vagrant.write_resolved(resolved)
         vagrant.up(s.boot_timeout, names)
@@ -88,41 +86,43 @@ def remake(s: settings.Settings, suites: dict[str, str], names: tuple[str, ...])
 
 
 def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
-    """Prerequisites, boxes, namespace and libvirt, both machines booted and answering over SSH, then the status.
+    """Prerequisites, the machines' kind decided (provider), their boxes or images, the namespace and its daemon
+    (libvirtd or the lab's dockerd), both machines booted and answering over SSH, then the status.
     suites: machine → the suite of its box (its Java; None: bookworm, Java 17, for both). A failure tears down
     what was started."""
     suites = suites or {name: box.SUITES[17] for name in machines.NAMES}
-    install_prereqs()
+    install_prereqs("libvirt" if s.provider == provider.LIBVIRT or (s.provider == "auto" and accel.kvm_candidate())
+                    else "common")
     if is_up(s):
         if not onto_boxes(s, suites):
             print("The lab is already up; nothing changed.")
         status()
         return
-    if netns.exists() and not netns.healthy():
+    if netns.exists() or vagrant.defined_domains() or containers.remains():
         with steps.step("cleaning up a lab left behind"):
             for line in teardown():
                 steps.note(line)
-    with steps.step("base boxes"):
-        box_paths = {}
-        for suite in sorted(set(suites.values())):
-            box_paths[suite], built = box.ensure(s, suite)
-            steps.note(f"{'built' if built else 'reusing'} {box_paths[suite].name}")
+    with steps.step("the machines' kind"):
+        resolved = vagrant.resolve(s, suites)
+        in_containers = resolved["provider"] == provider.CONTAINERS
+        steps.note(f"{resolved['provider']} ({resolved['provider_reason']})")
+    install_prereqs(resolved["provider"])
+    if not in_containers:
+        machine_images(set(suites.values()), s, registered=False)
     try:
-        with steps.step("lab network namespace and libvirt"):
-            if not netns.healthy():
-                netns.create()
-            if netns.kvm_hidden_from_libvirt():
+        with steps.step(f"lab network namespace and {'Docker' if in_containers else 'libvirt'}"):
+            if not netns.healthy(libvirt=not in_containers):
+                netns.create(libvirt=not in_containers)
+            if in_containers:
+                containers.start_daemon()
+            elif netns.kvm_hidden_from_libvirt():
                 steps.note(f"libvirt sees no {netns.KVM_DEVICE}: QEMU's user ({netns.QEMU_USER}) cannot use it, "
                            "and libvirt would probe QEMU again on every call")
-        with steps.step("accelerator and CPU placement"):
-            resolved = vagrant.resolve(s, suites)
-            vagrant.write_resolved(resolved)
-            steps.note(f"accelerator {resolved['accelerator']} ({resolved['accelerator_reason']}); "
-                       f"placement {resolved['cpusets'] or 'unpinned'}")
-        with steps.step("register the boxes with Vagrant"):
-            for suite, path in box_paths.items():
-                vagrant.ensure_box(path, box.box_name(suite))
-        with steps.step("boot both machines (TCG: a few minutes)"):
+        vagrant.write_resolved(resolved)
+        steps.note(f"accelerator {resolved['accelerator']} ({resolved['accelerator_reason']}); "
+                   f"placement {resolved['cpusets'] or 'unpinned'}")
+        machine_images(set(suites.values()), s)
+        with steps.step("boot both machines" + ("" if in_containers else " (TCG: a few minutes)")):
             boot(s.boot_timeout)
         with steps.step("SSH to both machines"):
             vagrant.write_ssh_config()
@@ -135,6 +135,24 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
             print(f"  {line}", file=sys.stderr)
         raise
     status()
+
+
+def machine_images(suites: set[str], s: settings.Settings, registered: bool = True) -> None:
+    """Each suite's box (a VM's, built when missing; registered with Vagrant once libvirt runs) or image (a
+    container's, built into the lab's daemon when missing)."""
+    if vagrant.in_containers() and registered:
+        with steps.step("the machines' images"):
+            for suite in sorted(suites):
+                name, built = image.ensure(s, suite)
+                steps.note(f"{'built' if built else 'reusing'} {name}")
+        return
+    with steps.step("base boxes" if not registered else "register the boxes with Vagrant"):
+        for suite in sorted(suites):
+            path, built = box.ensure(s, suite)
+            if registered:
+                vagrant.ensure_box(path, box.box_name(suite))
+            else:
+                steps.note(f"{'built' if built else 'reusing'} {path.name}")
 
 
 # Now and then a guest under TCG hangs in its first minute of boot (soft lockups in virtio's notify, no IP
@@ -158,11 +176,26 @@ def boot(boot_timeout: int) -> None:
 
 
 def teardown() -> list[str]:
-    """Machines, libvirt networks, daemons, namespace: whatever of them exists, also after a crash."""
+    """Machines, their daemons (libvirt's networks and daemons, or the lab's dockerd and its containers), the
+    namespace: whatever of them exists, also after a crash, whichever kind the machines were."""
     done = []
-    if not netns.exists() and not vagrant.defined_domains():
+    vms = netns.libvirt_started() or bool(vagrant.defined_domains())
+    boxes = containers.remains()
+    if not netns.exists() and not vms and not boxes:
         return done
-    if not netns.healthy():
+    if vms:
+        done += _teardown_vms()
+    if boxes:
+        done += _teardown_containers()
+    done += netns.destroy()
+    paths.SETTINGS_JSON.unlink(missing_ok=True)
+    reach.SSH_CONFIG.unlink(missing_ok=True)
+    return done
+
+
+def _teardown_vms() -> list[str]:
+    done = []
+    if not netns.healthy(libvirt=True):
         # Remains of a killed lab: a fresh namespace and libvirtd are needed to remove its domains.
         done += netns.destroy()
         netns.create()
@@ -174,9 +207,24 @@ def teardown() -> list[str]:
         netns.virsh("net-destroy", net)
         if netns.virsh("net-undefine", net).returncode == 0:
             done.append(f"libvirt network {net} removed")
-    done += netns.destroy()
-    paths.SETTINGS_JSON.unlink(missing_ok=True)
-    reach.SSH_CONFIG.unlink(missing_ok=True)
+    return done
+
+
+def _teardown_containers() -> list[str]:
+    """The lab's containers removed by its own daemon (started again in a fresh namespace when it was killed),
+    the daemon stopped, then whatever a killed daemon left in the containers' cgroups ended by PID."""
+    done = []
+    if not containers.daemon_running():
+        try:
+            if not netns.healthy(libvirt=False):
+                done += netns.destroy()
+                netns.create(libvirt=False)
+            containers.start_daemon()
+        except (netns.NetnsError, containers.ContainerError) as failure:
+            done.append(f"the lab's dockerd could not be started to remove its containers: {failure}")
+    done += containers.stop_daemon()
+    done += containers.end_leftovers()
+    vagrant.forget_containers()
     return done
 
 
@@ -189,8 +237,9 @@ def down() -> None:
         if not done:
             steps.note("nothing was running")
     leftovers = [n for n in vagrant.defined_domains() if n in machines.NAMES]
-    if netns.exists() or leftovers:
-        raise LabError(f"down left something behind: namespace={netns.exists()} domains={leftovers}")
+    if netns.exists() or leftovers or containers.remains():
+        raise LabError(f"down left something behind: namespace={netns.exists()} domains={leftovers} "
+                       f"containers={containers.remains()}")
 
 
 def status() -> None:
@@ -198,20 +247,33 @@ def status() -> None:
     placement."""
     resolved = vagrant.read_resolved() or {}
     states = vagrant.states()
-    print(f"lab namespace: {'up' if netns.healthy() else 'down'}; accelerator: "
+    print(f"lab namespace: {'up' if vagrant.healthy() else 'down'}; provider: {resolved.get('provider', '-')} "
+          f"({resolved.get('provider_reason', 'not resolved yet')}); accelerator: "
           f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
-    print(f"{'machine':8} {'state':12} {'ip':15} {'box':9} {'provider':8} {'accel':5} {'memory':>8} {'cpus':>4} "
+    print(f"{'machine':8} {'state':12} {'ip':15} {'box':9} {'provider':10} {'accel':6} {'memory':>8} {'cpus':>4} "
           f"{'uptime':>8}  placement")
     for name in machines.NAMES:
         state = states[name]
         memory = cpus = uptime = "-"
         cores = "-"
         if state == "running":
-            probe = reach.ssh(name, "free -m | awk '/^Mem:/{print $2}'; nproc; cut -d' ' -f1 /proc/uptime")
+            probe = reach.ssh(name, MEMORY_CPUS_UPTIME)
             if probe.returncode == 0 and len(probe.stdout.split()) == 3:
                 mem, cpus, up_s = probe.stdout.split()
                 memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
             cores = vagrant.vcpu_placement(name)
         print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} "
-              f"{(resolved.get('suites') or {}).get(name, '-'):9} {'libvirt':8} "
-              f"{resolved.get('accelerator', '-'):5} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")
+              f"{(resolved.get('suites') or {}).get(name, '-'):9} {resolved.get('provider', '-'):10} "
+              f"{resolved.get('accelerator', '-'):6} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")
+
+
+# A machine's memory (its cgroup's limit where it has one below its RAM: a container's), CPUs and uptime. A
+# container's /proc/meminfo and `free` show the host's memory; its uptime is the host's too, so a container's is
+# its PID 1's age.
+MEMORY_CPUS_UPTIME = (
+    "lim=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null | head -1); "
+    "ram=$(free -m | awk '/^Mem:/{print $2}'); "
+    "case \"$lim\" in ''|max) echo $ram;; *) m=$((lim / 1048576)); [ $m -lt $ram ] && echo $m || echo $ram;; esac; "
+    "nproc; "
+    "if [ \"$(cat /run/systemd/container 2>/dev/null)\" ]; then ps -o etimes= -p 1 | tr -d ' '; "
+    "else cut -d' ' -f1 /proc/uptime; fi")

@@ -36,7 +36,7 @@ BLOCKED_RANGES = (
 )
 CGROUP_V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids")
 LIBVIRT_URI = "qemu:///system"
-DAEMONS = ("virtlogd", "libvirtd")
+DAEMONS = ("virtlogd", "libvirtd")          # the VMs' (provider libvirt); containers bring their own (containers.py)
 # libvirt keeps QEMU's capabilities in a cache it checks on every call; the cache is stale when "KVM was
 # enabled when probing ..., but it is not available now" (virQEMUCapsIsValid): QEMU's probe got KVM, yet
 # /dev/kvm is not usable by QEMU's user. Then libvirt probes QEMU again on every call (~4 s each here) and
@@ -104,11 +104,21 @@ def virsh(*args: str, check: bool = False) -> subprocess.CompletedProcess:
     return _sh(wrap(["virsh", "-c", LIBVIRT_URI, *args]), f"virsh {args[0]}", check=check)
 
 
-def healthy() -> bool:
-    """The namespace exists, its uplink and daemons run, and libvirtd answers."""
-    if not exists() or not all(procs.alive(n) for n in ("slirp4netns", *DAEMONS)):
+def libvirt_started() -> bool:
+    """libvirt's daemons were started in the namespace (provider libvirt), dead or alive."""
+    return any(procs.recorded(n) is not None for n in DAEMONS)
+
+
+def healthy(libvirt: bool | None = None) -> bool:
+    """The namespace exists and its uplink runs; with libvirt (None: where its daemons were started) they run
+    and libvirtd answers."""
+    if not exists() or not procs.alive("slirp4netns"):
         return False
-    return virsh("version").returncode == 0
+    if libvirt is None:
+        libvirt = libvirt_started()
+    if not libvirt:
+        return True
+    return all(procs.alive(n) for n in DAEMONS) and virsh("version").returncode == 0
 
 
 def host_networks() -> list[str]:
@@ -163,12 +173,17 @@ def _start_uplink() -> None:
     raise NetnsError(f"slirp4netns did not configure {UPLINK} within 15 s (log: {log})")
 
 
-def _cgroup_mounts() -> str:
-    # `ip netns exec` mounts a fresh /sys, which hides /sys/fs/cgroup; libvirtd needs the v1 controllers.
+def cgroup_mounts() -> str:
+    """The shell lines that mount the host's cgroup v1 hierarchies again: `ip netns exec` mounts a fresh /sys,
+    which hides /sys/fs/cgroup, and libvirtd and dockerd need the controllers (and systemd's own hierarchy: a
+    container's systemd keeps its units there)."""
     lines = ["mount -t tmpfs cgroup_root /sys/fs/cgroup"]
     for c in CGROUP_V1_CONTROLLERS:
         if Path(f"/sys/fs/cgroup/{c}").is_dir():
             lines.append(f"mkdir -p /sys/fs/cgroup/{c} && mount -t cgroup -o {c} cgroup /sys/fs/cgroup/{c}")
+    if Path("/sys/fs/cgroup/systemd").is_dir():
+        lines.append("mkdir -p /sys/fs/cgroup/systemd && "
+                     "mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd")
     return "; ".join(lines)
 
 
@@ -231,7 +246,7 @@ def _start_daemon(name: str) -> None:
     pidfile = paths.RUN_DIR / f"{name}.daemon-pid"
     pidfile.unlink(missing_ok=True)
     hidden = _kvm_hidden_mounts() if name == "libvirtd" else ""
-    script = f"{_cgroup_mounts()}; {hidden}exec {name} --daemon --pid-file={pidfile}"
+    script = f"{cgroup_mounts()}; {hidden}exec {name} --daemon --pid-file={pidfile}"
     _sh(wrap(["sh", "-c", script]), f"starting {name}")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -253,8 +268,8 @@ def _wait_libvirtd(timeout: float = 30) -> None:
                      f"(see {paths.LOG_DIR}/libvirtd.log)")
 
 
-def create() -> None:
-    """Namespace, uplink, guard, daemons. Undoes what it made if any step fails."""
+def create(libvirt: bool = True) -> None:
+    """Namespace, uplink, guard, and libvirt's daemons (the VMs'). Undoes what it made if any step fails."""
     paths.RUN_DIR.mkdir(parents=True, exist_ok=True)
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     try:
@@ -266,9 +281,10 @@ def create() -> None:
         _start_uplink()
         _sh(wrap(["nft", "-f", "-"]), "loading the egress guard", input=guard_ruleset(host_networks()))
         _sh(wrap(["sysctl", "-qw", "net.ipv4.ip_forward=1"]), "enabling forwarding in the namespace")
-        for daemon in DAEMONS:
-            _start_daemon(daemon)
-        _wait_libvirtd()
+        if libvirt:
+            for daemon in DAEMONS:
+                _start_daemon(daemon)
+            _wait_libvirtd()
     except BaseException:
         destroy()
         raise

@@ -48,6 +48,17 @@ def resolve(setting: str, names: tuple[str, str], host_cores: list[int] | None =
     return {name: _spec(sorted(chosen_cores)) for name, chosen_cores in chosen.items()}
 
 
+def for_containers(setting: str, names: tuple[str, str], cpus: int, host_cores: list[int] | None = None
+                   ) -> dict[str, str]:
+    """A container's cpuset is what its processes see as CPUs (nproc, the JVM's processor count), unlike a VM's
+    vCPUs on fewer host cores: auto gives each twin its own cores only where each gets at least `cpus` of them,
+    else both share all the host's cores, each held to `cpus` CPUs by its quota."""
+    host = sorted(host_cores if host_cores is not None else os.sched_getaffinity(0))
+    if setting == "auto" and len(host) < 2 * cpus:
+        return {}
+    return resolve(setting, names, host)
+
+
 def shared(cpusets: dict[str, str]) -> str:
     """All of the twins' host cores as one cpuset string (what both get while their services start)."""
     return _spec(sorted(set().union(*(cores(spec) for spec in cpusets.values()))))

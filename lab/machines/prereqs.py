@@ -10,8 +10,16 @@ from pathlib import Path
 from lab import shell
 
 # (what is checked, Debian package). A path is checked for existence, a bare name on PATH.
-REQUIREMENTS = (
+COMMON = (
     ("vagrant", "vagrant"),
+    ("iptables", "iptables"),
+    ("mmdebstrap", "mmdebstrap"),
+    ("slirp4netns", "slirp4netns"),
+    ("nft", "nftables"),
+    ("ip", "iproute2"),
+    ("ssh", "openssh-client"),
+)
+LIBVIRT = (      # the VMs: libvirt and QEMU, and what makes a box's disk
     ("/usr/share/rubygems-integration/all/gems/vagrant-libvirt-*", "vagrant-libvirt"),
     ("qemu-system-x86_64", "qemu-system-x86"),
     ("qemu-img", "qemu-utils"),
@@ -19,17 +27,19 @@ REQUIREMENTS = (
     ("virtlogd", "libvirt-daemon-system"),
     ("virsh", "libvirt-clients"),
     ("dnsmasq", "dnsmasq-base"),
-    ("iptables", "iptables"),
-    ("mmdebstrap", "mmdebstrap"),
-    ("slirp4netns", "slirp4netns"),
-    ("nft", "nftables"),
     ("sfdisk", "fdisk"),
     ("extlinux", "extlinux"),
     ("/usr/lib/EXTLINUX/mbr.bin", "syslinux-common"),
     ("mkfs.ext4", "e2fsprogs"),
-    ("ip", "iproute2"),
-    ("ssh", "openssh-client"),
 )
+CONTAINERS = (   # the containers: Debian's Docker (its daemon the lab's own, lab/machines/containers.py)
+    ("dockerd", "docker.io"),
+    ("/usr/bin/docker", "docker.io"),
+    ("unshare", "util-linux"),
+)
+REQUIREMENTS = COMMON + LIBVIRT + CONTAINERS
+PER_PROVIDER = {"common": COMMON, "libvirt": COMMON + LIBVIRT, "containers": COMMON + CONTAINERS,
+                "auto": REQUIREMENTS}
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 

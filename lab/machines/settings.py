@@ -19,6 +19,7 @@ from lab.machines import netns
 
 MACHINES_FILE = Path(__file__).parent / "machines.yml"
 ACCELERATORS = ("auto", "kvm", "tcg")
+PROVIDERS = ("auto", "libvirt", "containers")
 
 
 class SettingsError(ValueError):
@@ -27,6 +28,7 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
+    provider: str
     memory_mb: int
     cpus: int
     machines: dict          # name -> private IP, in boot order
@@ -114,6 +116,9 @@ def validate(raw: dict) -> Settings:
     missing = known - set(raw)
     if missing:
         raise SettingsError(f"missing setting(s): {', '.join(sorted(missing))}")
+    provider = str(raw["provider"]).strip()
+    if provider not in PROVIDERS:
+        raise SettingsError(f"provider: '{provider}' is not one of {', '.join(PROVIDERS)}")
     accel = str(raw["accelerator"]).strip()
     if accel not in ACCELERATORS:
         raise SettingsError(f"accelerator: '{accel}' is not one of {', '.join(ACCELERATORS)}")
@@ -126,6 +131,7 @@ def validate(raw: dict) -> Settings:
     ips = _machines(raw["machines"])
     management = _management(raw["management_network"], ips)
     return Settings(
+        provider=provider,
         memory_mb=_int("memory_mb", raw["memory_mb"], 256, 65536),
         cpus=_int("cpus", raw["cpus"], 1, 64),
         machines=ips,

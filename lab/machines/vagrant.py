@@ -16,13 +16,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from lab import paths, shell
-from lab.machines import NAMES, accel, box, netns, placement
+from lab.machines import NAMES, accel, box, containers, image, netns, placement, provider
 from lab.machines.reach import SSH_CONFIG
 
 DOMAIN_PREFIX = "camel-lab-"                 # set in the Vagrantfile (libvirt default_prefix)
 SERIAL_LOG = "/var/log/libvirt/qemu/lab-{name}-serial.log"   # each guest's console (the Vagrantfile's lv.serial)
 DOMAIN_DEFINITIONS = Path("/etc/libvirt/qemu")   # libvirt's domain XML files, also of a crashed lab
 NETWORKS = ("lab-mgmt", "lab-private")       # libvirt networks the Vagrantfile asks for
+VAGRANT_PROVIDERS = {provider.LIBVIRT: "libvirt", provider.CONTAINERS: "docker"}   # the lab's → Vagrant's name
 
 
 class MachineError(RuntimeError):
@@ -30,15 +31,35 @@ class MachineError(RuntimeError):
 
 
 def resolve(settings, suites: dict[str, str], detect=accel.detect) -> dict:
-    """Settings as the Vagrantfile reads them: accelerator and CPU placement decided, each machine's box named
-    (suites: machine → the Debian suite of its box)."""
-    accelerator, why = detect(settings.accelerator)
+    """Settings as the Vagrantfile reads them: provider, accelerator and CPU placement decided, each machine's box
+    (or image) named (suites: machine → the Debian suite of its box)."""
     resolved = asdict(settings)
-    resolved.update(requested=asdict(settings), accelerator=accelerator, accelerator_reason=why,
-                    cpusets=placement.resolve(settings.cpu_placement, NAMES),
-                    suites=dict(suites), boxes={name: box.box_name(suites[name]) for name in NAMES},
+    chosen = provider.choose(settings.provider, settings.accelerator, detect)
+    cpusets = (placement.for_containers(settings.cpu_placement, NAMES, settings.cpus)
+               if chosen["provider"] == provider.CONTAINERS else placement.resolve(settings.cpu_placement, NAMES))
+    resolved.update(requested=asdict(settings), **chosen, cpusets=cpusets, suites=dict(suites),
                     login_key=str(box.login_key()))
+    return with_suites(resolved, suites)
+
+
+def with_suites(resolved: dict, suites: dict[str, str]) -> dict:
+    """The resolved settings with each machine on its suite's box (a VM) or image (a container)."""
+    resolved = {**resolved, "suites": dict(suites), "boxes": {n: box.box_name(suites[n]) for n in NAMES}}
+    if resolved.get("provider") == provider.CONTAINERS:
+        resolved.update(images={n: image.image_name(suites[n]) for n in NAMES},
+                        create_args={n: containers.create_args(resolved["memory_mb"], resolved["cpus"],
+                                                               (resolved.get("cpusets") or {}).get(n))
+                                     for n in NAMES})
     return resolved
+
+
+def kind() -> str:
+    """The running lab's provider (libvirt where none is recorded: labs made before containers)."""
+    return (read_resolved() or {}).get("provider") or provider.LIBVIRT
+
+
+def in_containers() -> bool:
+    return kind() == provider.CONTAINERS
 
 
 def write_resolved(resolved: dict) -> None:
@@ -54,14 +75,18 @@ def read_resolved() -> dict | None:
 
 
 def vagrant_env() -> dict:
-    return {**os.environ,
-            "VAGRANT_HOME": str(paths.VAGRANT_HOME),
-            "VAGRANT_DOTFILE_PATH": str(paths.STATE_DIR / "vagrant"),
-            "VAGRANT_DEFAULT_PROVIDER": "libvirt",
-            "VAGRANT_CHECKPOINT_DISABLE": "1",
-            "VAGRANT_NO_COLOR": "1",
-            "LIBVIRT_DEFAULT_URI": netns.LIBVIRT_URI,
-            "LAB_SETTINGS": str(paths.SETTINGS_JSON)}
+    env = {**os.environ,
+           "VAGRANT_HOME": str(paths.VAGRANT_HOME),
+           "VAGRANT_DOTFILE_PATH": str(paths.STATE_DIR / "vagrant"),
+           "VAGRANT_DEFAULT_PROVIDER": VAGRANT_PROVIDERS[kind()],
+           "VAGRANT_CHECKPOINT_DISABLE": "1",
+           "VAGRANT_NO_COLOR": "1",
+           "LIBVIRT_DEFAULT_URI": netns.LIBVIRT_URI,
+           "LAB_SETTINGS": str(paths.SETTINGS_JSON)}
+    # the lab's Docker daemon, through Debian's client that matches it (also for a libvirt lab: Vagrant may have to
+    # destroy containers a killed lab left)
+    env.update(containers.environment(), PATH=f"{Path(containers.DOCKER).parent}:{env.get('PATH', '')}")
+    return env
 
 
 def vagrant(*args: str, stream: bool = False, timeout: float | None = None,
@@ -105,7 +130,7 @@ def parse_status(machine_readable: str) -> dict[str, str]:
 
 
 def states() -> dict[str, str]:
-    if not netns.healthy():
+    if not healthy():
         return {name: "not_created" for name in NAMES}
     result = vagrant("status", "--machine-readable")
     found = parse_status(result.stdout)
@@ -123,12 +148,13 @@ def ensure_box(box_path: Path, name: str) -> bool:
 
 def up(boot_timeout: int, names: tuple[str, ...] = NAMES) -> None:
     """The machines at once (vagrant-libvirt boots in parallel): both, or those named."""
-    result = vagrant("up", "--provider=libvirt", "--no-provision", *([] if names == NAMES else names), stream=True,
-                     timeout=boot_timeout + 900)
+    result = vagrant("up", f"--provider={VAGRANT_PROVIDERS[kind()]}", "--no-provision",
+                     *([] if names == NAMES else names), stream=True, timeout=boot_timeout + 900)
     if result.returncode != 0:
         raise MachineError("the machines did not come up (vagrant up exited "
                            f"{result.returncode}; the guests' consoles: "
-                           f"{', '.join(SERIAL_LOG.format(name=n) for n in names)})")
+                           + (f"{', '.join(SERIAL_LOG.format(name=n) for n in names)})" if not in_containers()
+                              else f"{paths.LOG_DIR / 'dockerd.log'} and `docker logs`)"))
 
 
 def keep_consoles(label: str) -> list[Path]:
@@ -154,14 +180,21 @@ def write_ssh_config() -> Path:
 
 def destroy(names: tuple[str, ...] = NAMES) -> bool:
     """Destroys both machines, or those named (no-op when there are none). True when vagrant succeeded."""
-    if not netns.healthy():
+    if not healthy():
         return True
     return vagrant("destroy", "--force", *([] if names == NAMES else names), stream=True, timeout=600).returncode == 0
 
 
+def healthy() -> bool:
+    """The lab namespace and the daemon of the machines' kind (libvirtd, or the lab's dockerd) answer."""
+    if in_containers():
+        return netns.healthy(libvirt=False) and containers.daemon_running()
+    return netns.healthy(libvirt=True)
+
+
 def domains() -> list[str]:
     """libvirt domains of the lab (by name prefix), running or not."""
-    if not netns.healthy():
+    if in_containers() or not netns.healthy(libvirt=True):
         return []
     out = netns.virsh("list", "--all", "--name").stdout
     return [d for d in out.split() if d.startswith(DOMAIN_PREFIX)]
@@ -178,14 +211,21 @@ def undefine_leftover_domains() -> list[str]:
 
 
 def vcpu_placement(name: str) -> str:
-    """The host cores a running machine's vCPUs may use, as libvirt reports them."""
+    """The host cores a running machine's vCPUs (a container's processes) may use, as libvirt (Docker) reports
+    them."""
+    if in_containers():
+        return containers.cpuset(name) or "all"
     out = netns.virsh("vcpupin", DOMAIN_PREFIX + name).stdout
     cores = sorted({line.split()[-1] for line in out.splitlines() if re.match(r"^\s*\d+\s", line)})
     return ";".join(cores) if cores else "unknown"
 
 
 def pin(name: str, cpuset: str) -> None:
-    """A running machine's vCPUs and emulator threads may use these host cores from now on (libvirt --live)."""
+    """A running machine's vCPUs and emulator threads (a container's processes) may use these host cores from now
+    on (libvirt --live; the container's cpuset)."""
+    if in_containers():
+        containers.pin(name, cpuset)
+        return
     domain = DOMAIN_PREFIX + name
     count = int(netns.virsh("vcpucount", domain, "--live", "--active", check=True).stdout.split()[0])
     for vcpu in range(count):
@@ -220,6 +260,13 @@ def cores_shared(cpusets: dict[str, str], log=print):
         for name, cpuset in cpusets.items():
             pin_checked(name, cpuset, " after the start")
         log(f"each machine back on its own host cores: {'; '.join(f'{n} {c}' for n, c in cpusets.items())}")
+
+
+def forget_containers() -> None:
+    """Vagrant's record of the machines as containers (their ids), once the containers are gone: a machine
+    recorded under one provider cannot be brought up under the other."""
+    for record in (paths.STATE_DIR / "vagrant" / "machines").glob(f"*/{VAGRANT_PROVIDERS[provider.CONTAINERS]}"):
+        shutil.rmtree(record, ignore_errors=True)
 
 
 def defined_domains() -> list[str]:

@@ -1,0 +1,84 @@
+"""A suite's box as a system container's image (provider containers): the box recipe's root file system without
+what only a VM boots with (the host's kernel runs a container), imported into the lab's Docker daemon and tagged
+with the same recipe hash as the suite's VM box, so a VM and a container of one recipe carry the same software.
+Building needs root (chroot, mounts)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from lab import paths, steps
+from lab.machines import box, containers
+
+BOOT_ONLY = ("linux-image-amd64", "initramfs-tools")    # a VM's boot: the container runs on the host's kernel
+# Bump when what is changed below for a container changes.
+CONTAINER_LAYOUT_VERSION = 1
+# Units a container must not run: Docker gives it its interfaces, addresses, name and resolver (networkd would
+# take the interfaces over), and the host's kernel its modules, its mounts of /sys and the consoles.
+MASKED = ("systemd-networkd.service", "systemd-networkd.socket", "systemd-networkd-wait-online.service",
+          "systemd-modules-load.service", "systemd-remount-fs.service", "systemd-udevd.service",
+          "systemd-udevd-control.socket", "systemd-udevd-kernel.socket", "systemd-udev-trigger.service",
+          "sys-kernel-config.mount", "sys-kernel-debug.mount", "sys-kernel-tracing.mount", "dev-hugepages.mount",
+          "systemd-journald-audit.socket", "lab-identity.service", "console-getty.service")
+# The image's own settings: systemd as PID 1, told it runs in a container (docker import takes no STOPSIGNAL:
+# containers.SYSTEMD_ARGS gives it).
+CHANGES = ('CMD ["/sbin/init"]', "ENV container=docker")
+
+
+def image_name(suite: str) -> str:
+    return f"camel-lab/{suite}:{box.recipe_hash(suite)[:12]}-c{CONTAINER_LAYOUT_VERSION}"
+
+
+def present(name: str) -> bool:
+    return containers.docker("image", "inspect", name, timeout=30).returncode == 0
+
+
+def ensure(settings, suite: str) -> tuple[str, bool]:
+    """The suite's image in the lab's daemon (running), built when missing. Returns (name, built_now)."""
+    name = image_name(suite)
+    if present(name):
+        return name, False
+    build(settings, suite, name)
+    _remove_stale(suite, keep=name)
+    return name, True
+
+
+def _remove_stale(suite: str, keep: str) -> None:
+    """The suite's images of older recipes (the other suite's stays: the other machine may run it)."""
+    out = containers.docker("image", "ls", f"camel-lab/{suite}", "--format", "{{.Repository}}:{{.Tag}}").stdout
+    for old in out.split():
+        if old != keep:
+            containers.docker("image", "rm", old)
+
+
+def container_tweaks(root: Path) -> None:
+    """What a container's systemd must not start, masked in the root file system."""
+    units = root / "etc" / "systemd" / "system"
+    units.mkdir(parents=True, exist_ok=True)
+    for unit in MASKED:
+        link = units / unit
+        link.unlink(missing_ok=True)
+        link.symlink_to("/dev/null")
+
+
+def build(settings, suite: str, name: str) -> None:
+    paths.BOX_DIR.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="image-", dir=paths.BOX_DIR))
+    root = work / "root"
+    root.mkdir()
+    try:
+        box.root_filesystem(settings, suite, root, [p for p in box.packages() if p not in BOOT_ONLY])
+        container_tweaks(root)
+        steps.note(f"importing {name} into the lab's Docker daemon")
+        tar = subprocess.Popen(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-cf", "-", "."],
+                               stdout=subprocess.PIPE)
+        changes = [arg for change in CHANGES for arg in ("--change", change)]
+        imported = containers.docker("import", *changes, "-", name, stdin=tar.stdout, text=True)
+        tar.stdout.close()
+        if tar.wait() != 0 or imported.returncode != 0:
+            raise box.BoxError(f"image build failed while importing {name}: docker import exited "
+                               f"{imported.returncode}: {imported.stderr.strip()[-400:]}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
