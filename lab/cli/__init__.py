@@ -15,8 +15,8 @@ from lab.cli.arguments import INSIST_MEMORY_HELP, add_run_options, parser  # noq
 from lab.experiment import check, design, disk, load, record, reporting, run, service, service_check, sweep
 from lab.experiment.load import plan_check
 from lab.experiment.run import seconds  # noqa: F401 - tests read durations as the command line does
-from lab.machines import box, lifecycle, memory, netns, prereqs, settings, vagrant
-from lab.provision import hosts, hosts_down, jars, knob_sets, knobs, playbook
+from lab.machines import box, containers, lifecycle, memory, netns, prereqs, settings, vagrant
+from lab.provision import hosts, hosts_down, jars, knob_sets, knobs, machine_fit, playbook
 
 
 def cmd_provision(overrides: dict, s: settings.Settings, insist_memory: bool = False) -> int:
@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"start.sh: bad setting: {bad}", file=sys.stderr)
         return 2
     except (lifecycle.LabError, box.BoxError, netns.NetnsError, vagrant.MachineError, prereqs.PrereqError,
-            playbook.ProvisionError, jars.JarError, check.RunError, hosts.HostsError, lock.Busy,
-            disk.NoSpace, service_check.CheckFailed) as failure:
+            containers.ContainerError, playbook.ProvisionError, jars.JarError, check.RunError, hosts.HostsError,
+            lock.Busy, disk.NoSpace, service_check.CheckFailed) as failure:
         print(f"start.sh: {failure}", file=sys.stderr)
         return 1
     except ValueError as failure:         # bad input on the command line
@@ -171,6 +171,8 @@ def dispatch(args, opts: run.Options | None) -> int:
     """A command that may change the lab (with its lock held when it does): checked, then done."""
     overrides = knobs.parse_overrides(args.overrides) if args.command == "provision" else None
     s = settings.load()
+    if opts is not None or args.command == "provision":     # what the machines' kind lets a knob set do
+        machine_fit.use("hosts" if opts is not None and opts.hosts is not None else lifecycle.kind(s))
     plan = sweep_plan(args, opts) if args.command in ("sweep", "ablate") else None
     if opts is not None:            # before anything starts: a run that would fill the disk is refused
         disk.check(opts.profile, len(plan.points) if plan else opts.repeat, paths.RESULTS)

@@ -8,8 +8,9 @@ made to run another configuration than its own with per-machine overrides: the k
 differs from what the machine's own files give it (Ansible applies overrides last).
 
 The service (--service, service.py; the lab's sample app by default) takes only the knobs it can
-(lab/provision/service_fit.py): a knob set's value it cannot take is left out of its configuration (left_out() says
-which and why); a --set value it cannot take is refused.
+(lab/provision/service_fit.py), and the machines' kind only what it can (machine_fit.py: containers share the
+host's kernel): a knob set's value either cannot take is left out of its configuration (left_out() says which and
+why); a --set value it cannot take is refused.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 
 from lab import machines
 from lab.machines import box
-from lab.provision import knob_sets, knobs, service_fit
+from lab.provision import knob_sets, knobs, machine_fit, service_fit
 
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
 
@@ -40,9 +41,11 @@ def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None)
     stack, java = _machine_wide(chosen, typed, resolved), _machine_wide(chosen, typed, resolved, "jvm_version")
     if service is not None:
         chosen, _ = service_fit.split(chosen, service, stack, specs, java)
+        chosen, _ = machine_fit.split(chosen)
     resolved.update(chosen)
     for knob, value in typed.items():
-        why = service_fit.misfit(knob, value, service, stack, specs, java) if service else None
+        why = (service_fit.misfit(knob, value, service, stack, specs, java) or machine_fit.misfit(knob, value)
+               if service else None)
         if why:
             shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
             raise ValueError(f"--set {knob}={shown}: {why}")
@@ -57,8 +60,9 @@ def left_out(config: str, service, sets: dict[str, dict] | None = None) -> dict[
     chosen = knob_sets.values(config, resolved)
     typed = (sets or {}).get(config, {})
     kept = {k: v for k, v in chosen.items() if k not in typed}     # a typed value replaces the set's: not lost
-    return service_fit.split(kept, service, _machine_wide(chosen, typed, resolved), knobs.specs(),
-                             _machine_wide(chosen, typed, resolved, "jvm_version"))[1]
+    kept, lost = service_fit.split(kept, service, _machine_wide(chosen, typed, resolved), knobs.specs(),
+                                   _machine_wide(chosen, typed, resolved, "jvm_version"))
+    return {**lost, **machine_fit.split(kept)[1]}
 
 
 def box_suites(machine_knobs: dict[str, dict]) -> dict[str, str]:

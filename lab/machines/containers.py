@@ -30,10 +30,11 @@ PREFIX = "camel-lab-"                        # the containers' names (the Vagran
 DOCKER = "/usr/bin/docker"                   # Debian's client, matching its daemon (another may come first on PATH)
 # What systemd as PID 1 needs in a container without --privileged (refused on these hosts): mounting its own
 # /run and the cgroup hierarchies of its private cgroup namespace (SYS_ADMIN; seccomp filters mount(2) too),
-# and the stop signal it takes as "shut down".
-SYSTEMD_ARGS = ("--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined", "--security-opt",
-                "apparmor=unconfined", "--cgroupns", "private", "--tmpfs", "/run:exec", "--tmpfs", "/run/lock",
-                "--stop-signal", "SIGRTMIN+3", "--stop-timeout", "20")
+# and the stop signal it takes as "shut down"; and what the roles need: the machine's firewall and network
+# settings in its own network namespace (NET_ADMIN).
+SYSTEMD_ARGS = ("--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
+                "--security-opt", "apparmor=unconfined", "--cgroupns", "private", "--tmpfs", "/run:exec",
+                "--tmpfs", "/run/lock", "--stop-signal", "SIGRTMIN+3", "--stop-timeout", "20")
 
 
 class ContainerError(RuntimeError):

@@ -14,7 +14,7 @@ from lab.machines import box, containers
 
 BOOT_ONLY = ("linux-image-amd64", "initramfs-tools")    # a VM's boot: the container runs on the host's kernel
 # Bump when what is changed below for a container changes.
-CONTAINER_LAYOUT_VERSION = 1
+CONTAINER_LAYOUT_VERSION = 2        # 2: the machine's own network settings writable
 # Units a container must not run: Docker gives it its interfaces, addresses, name and resolver (networkd would
 # take the interfaces over), and the host's kernel its modules, its mounts of /sys and the consoles.
 MASKED = ("systemd-networkd.service", "systemd-networkd.socket", "systemd-networkd-wait-online.service",
@@ -53,14 +53,41 @@ def _remove_stale(suite: str, keep: str) -> None:
             containers.docker("image", "rm", old)
 
 
+# Docker mounts /proc/sys read-only. A machine's own network namespace's settings (the base_sysctl values a container
+# may take: lab/provision/machine_fit.py) are written there: that subtree is made writable at boot. The kernel
+# keeps the host's own settings read-only outside the host's namespace whatever the mount says.
+OWN_NETWORK_SETTINGS = """# A container's own network namespace's kernel settings writable (lab/machines/image.py)
+[Unit]
+Description=The machine's own network settings writable
+DefaultDependencies=no
+ConditionVirtualization=container
+Before=sysinit.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/mount --bind /proc/sys/net /proc/sys/net
+ExecStart=/bin/mount -o remount,bind,rw /proc/sys/net
+
+[Install]
+WantedBy=sysinit.target
+"""
+
+
 def container_tweaks(root: Path) -> None:
-    """What a container's systemd must not start, masked in the root file system."""
+    """What a container's systemd must not start, masked in the root file system; its own network settings made
+    writable at boot."""
     units = root / "etc" / "systemd" / "system"
     units.mkdir(parents=True, exist_ok=True)
     for unit in MASKED:
         link = units / unit
         link.unlink(missing_ok=True)
         link.symlink_to("/dev/null")
+    (units / "lab-own-sysctl.service").write_text(OWN_NETWORK_SETTINGS)
+    wants = units / "sysinit.target.wants"
+    wants.mkdir(exist_ok=True)
+    (wants / "lab-own-sysctl.service").unlink(missing_ok=True)
+    (wants / "lab-own-sysctl.service").symlink_to("../lab-own-sysctl.service")
 
 
 def build(settings, suite: str, name: str) -> None:

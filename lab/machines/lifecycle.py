@@ -15,6 +15,14 @@ class LabError(RuntimeError):
     """Any failure the user must read: printed as one message, exit 1."""
 
 
+def kind(s: settings.Settings) -> str:
+    """The machines' kind a run gets: the running lab's, else what `up` would choose now."""
+    resolved = vagrant.read_resolved() or {}
+    if resolved.get("provider") and resolved.get("requested") == json.loads(json.dumps(asdict(s))):
+        return resolved["provider"]
+    return provider.choose(s.provider, s.accelerator)["provider"]
+
+
 def install_prereqs(kind: str = "auto") -> None:
     """What the host needs for machines of that kind (libvirt, containers, or auto: either)."""
     with steps.step("host prerequisites"):
