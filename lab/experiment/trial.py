@@ -94,8 +94,10 @@ class TrialRun:
         else:
             with self.phase("up", "machines up"):
                 resolved = lifecycle.ensure_up(self.s, self.t.suites(self.opts.sets, self.opts.service))
-            self.record.update(provider="libvirt", boxes={side: (resolved.get("suites") or {}).get(vm)
-                                                          for side, vm in self.t.machines.items()},
+            self.record.update(provider=resolved.get("provider") or "libvirt",
+                               provider_reason=resolved.get("provider_reason"),
+                               boxes={side: (resolved.get("suites") or {}).get(vm)
+                                      for side, vm in self.t.machines.items()},
                                accelerator=resolved.get("accelerator"),
                                accelerator_reason=resolved.get("accelerator_reason"),
                                placement=resolved.get("cpusets"), machine_memory_mb=resolved.get("memory_mb"))
@@ -254,7 +256,7 @@ def service_record(svc, t: design.Trial, overrides: dict, sets: dict | None = No
     print(f"service {svc.name}: {built}, {plan}", flush=True)
     for config, knobs in left.items():
         if knobs:
-            print(f"  left out of {config}, which {svc.name} cannot take:", flush=True)
+            print(f"  left out of {config}, which {svc.name} (or the machines' kind) cannot take:", flush=True)
             for why in knobs.values():
                 print(f"    {why}", flush=True)
     moved = {config: found for config in sorted(set(t.configurations.values()))

@@ -9,6 +9,7 @@ host's namespace, where the lab sends no traffic). Every process is ended by its
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -57,9 +58,10 @@ def daemon_running() -> bool:
                                                               timeout=20).returncode == 0
 
 
-def start_daemon(timeout: float = 60) -> None:
+def start_daemon(bridge: str | None = None, timeout: float = 60) -> None:
     """dockerd inside the lab namespace (which must exist), with the host's cgroup hierarchies mounted again
-    there; waits until it answers. Its log: .lab/log/dockerd.log."""
+    there; waits until it answers. bridge: the network of its default bridge, each container's first interface
+    (the machines' management network, as the VMs' eth0). Its log: .lab/log/dockerd.log."""
     if daemon_running():
         return
     procs.forget(DAEMON)
@@ -71,6 +73,9 @@ def start_daemon(timeout: float = 60) -> None:
     args = ["dockerd", f"--data-root={DATA_ROOT}", f"--exec-root={RUNTIME_DIR / 'exec'}", f"--pidfile={pidfile}",
             f"--host=unix://{SOCKET}", f"--cgroup-parent={CGROUP_PARENT}", "--exec-opt", "native.cgroupdriver=cgroupfs",
             "--log-level=warn", "--userland-proxy=false", "--ip-forward=true"]
+    if bridge:
+        network = ipaddress.IPv4Network(bridge)
+        args.append(f"--bip={network.network_address + 1}/{network.prefixlen}")
     script = f"{netns.cgroup_mounts()}; exec {' '.join(args)}"
     with open(paths.LOG_DIR / "dockerd.log", "ab") as log:
         proc = subprocess.Popen(netns.wrap(["sh", "-c", script]), stdout=log, stderr=subprocess.STDOUT,

@@ -122,7 +122,7 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
             if not netns.healthy(libvirt=not in_containers):
                 netns.create(libvirt=not in_containers)
             if in_containers:
-                containers.start_daemon()
+                containers.start_daemon(bridge=s.management_network)
             elif netns.kvm_hidden_from_libvirt():
                 steps.note(f"libvirt sees no {netns.KVM_DEVICE}: QEMU's user ({netns.QEMU_USER}) cannot use it, "
                            "and libvirt would probe QEMU again on every call")

@@ -39,7 +39,7 @@ def split(values: dict) -> tuple[dict, dict[str, str]]:
     if not refused:
         return values, {}
     kept = {**values, SYSCTL: {k: v for k, v in values[SYSCTL].items() if str(k) not in refused}}
-    return kept, {f"{SYSCTL}[{key}]": why for key, why in refused.items()}
+    return kept, {f"{SYSCTL}[{key}]": f"{SYSCTL} {key}: {why}" for key, why in refused.items()}
 
 
 def misfit(knob: str, value) -> str | None:

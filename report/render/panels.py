@@ -164,6 +164,15 @@ def memory(machine: Machine, span: float) -> Panel:
     m = machine.metrics
     if m is None:
         return Panel(note="no data (pcp/metrics.csv missing)")
+    tl, limit = m.series("openmetrics.machine.memory_total_kb")
+    tp, phys = m.series("mem.physmem")
+    if len(limit) and len(phys) and limit[-1] < phys[-1]:      # a container: its cgroup's, not the host's meminfo
+        ta, available = m.series("openmetrics.machine.memory_available_kb")
+        panel = Panel(stacked=True)
+        if len(ta):
+            panel.series.append(("used (the container's cgroup)", ta - machine.t0, (limit[-1] - available) / 1024.0))
+        panel.hlines.append(("memory limit", float(limit[-1]) / 1024.0))
+        return panel
     # mem.util.used includes the page cache and buffers: stack them on what processes use
     t, used = m.series("mem.util.used")
     tc, cached = m.series("mem.util.cached")
@@ -179,7 +188,6 @@ def memory(machine: Machine, span: float) -> Panel:
     tf, free = m.series("mem.util.swapFree")
     if len(ts) and np.array_equal(ts, tf):
         panel.series.append(("swap used", ts - machine.t0, (total - free) / 1024.0))
-    tp, phys = m.series("mem.physmem")
     if len(phys):
         panel.hlines.append(("RAM", float(phys[-1]) / 1024.0))
     if not panel.series:

@@ -95,7 +95,12 @@ def versions_section(run: RunInfo) -> list[str]:
     if not names:
         return lines + ["run.json has no versions.", ""]
     rows = [[n, per["default"].get(n), per["tuned"].get(n)] for n in names]
-    return lines + table(["component", "default", "tuned"], rows, ["---", "---", "---"]) + [""]
+    lines += table(["component", "default", "tuned"], rows, ["---", "---", "---"]) + [""]
+    shapes = {m: per[m].get("jvm_shape") for m in MACHINES}
+    if all(shapes.values()) and len(set(shapes.values())) > 1:     # the twins should be one shape
+        lines += ["**The JVMs saw different machines** (jvm_shape, a JVM with no options of its own): "
+                  + "; ".join(f"{m}: {shapes[m]}" for m in MACHINES) + ".", ""]
+    return lines
 
 
 def logs_section(run: RunInfo, machines: dict[str, Machine]) -> list[str]:

@@ -248,7 +248,8 @@ def service_lines(run: RunInfo) -> list[str]:
              "path; HTTPD forwards " + str(svc.get("proxy_path", "?")) + "."]
     for config, left in sorted((svc.get("left_out") or {}).items()):
         if isinstance(left, dict) and left:
-            lines.append(f"Left out of {config} (the service cannot take them): " + ", ".join(sorted(left)) + ".")
+            lines.append(f"Left out of {config} (the service, or the machines' kind, cannot take them): "
+                         + ", ".join(sorted(left)) + ".")
     return lines
 
 

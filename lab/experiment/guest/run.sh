@@ -162,7 +162,15 @@ pack)
     echo "memory_kb=$(awk '/^MemTotal/ {print $2}' /proc/meminfo)"
     echo "cpus=$(nproc)"
     echo "uptime_s=$(cut -d' ' -f1 /proc/uptime)"
+    # a container's memory is its cgroup's limit (its /proc/meminfo is the host's); systemd says what it runs in
+    echo "memory_limit_kb=$(( $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || echo 0) / 1024 ))"
+    echo "container=$(cat /run/systemd/container 2>/dev/null || systemd-detect-virt -c 2>/dev/null || echo none)"
   } > "$stage/config/versions.txt"
+  # the machine as a JVM with no options of its own sees it: its container support, CPUs, memory, default heap
+  # and collector (the same shape on a VM and a container, or a difference the report names)
+  java -Xlog:os+container=debug -XshowSettings:system -XX:+PrintFlagsFinal -version 2>&1 \
+    | grep -E 'os,container|Provider:|Effective CPU Count|Memory Limit|CPU Quota|CPU Period|CPU Shares| (MaxHeapSize|InitialHeapSize|ActiveProcessorCount|Use(Serial|G1|Parallel|Z|Shenandoah)GC|CICompilerCount) ' \
+    > "$stage/config/jvm-shape.txt"
   # the run's PCP archive, and its values as CSV (pmrep converts counters to rates)
   # (one archive-<time> per pmlogger start: several when it was restarted during the run, merged into one)
   archive=$ARCHIVE_ROOT/$run_id

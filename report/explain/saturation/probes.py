@@ -40,7 +40,13 @@ def memory(r: Reader) -> Resource:
     res = Resource("Memory", reads="in use (RAM − available)", unit="MiB")
     phys = r.last("mem.physmem")
     available = r.series("mem.util.available")
-    if len(available) and not fmt.missing(phys):
+    own = container_memory(r, phys)
+    if own is not None:     # a container: its cgroup's limit and what is left under it, not the host's meminfo
+        limit, available = own
+        res.reads = "in use (the container's memory limit − available under it)"
+        r.utilisation(res, available.map(lambda v: (limit - v) / 1024.0), limit / 1024.0,
+                      "openmetrics.machine.memory_total_kb")
+    elif len(available) and not fmt.missing(phys):
         r.utilisation(res, available.map(lambda v: (phys - v) / 1024.0), phys / 1024.0, "mem.physmem")
     else:
         res.not_recorded = "mem.util.available, mem.physmem"
@@ -53,7 +59,7 @@ def memory(r: Reader) -> Resource:
     if len(faults):
         bits.append(f"major faults peak {faults.v.max():,.0f}/s")
     res.saturation = "; ".join(bits) or "swap-out, major faults not recorded"
-    kills = r.series("mem.vmstat.oom_kill")
+    kills = r.series("openmetrics.machine.oom_kills" if own is not None else "mem.vmstat.oom_kill")
     counted = integral(kills.t, kills.v, r.window) if len(kills) else math.nan
     logged = r.in_window("oom_kill") if r.has_log("journal.txt") else None
     if logged is not None and (math.isnan(counted) or logged > round(counted)):
@@ -65,6 +71,16 @@ def memory(r: Reader) -> Resource:
     else:
         res.errors = "OOM kills not recorded"
     return res
+
+
+def container_memory(r: Reader, phys: float):
+    """(limit KiB, available Series) where the machine is a container (its cgroup's limit below the RAM PCP
+    reports, which is the host's), else None."""
+    limit = r.last("openmetrics.machine.memory_total_kb")
+    if fmt.missing(limit) or fmt.missing(phys) or limit >= phys:
+        return None
+    available = r.series("openmetrics.machine.memory_available_kb")
+    return (limit, available) if len(available) else None
 
 
 def heap(r: Reader) -> Resource:
