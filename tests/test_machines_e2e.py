@@ -42,9 +42,13 @@ if reason and not IN_CI:
     pytestmark = pytest.mark.skip(reason=f"END-TO-END SKIPPED: {reason} (under CI=true this fails instead)")
 
 
+# The VMs, also where auto would take containers (no KVM): tests/test_containers_e2e.py runs those.
+VMS = {"LAB_PROVIDER": "libvirt"}
+
+
 def start(*args, env=None, timeout=3600):
     return subprocess.run([START, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **VMS, **(env or {})})
 
 
 def in_lab(name, command):
@@ -80,7 +84,7 @@ def assert_nothing_left():
 
 @pytest.fixture(scope="module")
 def lab_up():
-    start("down")            # a lab left behind by an earlier, killed run must not block this one
+    start("down", env={"LAB_PROVIDER": "auto"})   # a lab left behind by an earlier, killed run must not block this one
     up = start("up")
     print(up.stdout[-4000:], up.stderr[-2000:])
     assert up.returncode == 0, f"./start.sh up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lab import machines, shell
-from lab.machines import reach, vagrant
+from lab.machines import containers, reach, vagrant
 from lab.provision import profiler
 
 GUEST_SCRIPT = Path(__file__).parent / "guest" / "run.sh"
@@ -77,6 +77,14 @@ def copy_serial_console(name: str, target: Path) -> bool:
     have none the lab can read)."""
     if not reach.reaches_vms():
         return False
+    if vagrant.in_containers():         # a container's console is its PID 1's output, which Docker keeps
+        said = containers.docker("logs", "--tail", "20000", containers.PREFIX + name, text=False, timeout=60)
+        if said.returncode != 0:
+            return False
+        data = (said.stdout + said.stderr)[-SERIAL_TAIL_BYTES:]
+        (target / "logs").mkdir(parents=True, exist_ok=True)
+        (target / "logs" / "serial-console.log").write_bytes(data)
+        return True
     source = Path(vagrant.SERIAL_LOG.format(name=name))
     try:
         with open(source, "rb") as console:

@@ -30,10 +30,23 @@ def validate(tmp_path, provider, resolved=None, extra_path=None):
 @needs_vagrant
 def test_validates_for_libvirt_with_defaults_and_with_resolved_settings(tmp_path):
     assert validate(tmp_path, "libvirt").returncode == 0
-    resolved = vagrant.resolve(settings.load(environ={}), {"default": "bookworm", "tuned": "trixie"},
-                               detect=lambda requested: ("tcg", "test"))
+    resolved = vagrant.resolve(settings.load(environ={"LAB_PROVIDER": "libvirt"}),
+                               {"default": "bookworm", "tuned": "trixie"}, detect=lambda requested: ("tcg", "test"))
+    assert resolved["provider"] == "libvirt"
     resolved["cpusets"] = {"default": "0", "tuned": "1"}
     result = validate(tmp_path, "libvirt", resolved)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_vagrant
+def test_validates_for_containers_with_each_machines_image_and_shape(tmp_path):
+    """provider containers: Vagrant's docker provider takes the resolved image and docker create arguments."""
+    resolved = vagrant.resolve(settings.load(environ={}), {"default": "bookworm", "tuned": "trixie"},
+                               detect=lambda requested: ("tcg", "no KVM here"))
+    assert resolved["provider"] == "containers" and resolved["accelerator"] == "native"
+    assert resolved["images"]["default"].startswith("camel-lab/bookworm:")
+    assert resolved["images"]["tuned"].startswith("camel-lab/trixie:")
+    result = validate(tmp_path, "docker", resolved)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -1,0 +1,181 @@
+"""Provider containers: the choice of the machines' kind, the containers' shape, what a container cannot do (kernel
+settings that are the host's), the JVM's own view of its machine, and what a killed lab leaves."""
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab.experiment import collect, design, service
+from lab.machines import containers, placement, provider, settings
+from lab.provision import machine_fit
+
+# -- the machines' kind --------------------------------------------------------------------------------------
+
+def test_provider_is_a_validated_setting_overridable_from_the_environment():
+    assert settings.load(environ={}).provider == "auto"
+    assert settings.load(environ={"LAB_PROVIDER": "containers"}).provider == "containers"
+    with pytest.raises(settings.SettingsError, match="provider: 'lxc' is not one of auto, libvirt, containers"):
+        settings.load(environ={"LAB_PROVIDER": "lxc"})
+
+
+def test_auto_takes_kvm_vms_where_kvm_works_and_containers_where_it_does_not():
+    kvm = provider.choose("auto", "auto", detect=lambda requested: ("kvm", "a test boot worked"))
+    assert (kvm["provider"], kvm["accelerator"]) == ("libvirt", "kvm")
+    tcg = provider.choose("auto", "auto", detect=lambda requested: ("tcg", "the CPU has no vmx/svm flag"))
+    assert (tcg["provider"], tcg["accelerator"]) == ("containers", "native")
+    assert "no vmx/svm" in tcg["provider_reason"] and "LAB_PROVIDER=libvirt" in tcg["provider_reason"]
+
+
+def test_a_requested_kind_is_taken_as_it_is():
+    vms = provider.choose("libvirt", "auto", detect=lambda requested: ("tcg", "no KVM"))
+    assert (vms["provider"], vms["accelerator"], vms["provider_reason"]) == ("libvirt", "tcg", "requested")
+    boxes = provider.choose("containers", "auto", detect=lambda requested: pytest.fail("no detection needed"))
+    assert boxes["provider"] == "containers"
+
+
+# -- the shape ----------------------------------------------------------------------------------------------
+
+def test_a_container_has_the_machines_memory_without_swap_and_its_cpus():
+    args = containers.create_args(512, 2, None)
+    assert args[args.index("--memory") + 1] == "512m"
+    assert args[args.index("--memory-swap") + 1] == "512m"      # memory + swap = memory: no swap, as the VM
+    assert args[args.index("--cpus") + 1] == "2"
+    assert "--cpuset-cpus" not in args
+    pinned = containers.create_args(1024, 1, "2-3")
+    assert pinned[pinned.index("--cpuset-cpus") + 1] == "2-3" and pinned[pinned.index("--memory") + 1] == "1024m"
+
+
+def test_systemd_runs_as_pid_1_without_privileged():
+    args = containers.create_args(512, 2, None)
+    assert "--privileged" not in args
+    caps = {args[i + 1] for i, a in enumerate(args) if a == "--cap-add"}
+    assert caps == {"SYS_ADMIN", "NET_ADMIN"}
+    assert args[args.index("--cgroupns") + 1] == "private"      # the container's own cgroups: its own limits
+    assert args[args.index("--stop-signal") + 1] == "SIGRTMIN+3"
+
+
+def test_containers_get_own_cores_only_where_each_gets_all_its_cpus():
+    names = ("default", "tuned")
+    assert placement.for_containers("auto", names, 2, host_cores=[0, 1]) == {}     # a cpuset of 1 = 1 CPU seen
+    assert placement.for_containers("auto", names, 2, host_cores=[0, 1, 2, 3]) == {"default": "0,1", "tuned": "2,3"}
+    assert placement.for_containers("none", names, 2, host_cores=[0, 1, 2, 3]) == {}
+    assert placement.for_containers("default=0;tuned=1", names, 2, host_cores=[0, 1]) == {"default": "0",
+                                                                                            "tuned": "1"}
+
+
+# -- what a container cannot do -------------------------------------------------------------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a fresh network namespace needs root")
+
+
+@needs_root
+def test_the_per_namespace_kernel_settings_are_read_from_this_hosts_kernel():
+    own = containers.netns_sysctls()
+    assert "net.core.somaxconn" in own and "net.ipv4.tcp_fin_timeout" in own
+    assert "vm.swappiness" not in own and "kernel.pid_max" not in own
+    assert "net.core.rmem_max" not in own          # global: read-only outside the host's namespace
+    assert "net.netfilter.nf_conntrack_max" not in own
+
+
+def test_a_knob_sets_host_wide_kernel_setting_is_left_out_on_containers_and_said():
+    machine_fit.use("containers", per_namespace={"net.core.somaxconn"})
+    try:
+        kept, left = machine_fit.split({"base_sysctl": {"net.core.somaxconn": 1024,
+                                                        "net.netfilter.nf_conntrack_max": 32768}, "x": 1})
+        assert kept == {"base_sysctl": {"net.core.somaxconn": 1024}, "x": 1}
+        assert list(left) == ["base_sysctl[net.netfilter.nf_conntrack_max]"]
+        assert "the host's" in left["base_sysctl[net.netfilter.nf_conntrack_max]"]
+    finally:
+        machine_fit.use("libvirt")
+    assert machine_fit.split({"base_sysctl": {"vm.swappiness": 1}}) == ({"base_sysctl": {"vm.swappiness": 1}}, {})
+
+
+def test_the_tuned_sets_conntrack_setting_is_left_out_and_a_typed_one_refused():
+    svc = service.load(service.DEFAULT)
+    machine_fit.use("containers", per_namespace={"net.core.somaxconn"})
+    try:
+        tuned = design.config_knobs("tuned", None, svc)
+        assert "net.netfilter.nf_conntrack_max" not in tuned["base_sysctl"]
+        assert "base_sysctl[net.netfilter.nf_conntrack_max]" in design.left_out("tuned", svc)
+        with pytest.raises(ValueError, match=r"--set base_sysctl=.*vm\.swappiness: not a per-network-namespace"):
+            design.config_knobs("default", {"default": {"base_sysctl": {"vm.swappiness": 10}}}, svc)
+        ok = design.config_knobs("default", {"default": {"base_sysctl": {"net.core.somaxconn": 4096}}}, svc)
+        assert ok["base_sysctl"] == {"net.core.somaxconn": 4096}
+    finally:
+        machine_fit.use("libvirt")
+    assert design.config_knobs("tuned", None, svc)["base_sysctl"]["net.netfilter.nf_conntrack_max"] == 32768
+
+
+# -- the JVM's view of its machine ------------------------------------------------------------------------------
+
+CONTAINER_VIEW = """[0.001s][debug][os,container] Detected cgroups hybrid or legacy hierarchy
+      int ActiveProcessorCount = -1 {product} {default}
+     intx CICompilerCount = 2 {product} {ergonomic}
+   size_t InitialHeapSize = 8388608 {product} {ergonomic}
+   size_t MaxHeapSize = 134217728 {product} {ergonomic}
+     bool UseG1GC = false {product} {default}
+     bool UseSerialGC = true {product} {ergonomic}
+    Provider: cgroupv1
+    Effective CPU Count: 2
+    Memory Limit: 512.00M
+"""
+VM_VIEW = """   size_t MaxHeapSize = 125829120 {product} {ergonomic}
+     bool UseSerialGC = true {product} {ergonomic}
+     intx CICompilerCount = 2 {product} {ergonomic}
+    Provider: cgroupv1
+    Effective CPU Count: 2
+    Memory Limit: Unlimited
+"""
+
+
+def test_the_jvms_own_view_of_its_machine_is_read_and_worded(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "jvm-shape.txt").write_text(CONTAINER_VIEW)
+    shape = collect.jvm_shape(tmp_path)
+    assert shape == {"container_support": "cgroupv1", "cpus": 2, "memory_limit": "512.00M", "max_heap_mb": 128,
+                     "initial_heap_mb": 8, "gc": "Serial", "compiler_threads": 2}
+    assert collect.read_versions(tmp_path)["jvm_shape"] == \
+        "2 CPUs, memory limit 512.00M, heap ≤ 128 MiB, SerialGC, 2 compiler threads (cgroupv1)"
+    (tmp_path / "config" / "jvm-shape.txt").write_text(VM_VIEW)
+    assert collect.shape_words(collect.jvm_shape(tmp_path)) == \
+        "2 CPUs, memory limit Unlimited, heap ≤ 120 MiB, SerialGC, 2 compiler threads (cgroupv1)"
+    (tmp_path / "config" / "jvm-shape.txt").write_text("")
+    assert collect.jvm_shape(tmp_path) == {} and "jvm_shape" not in collect.read_versions(tmp_path)
+
+
+# -- what a killed lab leaves -------------------------------------------------------------------------------------
+
+def test_processes_left_in_the_containers_cgroups_are_ended_by_pid_and_the_cgroups_removed(tmp_path, monkeypatch):
+    """A killed dockerd leaves its containers' processes running in their cgroups: teardown ends exactly those."""
+    root = tmp_path / "cgroup"
+    group = root / "pids" / containers.CGROUP_PARENT / "abc123"
+    group.mkdir(parents=True)
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    real_rmdir = Path.rmdir
+
+    def rmdir(path):        # a cgroup's files go with its folder; a plain folder's must go first
+        for child in path.iterdir():
+            if child.is_file():
+                child.unlink()
+        real_rmdir(path)
+    try:
+        (group / "cgroup.procs").write_text(f"{left.pid}\n")
+        monkeypatch.setattr(containers, "CGROUP_ROOT", root)
+        monkeypatch.setattr(containers, "RUNTIME_DIR", tmp_path / "run")
+        monkeypatch.setattr(Path, "rmdir", rmdir)
+        assert containers.remains()
+        done = containers.end_leftovers()
+        assert f"leftover container process {left.pid} ended" in done
+        assert left.wait(timeout=10) == -signal.SIGTERM
+        assert bystander.poll() is None          # nothing else was touched
+        assert not (root / "pids" / containers.CGROUP_PARENT).exists()
+        assert not containers.remains()
+    finally:
+        for proc in (left, bystander):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
