@@ -3,7 +3,11 @@ request of the load, cold and warm, and how long teardown takes. Every measured 
 load is not what is measured); its run.json phases (lab/experiment/run.py) say where the time went.
 
   .venv/bin/python -m bench.cycle [--repeat 3] [--scenarios cold,warm,httpd,tomcat,jvm,logback,down]
+                                  [--providers containers,libvirt]
   .venv/bin/python -m bench.cycle --table results/<stamp>-bench-cycle/cycle.json   # the table again
+
+Each provider (the machines' kind, LAB_PROVIDER: docs/machines.md) runs the whole sequence in turn, the lab taken
+down between them; the table has a block per provider.
 
 Scenarios, in this order within each repetition:
   cold      nothing of the lab cached: lab down, the base box and the app jar removed (the host's Maven,
@@ -15,6 +19,8 @@ Scenarios, in this order within each repetition:
   down      ./start.sh down after a run (timed here: down has no run folder)
   fresh     new machines from the cached box: ./start.sh down, then a run (what CI's e2e stage does; a
             warm or knob scenario that follows down is recorded as fresh, which it is)
+  scenario  the whole default load (150 users, 150 s ramp-up, 20 min) after a warm start: its wall time from
+            ./start.sh to the printed verdict (not in the default list: 25 min on containers, more on VMs)
 The table: per scenario, n and min / median / max seconds to the load's start, the phase with the
 longest median (what limits it), and the host's own speed before its trials (a fixed pure-Python loop on
 one core, best of three: this host is a VM among others, and the same box booted ~40 % slower in the evening
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import statistics
@@ -47,6 +54,8 @@ KNOB_CHANGES = {
     "logback": ("logback_async_queue_size", (512, 500)),
 }
 SCENARIOS = ("cold", "fresh", "warm", *KNOB_CHANGES, "down")
+LONG = ("scenario",)                 # asked for by name only
+PROVIDERS = ("containers", "libvirt")
 # what run.json's phases hold before the load starts (to_load_s is their sum, plus the gaps between them)
 PHASES_TO_LOAD = ("up", "provision", "restart", "check")
 CALIBRATION_LOOPS = 3_000_000
@@ -66,7 +75,8 @@ def host_calibration_s(loops: int = CALIBRATION_LOOPS) -> float:
 
 
 def forget_caches(log=print) -> list[str]:
-    """A cold start: the lab down, and the base boxes and app jars it would otherwise reuse removed."""
+    """A cold start: the lab down, and the base boxes, container images and app jars it would otherwise reuse
+    removed."""
     removed = []
     done = subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -78,6 +88,10 @@ def forget_caches(log=print) -> list[str]:
     if boxes.is_dir():
         shutil.rmtree(boxes)
         removed.append(str(boxes.relative_to(paths.ROOT)))
+    images = paths.STATE_DIR / "docker"     # the lab's Docker daemon's state: its image cache (down stopped it)
+    if images.is_dir():
+        shutil.rmtree(images)
+        removed.append(str(images.relative_to(paths.ROOT)))
     for jar in sorted((paths.ROOT / "app").glob("*/target/*.jar")):
         jar.unlink()
         removed.append(str(jar.relative_to(paths.ROOT)))
@@ -85,18 +99,19 @@ def forget_caches(log=print) -> list[str]:
     return removed
 
 
-def timed_run(scenario: str, overrides: dict[str, object], log=print) -> dict:
-    """One ./start.sh with the tiny load: its run folder's phases, or why there are none."""
-    argv = [START, *TINY_LOAD, "--label", f"cycle-{scenario}"]
+def timed_run(scenario: str, overrides: dict[str, object], log=print, provider: str = "auto") -> dict:
+    """One ./start.sh with the tiny load (the scenario: the default load): its run folder's phases, or why there
+    are none."""
+    argv = [START, *([] if scenario == "scenario" else TINY_LOAD), "--label", f"cycle-{scenario}"]
     for knob, value in overrides.items():
         argv += ["--set", f"tuned:{knob}={json.dumps(value) if isinstance(value, bool) else value}"]
     calibration_s = host_calibration_s()
     before = set(paths.RESULTS.iterdir()) if paths.RESULTS.exists() else set()
     started = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600, env=with_provider(provider))
     wall_s = round(time.monotonic() - started)
     made = sorted(set(paths.RESULTS.iterdir()) - before) if paths.RESULTS.exists() else []
-    trial = {"scenario": scenario, "argv": argv[1:], "exit": done.returncode, "wall_s": wall_s,
+    trial = {"scenario": scenario, "provider": provider, "argv": argv[1:], "exit": done.returncode, "wall_s": wall_s,
              "folder": made[-1].name if made else None, "phases": {}, "host_calibration_s": calibration_s}
     trial["steps"] = steps_taken(done.stdout)
     if made:    # what ./start.sh printed, beside the run it made: where a surprising figure came from
@@ -145,30 +160,38 @@ def slowest_tasks(ansible_log: str, n: int = 5) -> list[tuple[str, float]]:
     return sorted(spans, key=lambda span: -span[1])[:n]
 
 
-def timed_down(log=print) -> dict:
+def with_provider(provider: str) -> dict:
+    return {**os.environ, "LAB_PROVIDER": provider}
+
+
+def timed_down(log=print, provider: str = "auto") -> dict:
     calibration_s = host_calibration_s()
     started = time.monotonic()
-    done = subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800)
-    trial = {"scenario": "down", "exit": done.returncode, "wall_s": round(time.monotonic() - started), "phases": {},
-             "host_calibration_s": calibration_s}
+    done = subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800, env=with_provider(provider))
+    trial = {"scenario": "down", "provider": provider, "exit": done.returncode,
+             "wall_s": round(time.monotonic() - started), "phases": {}, "host_calibration_s": calibration_s}
     log(f"down: exit {done.returncode} in {trial['wall_s']} s")
     return trial
 
 
 def seconds_of(trial: dict) -> int | None:
-    """The figure a scenario is judged by: to the load's start, or down's own time."""
+    """The figure a scenario is judged by: to the load's start (cold: from the command, the app's jar built and the
+    machines made), or the whole wall time of down and of the scenario."""
     if trial["exit"] != 0:
         return None
-    return trial["wall_s"] if trial["scenario"] == "down" else trial["phases"].get("to_load_s")
+    if trial["scenario"] in ("down", *LONG):
+        return trial["wall_s"]
+    return trial["phases"].get("to_load_s")
 
 
 def table(trials: list[dict]) -> str:
-    """min / median / max per scenario (failed trials counted apart), the phase with the longest median and
-    the host's calibration (median s)."""
-    lines = ["| scenario | n | min s | median s | max s | longest phase (median s) | failed | host calibration s |",
-             "|---|---|---|---|---|---|---|---|"]
-    for scenario in SCENARIOS:
-        mine = [t for t in trials if t["scenario"] == scenario]
+    """Per provider and scenario: min / median / max (failed trials counted apart), the phase with the longest
+    median and the host's calibration (median s)."""
+    lines = ["| provider | scenario | n | min s | median s | max s | longest phase (median s) | failed | "
+             "host calibration s |", "|---|---|---|---|---|---|---|---|---|"]
+    for provider, scenario in [(p, s) for p in dict.fromkeys(t.get("provider", "auto") for t in trials)
+                               for s in (*SCENARIOS, *LONG)]:
+        mine = [t for t in trials if t["scenario"] == scenario and t.get("provider", "auto") == provider]
         if not mine:
             continue
         figures = [s for s in map(seconds_of, mine) if s is not None]
@@ -178,43 +201,46 @@ def table(trials: list[dict]) -> str:
         cells = ([len(figures), min(figures), round(statistics.median(figures)), max(figures)] if figures
                  else [0, "–", "–", "–"])
         speeds = [t["host_calibration_s"] for t in mine if t.get("host_calibration_s")]
-        lines.append("| " + " | ".join(str(c) for c in [scenario, *cells,
+        lines.append("| " + " | ".join(str(c) for c in [provider, scenario, *cells,
                      f"{longest} ({phase_medians[longest]:g})" if longest else "–",
                      len(mine) - len(figures), f"{statistics.median(speeds):.2f}" if speeds else "–"]) + " |")
     return "\n".join(lines)
 
 
-def execute(repeat: int, scenarios: list[str], log=print) -> Path:
+def execute(repeat: int, scenarios: list[str], log=print, providers: tuple[str, ...] = ("auto",)) -> Path:
     out = paths.RESULTS / record.new_run_id("bench-cycle")
     out.mkdir(parents=True)
     trials: list[dict] = []
-    overrides: dict[str, object] = {}
 
     def keep(trial):
         trials.append(trial)
-        (out / "cycle.json").write_text(json.dumps({"repeat": repeat, "scenarios": scenarios,
+        (out / "cycle.json").write_text(json.dumps({"repeat": repeat, "scenarios": scenarios, "providers": providers,
                                                     "tiny_load": TINY_LOAD, "trials": trials}, indent=2))
-    gone = False                        # the machines were destroyed by the step before
-    turns = dict.fromkeys(KNOB_CHANGES, 0)  # each knob step flips its knob, also when it is listed twice
-    for r in range(repeat):
-        log(f"== repetition {r + 1} of {repeat}")
-        for scenario in scenarios:
-            if scenario == "cold":
-                forget_caches(log)
-                keep({**timed_run("cold", overrides, log), "removed_caches": True})
-            elif scenario == "down":
-                keep(timed_down(log))
-            else:
-                if scenario == "fresh" and not gone:
-                    keep(timed_down(log))
-                if scenario in KNOB_CHANGES:
-                    knob, values = KNOB_CHANGES[scenario]
-                    overrides = {**overrides, knob: values[turns[scenario] % 2]}
-                    turns[scenario] += 1
-                if gone and scenario != "fresh":
-                    log(f"{scenario}: the machines were just destroyed, so this run is recorded as fresh")
-                keep(timed_run("fresh" if gone or scenario == "fresh" else scenario, overrides, log))
-            gone = scenario == "down"
+    for provider in providers:
+        if len(providers) > 1:      # one kind's lab is taken down before the other's comes up
+            subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800, env=with_provider("auto"))
+        overrides: dict[str, object] = {}
+        gone = False                        # the machines were destroyed by the step before
+        turns = dict.fromkeys(KNOB_CHANGES, 0)  # each knob step flips its knob, also when it is listed twice
+        for r in range(repeat):
+            log(f"== {provider}: repetition {r + 1} of {repeat}")
+            for scenario in scenarios:
+                if scenario == "cold":
+                    forget_caches(log)
+                    keep({**timed_run("cold", overrides, log, provider), "removed_caches": True})
+                elif scenario == "down":
+                    keep(timed_down(log, provider))
+                else:
+                    if scenario == "fresh" and not gone:
+                        keep(timed_down(log, provider))
+                    if scenario in KNOB_CHANGES:
+                        knob, values = KNOB_CHANGES[scenario]
+                        overrides = {**overrides, knob: values[turns[scenario] % 2]}
+                        turns[scenario] += 1
+                    if gone and scenario != "fresh":
+                        log(f"{scenario}: the machines were just destroyed, so this run is recorded as fresh")
+                    keep(timed_run("fresh" if gone or scenario == "fresh" else scenario, overrides, log, provider))
+                gone = scenario == "down"
     return out
 
 
@@ -222,17 +248,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.cycle", description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="repetitions of the whole sequence (default 3)")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of: {', '.join(SCENARIOS)}")
+    ap.add_argument("--providers", default="auto",
+                    help=f"machine kinds, comma-separated, each in turn (of: auto, {', '.join(PROVIDERS)})")
     ap.add_argument("--table", type=Path, metavar="CYCLE_JSON", help="print the table of an earlier benchmark")
     args = ap.parse_args(argv)
     if args.table:
         print(table(json.loads(args.table.read_text())["trials"]))
         return 0
     chosen = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    unknown = [s for s in chosen if s not in SCENARIOS]
+    unknown = [s for s in chosen if s not in (*SCENARIOS, *LONG)]
+    kinds = tuple(p.strip() for p in args.providers.split(",") if p.strip())
+    if not kinds or set(kinds) - {"auto", *PROVIDERS}:
+        ap.error(f"--providers: of auto, {', '.join(PROVIDERS)}")
     if unknown or not chosen or args.repeat < 1:
-        ap.error(f"unknown scenario {', '.join(unknown)} (scenarios: {', '.join(SCENARIOS)})" if unknown
+        ap.error(f"unknown scenario {', '.join(unknown)} (scenarios: {', '.join((*SCENARIOS, *LONG))})" if unknown
                  else "--repeat must be at least 1 and --scenarios name at least one")
-    out = execute(args.repeat, chosen)
+    out = execute(args.repeat, chosen, providers=kinds)
     trials = json.loads((out / "cycle.json").read_text())["trials"]
     print(f"\nCycle benchmark ({out.name}), {args.repeat} repetition(s), load {' '.join(TINY_LOAD)}:\n")
     print(table(trials))

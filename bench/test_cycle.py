@@ -18,10 +18,10 @@ def test_the_table_gives_min_median_max_and_the_phase_that_limits():
               {**trial("cold", 1, exit=1, up_s=5), "host_calibration_s": 1.2},      # failed: counted apart
               trial("warm", 150, up_s=2, provision_s=30, restart_s=90, check_s=20),  # (a bench before calibration)
               trial("down", wall=40)]
-    rows = {line.split(" | ")[0].strip("| "): line for line in cycle.table(trials).splitlines()[2:]}
-    assert rows["cold"] == "| cold | 2 | 900 | 950 | 1000 | provision (530) | 1 | 1.20 |"
-    assert rows["warm"] == "| warm | 1 | 150 | 150 | 150 | restart (90) | 0 | – |"
-    assert rows["down"] == "| down | 1 | 40 | 40 | 40 | – | 0 | – |"
+    rows = {line.split(" | ")[1]: line for line in cycle.table(trials).splitlines()[2:]}
+    assert rows["cold"] == "| auto | cold | 2 | 900 | 950 | 1000 | provision (530) | 1 | 1.20 |"
+    assert rows["warm"] == "| auto | warm | 1 | 150 | 150 | 150 | restart (90) | 0 | – |"
+    assert rows["down"] == "| auto | down | 1 | 40 | 40 | 40 | – | 0 | – |"
     assert list(rows) == ["cold", "warm", "down"], "scenarios in their order, none invented"
 
 
@@ -30,10 +30,26 @@ def stand_ins(monkeypatch, tmp_path):
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     done = []
     monkeypatch.setattr(cycle, "forget_caches", lambda log=print: done.append(("forget",)) or [])
-    monkeypatch.setattr(cycle, "timed_down", lambda log=print: done.append(("down",)) or trial("down", wall=30))
-    monkeypatch.setattr(cycle, "timed_run", lambda scenario, overrides, log=print:
-                        done.append((scenario, dict(overrides))) or trial(scenario, 100))
+    monkeypatch.setattr(cycle, "timed_down", lambda log=print, provider="auto": done.append(("down",))
+                        or {**trial("down", wall=30), "provider": provider})
+    monkeypatch.setattr(cycle, "timed_run", lambda scenario, overrides, log=print, provider="auto":
+                        done.append((scenario, dict(overrides))) or {**trial(scenario, 100), "provider": provider})
+    monkeypatch.setattr(cycle.subprocess, "run", lambda *a, **k: done.append(("down between kinds",)))
     return done
+
+
+def test_each_kind_runs_the_sequence_in_turn_with_a_block_of_its_own(stand_ins):
+    out = cycle.execute(1, ["warm", "scenario"], log=lambda *a: None, providers=("containers", "libvirt"))
+    assert stand_ins == [("down between kinds",), ("warm", {}), ("scenario", {}),
+                         ("down between kinds",), ("warm", {}), ("scenario", {})]
+    trials = json.loads((out / "cycle.json").read_text())["trials"]
+    assert [(t["provider"], t["scenario"]) for t in trials] == [("containers", "warm"), ("containers", "scenario"),
+                                                                 ("libvirt", "warm"), ("libvirt", "scenario")]
+    trials[1]["wall_s"] = 1400      # the scenario is judged by its whole wall time
+    rows = [line.split(" | ")[:3] for line in cycle.table(trials).splitlines()[2:]]
+    assert rows == [["| containers", "warm", "1"], ["| containers", "scenario", "1"], ["| libvirt", "warm", "1"],
+                    ["| libvirt", "scenario", "1"]]
+    assert "| 1400 | 1400 | 1400 |" in cycle.table(trials)
 
 
 def test_each_knob_step_changes_one_knob_and_a_run_after_down_is_fresh(stand_ins):

@@ -126,7 +126,9 @@ def _warmup_line(warmup_s: float, source: str) -> str:
             f"{source}); the window ends at the machine's last sample.")
 
 
-def resultstable(machines: dict[str, Machine], analysis: Analysis | None = None) -> list[str]:
+def resultstable(machines: dict[str, Machine], analysis: Analysis | None = None, shared_kernel: bool = False
+                 ) -> list[str]:
+    """shared_kernel: the machines are containers, whose load average is the host's (both twins' and the host's)."""
     d, t = machines["default"], machines["tuned"]
     rows = []
 
@@ -149,7 +151,8 @@ def resultstable(machines: dict[str, Machine], analysis: Analysis | None = None)
             figure=p)
     rows.append(["latency mean ± σ (successful)", fmt.mean_sd(d.load.mean_ms, d.load.sd_ms, 1, "ms"),
                  fmt.mean_sd(t.load.mean_ms, t.load.sd_ms, 1, "ms"), fmt.ratio(t.load.mean_ms, d.load.mean_ms), ""])
-    row("max load average (1 min)", d.system.max_load1, t.system.max_load1, lambda x: fmt.num(x, 2))
+    row("max load average (1 min" + (", the host's)" if shared_kernel else ")"), d.system.max_load1,
+        t.system.max_load1, lambda x: fmt.num(x, 2))
     for group in PROCESS_GROUPS:
         row(f"peak RSS {group}", d.system.peak_rss_mib.get(group), t.system.peak_rss_mib.get(group),
             lambda x: fmt.num(x, 1, "MiB"))
@@ -272,7 +275,7 @@ def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, 
         lines += [calibration_words(calibration, design(run)["kind"]), ""]
     lines += [_run_line(run), "", _warmup_line(warmup_s, warmup_source), ""]
     lines += design_lines(run)
-    lines += ["## Results", ""] + resultstable(machines, analysis) + [""]
+    lines += ["## Results", ""] + resultstable(machines, analysis, run.get("provider") == "containers") + [""]
     lines += capacity_lines(run, machines)
     lines += uncertainty_lines(analysis)
     lines += per_label or []        # report/render/labels.py
