@@ -167,6 +167,8 @@ def test_processes_left_in_the_containers_cgroups_are_ended_by_pid_and_the_cgrou
         monkeypatch.setattr(containers, "CGROUP_ROOT", root)
         monkeypatch.setattr(containers, "RUNTIME_DIR", tmp_path / "run")
         monkeypatch.setattr(Path, "rmdir", rmdir)
+        monkeypatch.setattr(containers.procs, "recorded", lambda name: None)   # no daemon of a lab here
+        monkeypatch.setattr(containers.procs, "alive", lambda name: False)
         assert containers.remains()
         done = containers.end_leftovers()
         assert f"leftover container process {left.pid} ended" in done

@@ -24,7 +24,8 @@ def test_a_service_run_says_what_ran_and_what_was_left_out(tmp_path):
     lines = service_lines(run(tmp_path, service=SERVICE))
     assert lines[0] == ("Service: **petclinic-rest** (spring-petclinic-rest-3.4.3.jar: Spring Boot 3.5.7, Tomcat "
                         "10.1.48), with the lab's tuning kit on its class path; HTTPD forwards /petclinic/.")
-    assert lines[1] == "Left out of tuned (the service cannot take them): logback_audit_appender, tomcat_ajp_connector."
+    assert lines[1] == ("Left out of tuned (the service, or the machines' kind, cannot take them): "
+                        "logback_audit_appender, tomcat_ajp_connector.")
     line = _run_line(run(tmp_path, service=SERVICE))
     assert "the service's own plan petclinic-rest.jmx" in line and "mix" not in line and "load lab" not in line
 
