@@ -419,3 +419,32 @@ def test_log_lines_are_dated_and_told(run_copy):
     assert told["full GC (gc.log)"] == 85  # one collection: its end line
     assert told["OOM kill (journal: Out of memory: Killed process 4242 (java) total-vm:2000000kB)"] == 85
     assert _row(sat, "JVM heap").errors == "full GCs 1 (gc.log)"  # gc.log before the major-GC timer
+
+
+def test_a_containers_cpu_and_memory_are_its_cgroups_not_the_hosts(run_copy):
+    """A container's kernel.all.*, run queue and mem.util.* are the host's (24 GiB, busy with both twins): the
+    USE rows read its cgroup's figures (openmetrics.machine.*: the pcp role's machine script) instead."""
+    _write_metrics(run_copy, _steady({
+        ("mem.physmem", ""): lambda k: 24 * 1024 * KIB_PER_MIB,                # the host's
+        ("mem.util.available", ""): lambda k: 20 * 1024 * KIB_PER_MIB,
+        ("kernel.all.runnable", ""): lambda k: 150,                             # the host's run queue
+        ("openmetrics.machine.memory_total_kb", ""): lambda k: 512 * KIB_PER_MIB,
+        ("openmetrics.machine.memory_available_kb", ""): lambda k: (100 if k >= 60 else 300) * KIB_PER_MIB,
+        ("openmetrics.machine.oom_kills", ""): lambda k: 0.0,
+        ("openmetrics.machine.cpu_limit_millis", ""): lambda k: 2000,
+        ("openmetrics.machine.cpu_used_ms", ""): lambda k: 1900.0 if k >= 60 else 1000.0,   # ms of CPU per s
+        ("openmetrics.machine.cpu_throttled_ms", ""): lambda k: 50.0 if k >= 60 else 0.0,
+    }))
+    _, sat = _machine(run_copy)
+    memory = _row(sat, "Memory")
+    assert memory.reads == "in use (the container's memory limit − available under it)"
+    assert (memory.peak, memory.limit) == (pytest.approx(412.0), 512)
+    cpu = _row(sat, "CPU")
+    assert cpu.reads == "the container's CPU time, % of its quota (cpuacct)"
+    assert cpu.peak == pytest.approx(95.0) and cpu.limit_source.startswith("2 CPUs of quota")
+    assert cpu.saturation.startswith("throttled peak 50 ms/s") and "run queue" not in cpu.saturation
+    # a VM (its own RAM below nothing): the kernel's figures as before
+    _write_metrics(run_copy, _steady({("openmetrics.machine.memory_total_kb", ""): lambda k: 512 * KIB_PER_MIB}))
+    _, vm = _machine(run_copy)
+    assert _row(vm, "CPU").saturation == "run queue peak 1 (> 2 vCPUs: 0 s)"
+    assert _row(vm, "Memory").reads == "in use (RAM − available)"

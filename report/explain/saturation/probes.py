@@ -17,6 +17,8 @@ from report.stats.figures import integral
 
 def cpu(r: Reader) -> Resource:
     res = Resource("CPU", reads="busy (user + sys + steal), % of all CPU time", unit="%")
+    if container_memory(r, r.last("mem.physmem")) is not None:
+        return container_cpu(r, res)
     ncpu = r.last("hinv.ncpu")
     known = not fmt.missing(ncpu) and ncpu > 0
     shares = r.m.cpu_shares() if r.m is not None else {}
@@ -33,6 +35,26 @@ def cpu(r: Reader) -> Resource:
         res.saturation = f"run queue peak {fmt.num(peak, 0)} (> {ncpu:.0f} vCPUs: {over:.0f} s)"
     else:
         res.saturation = "run queue not recorded"
+    return res
+
+
+def container_cpu(r: Reader, res: Resource) -> Resource:
+    """A container's CPU from its cgroup (kernel.all.* and the run queue are the host's): the CPU time it used
+    against its quota, and the time the quota throttled it."""
+    res.reads = "the container's CPU time, % of its quota (cpuacct)"
+    limit = r.last("openmetrics.machine.cpu_limit_millis")
+    used = r.series("openmetrics.machine.cpu_used_ms")        # a rate: ms of CPU per second
+    if len(used) and not fmt.missing(limit) and limit > 0:
+        r.utilisation(res, used.map(lambda v: 100.0 * v / limit), 100.0,
+                      f"{limit / 1000:g} CPUs of quota, openmetrics.machine.cpu_limit_millis")
+    else:
+        res.not_recorded = "openmetrics.machine.cpu_used_ms, cpu_limit_millis"
+    throttled = r.series("openmetrics.machine.cpu_throttled_ms")
+    if len(throttled):
+        peak, over = r.queue(res, throttled, 0.0, lambda top: f"throttled by its quota ({top:.0f} ms/s)")
+        res.saturation = f"throttled peak {fmt.num(peak, 0)} ms/s ({over:.0f} s)"
+    else:
+        res.saturation = "throttling not recorded"
     return res
 
 
