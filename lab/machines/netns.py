@@ -110,13 +110,10 @@ def libvirt_started() -> bool:
 
 
 def healthy(libvirt: bool | None = None) -> bool:
-    """The namespace exists and its uplink runs; with libvirt (None: where its daemons were started) they run
-    and libvirtd answers."""
+    """The namespace exists, its uplink runs; with libvirt (None: where it was started) its daemons run and answer."""
     if not exists() or not procs.alive("slirp4netns"):
         return False
-    if libvirt is None:
-        libvirt = libvirt_started()
-    if not libvirt:
+    if not (libvirt_started() if libvirt is None else libvirt):
         return True
     return all(procs.alive(n) for n in DAEMONS) and virsh("version").returncode == 0
 
@@ -174,9 +171,8 @@ def _start_uplink() -> None:
 
 
 def cgroup_mounts() -> str:
-    """The shell lines that mount the host's cgroup v1 hierarchies again: `ip netns exec` mounts a fresh /sys,
-    which hides /sys/fs/cgroup, and libvirtd and dockerd need the controllers (and systemd's own hierarchy: a
-    container's systemd keeps its units there)."""
+    """Shell lines mounting the host's cgroup v1 hierarchies again (`ip netns exec` mounts a fresh /sys): libvirtd
+    and dockerd need the controllers, a container's systemd its own hierarchy."""
     lines = ["mount -t tmpfs cgroup_root /sys/fs/cgroup"]
     for c in CGROUP_V1_CONTROLLERS:
         if Path(f"/sys/fs/cgroup/{c}").is_dir():

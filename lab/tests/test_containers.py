@@ -1,5 +1,6 @@
 """Provider containers: the choice of the machines' kind, the containers' shape, what a container cannot do (kernel
 settings that are the host's), the JVM's own view of its machine, and what a killed lab leaves."""
+import json
 import os
 import signal
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.experiment import collect, design, service
+from lab.experiment import collect, design, jvm_shape, service
 from lab.machines import containers, placement, provider, settings
 from lab.provision import machine_fit
 
@@ -134,16 +135,16 @@ VM_VIEW = """   size_t MaxHeapSize = 125829120 {product} {ergonomic}
 def test_the_jvms_own_view_of_its_machine_is_read_and_worded(tmp_path):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "jvm-shape.txt").write_text(CONTAINER_VIEW)
-    shape = collect.jvm_shape(tmp_path)
+    shape = jvm_shape.read(tmp_path)
     assert shape == {"container_support": "cgroupv1", "cpus": 2, "memory_limit": "512.00M", "max_heap_mb": 128,
                      "initial_heap_mb": 8, "gc": "Serial", "compiler_threads": 2}
     assert collect.read_versions(tmp_path)["jvm_shape"] == \
         "2 CPUs, memory limit 512.00M, heap ≤ 128 MiB, SerialGC, 2 compiler threads (cgroupv1)"
     (tmp_path / "config" / "jvm-shape.txt").write_text(VM_VIEW)
-    assert collect.shape_words(collect.jvm_shape(tmp_path)) == \
+    assert jvm_shape.words(jvm_shape.read(tmp_path)) == \
         "2 CPUs, memory limit Unlimited, heap ≤ 120 MiB, SerialGC, 2 compiler threads (cgroupv1)"
     (tmp_path / "config" / "jvm-shape.txt").write_text("")
-    assert collect.jvm_shape(tmp_path) == {} and "jvm_shape" not in collect.read_versions(tmp_path)
+    assert jvm_shape.read(tmp_path) == {} and "jvm_shape" not in collect.read_versions(tmp_path)
 
 
 # -- what a killed lab leaves -------------------------------------------------------------------------------------
@@ -181,3 +182,25 @@ def test_processes_left_in_the_containers_cgroups_are_ended_by_pid_and_the_cgrou
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def test_the_core_swap_moves_a_containers_cpuset_and_checks_docker_shows_it(monkeypatch):
+    """The equal start and the core swap pin through vagrant.pin_checked: on containers, `docker update
+    --cpuset-cpus`, then the container's cpuset as Docker reports it must be the cores asked for."""
+    from lab.machines import vagrant
+    shown = {"default": "0,1"}
+    calls = []
+
+    def docker(*args, **kw):
+        calls.append(args)
+        if args[0] == "update":
+            shown[args[-1][len(containers.PREFIX):]] = "3" if args[2] == "2,3" else args[2]   # Docker ignores a core
+        out = json.dumps([{"HostConfig": {"CpusetCpus": shown.get(args[-1][len(containers.PREFIX):], "")}}])
+        return subprocess.CompletedProcess(args, 0, out, "")
+    monkeypatch.setattr(vagrant, "in_containers", lambda: True)
+    monkeypatch.setattr(containers, "docker", docker)
+    vagrant.pin_checked("default", "2")
+    assert ("update", "--cpuset-cpus", "2", "camel-lab-default") in calls
+    assert vagrant.vcpu_placement("default") == "2"
+    with pytest.raises(vagrant.MachineError, match="default: its vCPUs are on host cores 3 after the swap, not 2,3"):
+        vagrant.pin_checked("default", "2,3", " after the swap")
