@@ -43,6 +43,7 @@ from pathlib import Path
 
 from lab import paths
 from lab.experiment import record
+from lab.machines import containers
 
 START = str(paths.ROOT / "start.sh")
 TINY_LOAD = ["--users", "2", "--ramp-up", "1s", "--duration", "10s", "--warmup", "0"]
@@ -88,10 +89,9 @@ def forget_caches(log=print) -> list[str]:
     if boxes.is_dir():
         shutil.rmtree(boxes)
         removed.append(str(boxes.relative_to(paths.ROOT)))
-    images = paths.STATE_DIR / "docker"     # the lab's Docker daemon's state: its image cache (down stopped it)
-    if images.is_dir():
-        shutil.rmtree(images)
-        removed.append(str(images.relative_to(paths.ROOT)))
+    if containers.DATA_ROOT.is_dir():      # the lab's Docker daemon's state: its image cache (down stopped it)
+        shutil.rmtree(containers.DATA_ROOT)
+        removed.append(str(containers.DATA_ROOT))
     for jar in sorted((paths.ROOT / "app").glob("*/target/*.jar")):
         jar.unlink()
         removed.append(str(jar.relative_to(paths.ROOT)))

@@ -1,11 +1,11 @@
 """The twin machines as system containers (provider `containers`): the lab's own Docker daemon, their shape, and
 what a container cannot do.
 
-The daemon is the lab's, started inside the lab namespace like libvirtd (there may be no service manager), with
-its state under .lab/docker and its sockets under /run/camel-lab-docker: its bridges, NAT rules and containers
-live in the lab's namespace, so Vagrant, Ansible and JMeter reach the machines on their private IPs as they reach
-VMs, and a user's own Docker daemon, images and networks are never touched (nor used: its networks are in the
-host's namespace, where the lab sends no traffic). Every process is ended by its recorded PID.
+The daemon is the lab's, started inside the lab namespace like libvirtd (there may be no service manager), with its
+state under /var/lib/camel-lab/docker and its sockets under /run/camel-lab-docker: its bridges, NAT rules and
+containers live in the lab's namespace, so Vagrant, Ansible and JMeter reach the machines on their private IPs as
+they reach VMs, and a user's own Docker daemon, images and networks are never touched (nor used: its networks are in
+the host's namespace, where the lab sends no traffic). Every process is ended by its recorded PID.
 """
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ DAEMON = "dockerd"
 # Unix sockets have a 108-byte path limit: the daemon's run-time files sit under /run, not in the checkout.
 RUNTIME_DIR = Path("/run/camel-lab-docker")
 SOCKET = RUNTIME_DIR / "docker.sock"
-DATA_ROOT = paths.STATE_DIR / "docker"       # images, containers' layers: kept across down (the image cache)
+# Images and containers' layers: kept across down, and host-wide like Maven's and pip's caches: one lab runs on a
+# host at a time, and an image is named by its recipe's hash, so a second checkout reuses what the first built.
+DATA_ROOT = Path("/var/lib/camel-lab/docker")
 CGROUP_PARENT = "camel-lab"                  # /sys/fs/cgroup/<controller>/camel-lab/<container id>
 PREFIX = "camel-lab-"                        # the containers' names (the Vagrantfile's d.name)
 DOCKER = "/usr/bin/docker"                   # Debian's client, matching its daemon (another may come first on PATH)
