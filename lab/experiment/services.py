@@ -21,8 +21,14 @@ class ServiceError(RuntimeError):
     """A machine's services could not be restarted; the message names the machine."""
 
 
+# A unit systemd failed to spawn (result 'resources': systemd 257 in a trixie container, on a read-only systemd cgroup
+# hierarchy, once in four starts: "Failed to spawn executor: No such file or directory") is started once more at
+# once; a unit that fails again fails the equal start as before.
+RESTART = "sudo systemctl restart $units || { sleep 1; sudo systemctl start $units; }"
+
+
 def _restart(name: str) -> dict:
-    command = reach.ssh_command(name, f"{UNITS} && sudo systemctl restart $units && systemctl show "
+    command = reach.ssh_command(name, f"{UNITS} && {{ {RESTART}; }} && systemctl show "
                                          "-p Id -p ActiveEnterTimestamp -p ActiveState $units")
     done = shell.run(command, f"{name}: restarting the services of its manifest failed", error=ServiceError,
                      timeout=RESTART_TIMEOUT_S)
