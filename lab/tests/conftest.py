@@ -1,10 +1,22 @@
 """What every lab test shares: no test takes the checkout's own lab lock (.lab/lock), which a real run, or
-another test run beside this one, may hold."""
+another test run beside this one, may hold; and no test sees the kind of a lab that may be up in this checkout
+(.lab/settings.json) or that a command before it chose (lab.provision.machine_fit): VMs unless it says otherwise."""
 import pytest
 
 from lab import lock
+from lab.machines import lifecycle, provider, vagrant
+from lab.provision import machine_fit
 
 
 @pytest.fixture(autouse=True)
 def own_lock(tmp_path, monkeypatch):
     monkeypatch.setattr(lock, "PATH", tmp_path / "lab.lock")
+
+
+@pytest.fixture(autouse=True)
+def machines_are_vms_unless_said(monkeypatch):
+    monkeypatch.setattr(vagrant, "kind", lambda: provider.LIBVIRT)
+    monkeypatch.setattr(lifecycle, "kind", lambda s: provider.LIBVIRT)
+    machine_fit.use(provider.LIBVIRT)
+    yield
+    machine_fit.use(provider.LIBVIRT)
