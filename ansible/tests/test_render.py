@@ -316,7 +316,7 @@ def test_pmlogger_intervals(tuned):
     groups = re.findall(r"log mandatory on every (\d+) seconds? \{([^}]*)\}", tuned["pcp/pmlogger.config"])
     metrics = {interval: group.split() for interval, group in groups}
     assert set(metrics) == {"5", "20", "30"}
-    assert metrics["20"] == ["openmetrics.app", "openmetrics.mock", "openmetrics.conntrack"]
+    assert metrics["20"] == ["openmetrics.app", "openmetrics.mock", "openmetrics.conntrack", "openmetrics.machine"]
     assert "network.tcpconn" in metrics["30"]
     assert all(m.startswith("hotproc.") for m in metrics["30"] if m != "network.tcpconn")
     assert "kernel.all.load" in metrics["5"] and "network.tcp" in metrics["5"]
