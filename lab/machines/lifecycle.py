@@ -15,10 +15,15 @@ class LabError(RuntimeError):
     """Any failure the user must read: printed as one message, exit 1."""
 
 
+def made_with(resolved: dict, s: settings.Settings) -> bool:
+    """The lab of these resolved settings was made with settings s."""
+    return resolved.get("requested") == json.loads(json.dumps(asdict(s)))
+
+
 def kind(s: settings.Settings) -> str:
     """The machines' kind a run gets: the running lab's, else what `up` would choose now."""
     resolved = vagrant.read_resolved() or {}
-    if resolved.get("provider") and resolved.get("requested") == json.loads(json.dumps(asdict(s))):
+    if resolved.get("provider") and made_with(resolved, s):
         return resolved["provider"]
     return provider.choose(s.provider, s.accelerator)["provider"]
 
@@ -43,8 +48,7 @@ def is_up(s: settings.Settings) -> bool:
     """Both machines running in a healthy lab; an error when they were made with other settings."""
     if not running():
         return False
-    previous = vagrant.read_resolved() or {}
-    if previous.get("requested") != json.loads(json.dumps(asdict(s))):
+    if not made_with(vagrant.read_resolved() or {}, s):
         raise LabError("the machines are up but were made with other settings; run ./start.sh down first")
     return True
 
