@@ -5,6 +5,7 @@ import pytest
 
 from bench import cycle
 from lab import paths
+from lab.provision import catalog
 
 
 def trial(scenario, to_load=None, exit=0, wall=0, **phases):
@@ -79,13 +80,13 @@ def test_cold_forgets_the_caches_first_and_fresh_downs_the_lab_first(stand_ins):
 
 def test_every_knob_change_is_a_knob_of_its_tier_and_comes_back_to_the_tuned_value():
     """(That Ansible's validation accepts the changed values on tuned: ansible/tests/test_validation.py.)"""
-    from lab.provision import knob_sets, knobs
-    catalog = knobs.defaults()
+    from lab.provision import knob_sets
+    out_of_the_box = catalog.defaults()
     tuned = knob_sets.values("tuned")
     for tier, (knob, values) in cycle.KNOB_CHANGES.items():
-        assert knob in catalog and knob.startswith(tier), knob
+        assert knob in out_of_the_box and knob.startswith(tier), knob
         assert values[0] != values[1]
-        assert tuned.get(knob, catalog[knob]) in values, f"{knob}: the second value restores the tuned one"
+        assert tuned.get(knob, out_of_the_box[knob]) in values, f"{knob}: the second value restores the tuned one"
 
 
 def test_the_host_calibration_takes_longer_for_more_work():

@@ -20,13 +20,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lab import paths
+from lab.errors import LabError
 
 PATH = paths.STATE_DIR / "lock"
 
 _held: dict = {}        # this process's lock while it holds it: {"fd": int, "info": dict}
 
 
-class Busy(RuntimeError):
+class Busy(LabError):
     """Another process holds the lab; the message names it and how to stop it."""
 
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import ANSIBLE_DIR, VENV_BIN, ansible_env
 
-from lab.provision import playbook
+from lab.provision import scope
 
 # what the roles set themselves before they read it (package_facts)
 SET_BY_ROLES = {"packages"}
@@ -31,7 +31,7 @@ def fact_names() -> set[str]:
 
 def machine_play() -> dict:
     return next(p for p in yaml.safe_load((ANSIBLE_DIR / "site.yml").read_text())
-                if p.get("name") == playbook.FULL_PLAY)
+                if p.get("name") == scope.FULL_PLAY)
 
 
 def facts_read(text: str, names: set[str]) -> set[str]:
@@ -48,7 +48,7 @@ def test_the_machines_play_gathers_no_facts():
 def test_no_role_of_the_machines_play_reads_a_gathered_fact(fact_names):
     # site.yml: this play only (the load generators' play gathers its facts)
     texts = {"site.yml": yaml.safe_dump(machine_play()),
-             **{str(p.relative_to(ANSIBLE_DIR)): p.read_text() for role in playbook.site_roles()
+             **{str(p.relative_to(ANSIBLE_DIR)): p.read_text() for role in scope.site_roles()
                 for p in sorted((ANSIBLE_DIR / "roles" / role).rglob("*")) if p.is_file() and p.suffix in
                 {".yml", ".yaml", ".j2"}},
              **{str(p.relative_to(ANSIBLE_DIR)): p.read_text()

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import ANSIBLE_DIR, INVENTORY, ROOT, TESTS_DIR, ansible_playbook, run_all
 
-from lab.provision import knobs
+from lab.provision import catalog
 
 SECRET = "render-test-secret"   # render.yml's stand-in for lab_ajp_secret
 # What a machine remembered of its kernel before the lab changed it (tasks/sysctl.yml).
@@ -59,12 +59,12 @@ def rendered(tmp_path_factory):
     return run_all({
         "plain": lambda: render(base / "plain", None),
         # prefork with Debian's 150 workers is beyond 512 MB by the memory estimate (~1025 MB): rendered, insisting
-        "override": lambda: render(base / "override", knobs.parse_overrides(OVERRIDES), "-e",
+        "override": lambda: render(base / "override", catalog.parse_overrides(OVERRIDES), "-e",
                                    json.dumps({"base_sysctl_baseline_text": BASELINE, "lab_insist_memory": True})),
         "inventory": lambda: render(base / "inventory", None, "--limit", "tuned",
                                     inventory=inventory_with_other_networks(base / "inventory")),
         # tuned's APR left out, as the lab leaves it out for a service on Tomcat 10.1 (lab/provision/service_fit.py)
-        "service": lambda: render(base / "service", knobs.parse_overrides(["default:app_unpacked=false",
+        "service": lambda: render(base / "service", catalog.parse_overrides(["default:app_unpacked=false",
                                                                            "tuned:tomcat_ajp_connector=nio"]), "-e",
                                   json.dumps(SERVICE_VARS)),
     })

@@ -1,10 +1,12 @@
-"""./start.sh's arguments: the run options and each command's own, with their help."""
+"""./start.sh's arguments: the run options, and the parser built from the command table (lab/cli/commands/)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from lab.experiment import load, sweep
+from lab.cli import commands
+from lab.cli.commands.provision import INSIST_MEMORY_HELP
+from lab.experiment import load
 from lab.experiment.run import milliseconds, rates, seconds
 from lab.provision import knob_sets
 
@@ -21,28 +23,12 @@ Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) und
                                                  (it needs more than 512 MB by the lab's estimate)
   ./start.sh --hosts my-hosts.yml --duration 10m   the same run on real hosts (README: Real hosts)
 
-commands:
-  report    (re)write the report of a run folder: ./start.sh report results/<run-id> [--warmup S]
-  compare   several run folders side by side: ./start.sh compare results/<run-a> results/<run-b> …
-  up        install missing host prerequisites, build or reuse the base box, bring both machines up
-  status    each machine's state, IP, provider, accelerator, memory, CPUs, uptime and CPU placement
-  down      destroy both machines and stop everything the lab started
-  prereqs   only install the missing host prerequisites (what up does first)
-  provision build the app, then provision both machines with Ansible (knobs: ansible/knobs.yml,
-            ansible/knob_sets/tuned.yml; --set [machine:]knob=value for this run only)
-  service   check NAME|PATH: a service of your own checked on this host (descriptor, jar, stubs, plan, one start)
-  runs      every run folder, from results/index.sqlite: ./start.sh runs [--label …] [--since …] [--service …]
-  history   comparable runs in order and their change points: ./start.sh history [--ignore KNOB,…]
-  tune      search the knobs within a budget: ./start.sh tune --budget 2h [--space FILE] [--holds 2m,6m] [run options]
-  gate      a finished run against gates: ./start.sh gate results/<run-id> --gate 'tps>=+10%%' (exit 3 on a failure)
-  exec      run a command inside the lab's network namespace (e.g. ssh -F .lab/ssh_config default)
-
 Machine settings live in lab/machines/machines.yml; override one for a run with LAB_<NAME>, e.g.
-LAB_ACCELERATOR=tcg ./start.sh up."""
+LAB_ACCELERATOR=tcg ./start.sh up.
+
+commands (./start.sh COMMAND --help for each):"""
 
 
-INSIST_MEMORY_HELP = ("run a configuration whose memory estimate exceeds the machine's, knowing it may swap or be "
-                      "OOM-killed (without it such knobs are refused)")
 
 
 def add_run_options(add) -> None:
@@ -112,90 +98,20 @@ def add_run_options(add) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="./start.sh", description=DESCRIPTION,
+    """The run options at the top level, then one subparser per command of the table (lab/cli/commands/)."""
+    listed = "\n".join(f"  {name:10}{module.HELP}" for name, module in commands.COMMANDS.items())
+    p = argparse.ArgumentParser(prog="./start.sh", description=f"{DESCRIPTION}\n{listed}",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     r = p.add_argument_group("run options (the full run, no command)")
     add_run_options(r.add_argument)
     p.set_defaults(run_options=[a.dest for a in r._group_actions])
     sub = p.add_subparsers(dest="command", metavar="command")
-    sub.add_parser("up", help="bring both machines up")
-    sub.add_parser("status", help="show the machines")
-    dn = sub.add_parser("down", help="destroy the machines, stop the lab (with --hosts: the lab's firewall table and "
-                                     "HTTPD off your hosts, nothing else)")
-    dn.add_argument("--hosts", type=Path, default=argparse.SUPPRESS, metavar="INVENTORY",
-                    help="the inventory of a --hosts run: delete the lab's nftables table and stop HTTPD there")
-    sub.add_parser("prereqs", help="install missing host prerequisites")
-    pv = sub.add_parser("provision", help="provision both machines (Ansible)")
-    pv.add_argument("--set", dest="overrides", action="append", default=[], metavar="[MACHINE:]KNOB=VALUE",
-                    help="override a knob for this run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
-    pv.add_argument("--insist-memory", action="store_true", help=INSIST_MEMORY_HELP)
-    sw = sub.add_parser("sweep", help="one trial per knob value, default as the control")
-    sw.add_argument("axes", nargs="+", metavar="tuned:KNOB=V1,V2,…",
-                    help="the values to try on the tuned side; several knobs: every combination")
-    sw.add_argument("--max-trials", type=int, default=sweep.MAX_TRIALS, metavar="N",
-                    help=f"refuse a plan of more trials (default {sweep.MAX_TRIALS})")
-    ab = sub.add_parser("ablate", help="the tuned set with one tier's changes reverted at a time")
-    tu = sub.add_parser("tune", help="search the knob space within a budget (optuna TPE, successive halving)")
-    tu.add_argument("--budget", type=seconds, default=None, metavar="TIME",
-                    help="how long the search and the best's confirmations may take, e.g. 2h (a resumed tune: what is "
-                         "left of its own)")
-    tu.add_argument("--space", type=Path, default=None, metavar="FILE",
-                    help="knob: range (YAML) to search instead of the catalog's tune: ranges (ansible/knobs.yml)")
-    tu.add_argument("--holds", type=lambda t: tuple(seconds(x) for x in t.split(",")), default=(120, 360),
-                    metavar="T1,T2,…", help="the trials' holds, shortest first; a third of each hold's candidates "
-                    "go on to the next (default 2m,6m)")
-    tu.add_argument("--floor", type=float, default=0.05, metavar="FRACTION",
-                    help="the noise floor: a gain counts when its interval's lower bound clears it (default 0.05: "
-                         "what an A/A of the load spreads by between runs)")
-    tu.add_argument("--objective", default=None, metavar="tps|p99",
-                    help="what a candidate improves: the paired successful-TPS ratio (tps, default), or p99 latency "
-                         "(p99)")
-    tu.add_argument("--constraint", dest="constraints", action="append", default=None, metavar="GATE",
-                    help="a gate every candidate's verdict must pass, as --gate reads it, e.g. 'p99<=2s' "
-                         "(repeatable; default 'errors<=0.1%%'; giving any replaces the default)")
-    tu.add_argument("--control", default=None, metavar="SET",
-                    help="the knob set the candidates run against (default: default, the catalog); the finalist is "
-                         "confirmed against it and against tuned")
-    tu.add_argument("--name", default=None, metavar="NAME",
-                    help="the knob set the answer is written as, ansible/knob_sets/NAME.yml (default tune-DATE-HHMM)")
-    tu.add_argument("--study", default=None, metavar="URL",
-                    help="work a study shared with other workers (each its own twins, --hosts): sqlite:///PATH, or "
-                         "postgresql://USER@HOST/DB across controllers (default: the tune folder's study.sqlite)")
-    tu.add_argument("--resume", type=Path, default=None, metavar="FOLDER",
-                    help="go on with a tune folder's study (its space, holds and budget)")
-    for command in (sw, ab, tu):        # run options before or after the command; typed ones only (no default here)
-        run_group = command.add_argument_group("run options (as for the full run; before or after the command)")
-        add_run_options(lambda *names, _group=run_group, **kw:
-                        _group.add_argument(*names, **{**kw, "default": argparse.SUPPRESS}))
-    rp = sub.add_parser("report", help="(re)write a run folder's report")
-    rp.add_argument("run_dir", type=Path, metavar="RUN_FOLDER", help="e.g. results/20261123T101500Z-quick")
-    rp.add_argument("--warmup", type=lambda t: t if t == "auto" else seconds(t), default=None, metavar="TIME|auto",
-                    help="warm-up to exclude (default: the one in run.json); auto: from where both machines settled")
-    cp = sub.add_parser("compare", help="several run folders side by side")
-    cp.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_FOLDER",
-                    help="two or more run folders; changes are stated against the first")
-    cp.add_argument("--out", type=Path, default=None, metavar="FOLDER",
-                    help="a new folder for the comparison (default results/<stamp>-compare; e.g. one of your own "
-                         "when results/ is root's)")
-    filters = argparse.ArgumentParser(add_help=False)
-    filters.add_argument("--label", dest="filter_label", metavar="TEXT", help="only runs whose label holds TEXT")
-    filters.add_argument("--since", metavar="DATE", help="only runs started at or after DATE (ISO, e.g. 2026-11-28)")
-    filters.add_argument("--service", dest="filter_service", metavar="NAME", help="only runs of this service "
-                         "(the lab's own app: sample)")
-    sub.add_parser("runs", parents=[filters], help="every run, series, sweep and tune folder, from the index of "
-                   "results/ (rebuilt from the folders)")
-    hi = sub.add_parser("history", parents=[filters], help="the history of comparable runs and its change points "
-                        "(results/<stamp>-history/history.html)")
-    hi.add_argument("--ignore", metavar="KNOB,…", help="widen the fingerprint: knobs, or parts (load.users, cores, …)")
-    hi.add_argument("--also", metavar="versions,commit", help="narrow the fingerprint")
-    ga = sub.add_parser("gate", help="a run's or a series' verdict against gates (exit 3 when one fails)")
-    ga.add_argument("folder", type=Path, metavar="FOLDER", help="a run or series folder")
-    ga.add_argument("--gate", dest="folder_gates", action="append", required=True, metavar="GATE",
-                    help="e.g. 'tps>=+10%%', 'errors<=0.1%%', 'p99<=2s' (repeatable)")
-    sv = sub.add_parser("service", help="a service of your own (README: Your own service)")
-    sv.add_argument("action", choices=("check",), help="check: its descriptor, jar, stubs and plan, then one start "
-                    "here with the tuning kit, before any machine is used")
-    sv.add_argument("service", metavar="NAME|PATH", help="services/NAME.yml or a descriptor's path")
-    ex = sub.add_parser("exec", help="run a command in the lab namespace")
-    ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command (after --)")
+    for name, module in commands.COMMANDS.items():
+        command = sub.add_parser(name, help=module.HELP, description=module.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(command)
+        if module.RUN_OPTIONS == "all":     # run options before or after the command; typed ones only (no default)
+            group = command.add_argument_group("run options (as for the full run; before or after the command)")
+            add_run_options(lambda *names, _group=group, **kw:
+                            _group.add_argument(*names, **{**kw, "default": argparse.SUPPRESS}))
     return p

@@ -6,13 +6,14 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from lab import shell
+from lab.errors import LabError
 from lab.experiment import services
 from lab.machines import reach
 
 CHECK_TIMEOUT_S = 600       # both JVMs start at once (equal start): ~2–3.5 min under TCG, then slow first requests
 
 
-class RunError(RuntimeError):
+class RunError(LabError):
     """The run could not go on; the message says which phase and why."""
 
 

@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lab import machines, shell
+from lab.errors import LabError
 from lab.experiment import jvm_shape
 from lab.machines import containers, reach, vagrant
 from lab.provision import profiler
@@ -42,7 +43,7 @@ GUEST_SCRIPT = Path(__file__).parent / "guest" / "run.sh"
 PULL_TIMEOUT_S = 900        # pmrep over a long archive is slow under TCG
 
 
-class CollectError(RuntimeError):
+class CollectError(LabError):
     """A machine's part of the run could not be started or pulled; the message names the machine."""
 
 

@@ -13,6 +13,7 @@ import jinja2
 import jinja2.meta
 
 from lab import maven, paths
+from lab.errors import BadInput
 from lab.experiment.load import plan_check, request_list
 from lab.machines import box
 from lab.provision import jarinfo
@@ -25,7 +26,7 @@ URL_PATH = re.compile(r"/[\w.~%/-]*")
 LOG_NAME = re.compile(r"[\w][\w.-]{0,59}")
 
 
-class DescriptorError(ValueError):
+class DescriptorError(BadInput):
     """A descriptor the lab cannot run; the message names the file, the field and why."""
 
 

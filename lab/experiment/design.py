@@ -1,68 +1,28 @@
 """Which machine runs which configuration in a trial: A/B, A/A calibration, crossover repeats.
 
-A configuration is a knob set (lab/provision/knob_sets.py): `default` is the catalog (ansible/knobs.yml), `tuned` the
-catalog plus ansible/knob_sets/tuned.yml, and so on; `--set [config:]knob=value` changes a configuration for
-this run. A trial assigns a configuration to each side of the comparison (default/ and tuned/, the run folder's
-halves: tuned/ may hold article-2018) and each side to a machine; run.json's design says which. A machine is
-made to run another configuration than its own with per-machine overrides: the knobs where that configuration
-differs from what the machine's own files give it (Ansible applies overrides last).
+A configuration (lab/provision/configuration.py) is a knob set and the values given on top of it: `default` is the
+catalog (ansible/knobs.yml), `tuned` the catalog plus ansible/knob_sets/tuned.yml, and so on; `--set
+[config:]knob=value` gives a configuration a value for this run. A trial assigns a configuration to each side of the
+comparison (default/ and tuned/, the run folder's halves: tuned/ may hold article-2018) and each side to a machine;
+run.json's design says which. A machine is made to run another configuration than its own with per-machine
+overrides: the knobs where that configuration differs from what the machine's own files give it (Ansible applies
+overrides last).
 
 The service (--service, service.py; the lab's sample app by default) takes only the knobs it can
 (lab/provision/service_fit.py), and the machines' kind only what it can (machine_fit.py: containers share the
-host's kernel): a knob set's value either cannot take is left out of its configuration (left_out() says which and
-why); a --set value it cannot take is refused.
+host's kernel): a knob set's value either cannot take is left out of its configuration (Configuration.left_out says
+which and why); a given value it cannot take is refused.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from lab import machines
 from lab.machines import box
-from lab.provision import knob_sets, knobs, machine_fit, service_fit
+from lab.provision import knob_sets
+from lab.provision.configuration import Configuration, same
 
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
-
-
-def _machine_wide(chosen: dict, typed: dict, resolved: dict, knob: str = "app_stack"):
-    """A machine-wide knob (app_stack, jvm_version) of a configuration: its --set value, its set's, the
-    catalog's."""
-    return typed.get(knob, chosen.get(knob, resolved[knob]))
-
-
-def config_knobs(config: str, sets: dict[str, dict] | None = None, service=None) -> dict:
-    """A configuration's resolved knobs: catalog, its knob set, then this run's --set values. service (a
-    service.Service): the set's values it cannot take left out, a --set value it cannot take refused (ValueError);
-    None: the files as they are (what a machine's own group_vars and host_vars give it)."""
-    resolved = knobs.defaults()
-    chosen = knob_sets.values(config, resolved)
-    typed = (sets or {}).get(config, {})
-    specs = knobs.specs() if service is not None else {}
-    stack, java = _machine_wide(chosen, typed, resolved), _machine_wide(chosen, typed, resolved, "jvm_version")
-    if service is not None:
-        chosen, _ = service_fit.split(chosen, service, stack, specs, java)
-        chosen, _ = machine_fit.split(chosen)
-    resolved.update(chosen)
-    for knob, value in typed.items():
-        why = (service_fit.misfit(knob, value, service, stack, specs, java) or machine_fit.misfit(knob, value)
-               if service else None)
-        if why:
-            shown = value if isinstance(value, str) else json.dumps(value)     # as typed: true, not True
-            raise ValueError(f"--set {knob}={shown}: {why}")
-        resolved[knob] = value
-    return resolved
-
-
-def left_out(config: str, service, sets: dict[str, dict] | None = None) -> dict[str, str]:
-    """{knob: why} of the configuration's knob set that the service cannot take, on the build this run's --set
-    values choose (a set written for camel3 run with --set tuned:app_stack=camel4 loses its APR connector)."""
-    resolved = knobs.defaults()
-    chosen = knob_sets.values(config, resolved)
-    typed = (sets or {}).get(config, {})
-    kept = {k: v for k, v in chosen.items() if k not in typed}     # a typed value replaces the set's: not lost
-    kept, lost = service_fit.split(kept, service, _machine_wide(chosen, typed, resolved), knobs.specs(),
-                                   _machine_wide(chosen, typed, resolved, "jvm_version"))
-    return {**lost, **machine_fit.split(kept)[1]}
 
 
 def box_suites(machine_knobs: dict[str, dict]) -> dict[str, str]:
@@ -70,15 +30,16 @@ def box_suites(machine_knobs: dict[str, dict]) -> dict[str, str]:
     return {vm: box.suite_of(values["jvm_version"]) for vm, values in machine_knobs.items()}
 
 
-def same(a, b) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+def own_suites() -> dict[str, str]:
+    """machine → the suite its own knob set's Java needs (what `up` brings each machine up on)."""
+    return box_suites({vm: Configuration(vm).knobs() for vm in machines.NAMES})
 
 
 @dataclass
 class Trial:
     """One trial's design: kind 'ab' or 'aa', configuration of each side, machine of each side."""
     kind: str = "ab"
-    configurations: dict = field(default_factory=lambda: {c: c for c in CONFIGS})   # side -> config
+    configurations: dict = field(default_factory=lambda: {c: Configuration(c) for c in CONFIGS})  # side -> config
     machines: dict = field(default_factory=lambda: {c: c for c in CONFIGS})         # side -> machine
     number: int | None = None        # k of N in a --repeat series
     of: int | None = None
@@ -96,38 +57,33 @@ class Trial:
         """machine -> the run folder's side it fills."""
         return {vm: side for side, vm in self.machines.items()}
 
-    def overrides(self, sets: dict[str, dict], service=None) -> dict[str, dict]:
-        """Per-machine overrides so that each machine runs its side's configuration (plus --set), as the service
-        can take it (config_knobs). A --set for a configuration no machine runs (tuned, in an A/A run of default)
-        is refused."""
-        unused = [c for c, values in sets.items() if values and c not in self.configurations.values()]
-        if unused:
-            raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
-                             f"{'A/A ' if self.kind == 'aa' else ''}run (set it without a prefix, or for "
-                             f"{', '.join(sorted(set(self.configurations.values())))})")
+    def overrides(self, service=None) -> dict[str, dict]:
+        """Per-machine overrides so that each machine runs its side's configuration, as the service can take it
+        (Configuration.knobs; ValueError for a given value it cannot take)."""
         out = {}
         for side, vm in self.machines.items():
-            wanted = config_knobs(self.configurations[side], sets, service)
-            own = config_knobs(vm)
+            wanted = self.configurations[side].knobs(service)
+            own = Configuration(vm).knobs()
             out[vm] = {k: v for k, v in wanted.items() if k not in own or not same(own[k], v)}
         return out
 
-    def suites(self, sets: dict[str, dict], service=None) -> dict[str, str]:
+    def suites(self, service=None) -> dict[str, str]:
         """machine → the suite of the box its side's configuration needs (its Java)."""
-        return box_suites({vm: config_knobs(self.configurations[side], sets, service)
-                           for side, vm in self.machines.items()})
+        return box_suites({vm: self.configurations[side].knobs(service) for side, vm in self.machines.items()})
+
+    def given(self) -> dict[str, dict]:
+        """{knob set: the values given on top of it} of the configurations that have any (run.json's overrides)."""
+        return {c.base: dict(c.values) for c in self.configurations.values() if c.values}
 
     def record(self) -> dict:
-        return {"kind": self.kind, "configurations": dict(self.configurations), "machines": dict(self.machines),
+        return {"kind": self.kind, "configurations": {side: c.base for side, c in self.configurations.items()},
+                "machines": dict(self.machines),
                 "trial": self.number, "trials": self.of, "series": self.series}
 
 
-def plan(repeat: int = 1, aa: str | None = None, series: str | None = None,
-         chosen: dict[str, str] | None = None) -> list[Trial]:
-    """The trials of a run: one, or `repeat` with the machines swapped on every second one (crossover).
-    chosen: {side: knob set} where a side runs another set than its own name (--knob-set tuned=article-2018).
-    aa: both sides run that set (an A/A calibration; repeats are not swapped, so the run folder's default/ and
-    tuned/ stay the machines of those names)."""
+def choose(aa: str | None = None, chosen: dict[str, str] | None = None) -> dict[str, str]:
+    """side → the knob set it runs: its own name, the set chosen for it (--knob-set tuned=article-2018), or with aa
+    that set on both (an A/A calibration); ValueError naming what is wrong."""
     chosen = chosen or {}
     if aa is not None and aa not in knob_sets.names():
         raise ValueError(f"--aa {aa!r}: name a knob set ({', '.join(knob_sets.names())})")
@@ -137,18 +93,45 @@ def plan(repeat: int = 1, aa: str | None = None, series: str | None = None,
         if side not in CONFIGS or name not in knob_sets.names():
             raise ValueError(f"--knob-set {side}={name}: sides are {', '.join(CONFIGS)}, "
                              f"sets {', '.join(knob_sets.names())}")
+    sets = {side: aa or chosen.get(side, side) for side in CONFIGS}
+    if sets[CONFIGS[0]] == sets[CONFIGS[1]] and aa is None:
+        raise ValueError(f"--knob-set: both sides would run {sets[CONFIGS[0]]}: that is an A/A run "
+                         f"(--aa {sets[CONFIGS[0]]})")
+    return sets
+
+
+def configurations(sets: dict[str, str], given: dict[str, dict], aa: bool = False) -> dict[str, Configuration]:
+    """side → its Configuration: its knob set with the values given for that set (--set SET:knob=value). A value
+    given for a set no side runs (tuned, in an A/A run of default) is refused."""
+    unused = [name for name, values in given.items() if values and name not in sets.values()]
+    if unused:
+        raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
+                         f"{'A/A ' if aa else ''}run (set it without a prefix, or for "
+                         f"{', '.join(sorted(set(sets.values())))})")
+    return {side: Configuration(name, dict(given.get(name) or {})) for side, name in sets.items()}
+
+
+def plan(repeat: int = 1, aa: str | None = None, series: str | None = None, chosen: dict[str, str] | None = None,
+         given: dict[str, dict] | None = None) -> list[Trial]:
+    """The trials of a run from its choices: the knob sets (choose()), the values given for them (configurations()),
+    then trials_of()."""
+    configured = configurations(choose(aa, chosen), given or {}, aa=aa is not None)
+    return trials_of(configured, repeat, aa is not None, series)
+
+
+def trials_of(configured: dict[str, Configuration], repeat: int = 1, aa: bool = False,
+              series: str | None = None) -> list[Trial]:
+    """The trials of a run of these configurations (side → Configuration): one, or `repeat` with the machines
+    swapped on every second one (crossover). aa: an A/A calibration (repeats are not swapped, so the run folder's
+    default/ and tuned/ stay the machines of those names)."""
     if not 1 <= repeat <= 20:
         raise ValueError(f"--repeat {repeat}: from 1 to 20 trials")
-    configurations = {side: aa or chosen.get(side, side) for side in CONFIGS}
-    if configurations[CONFIGS[0]] == configurations[CONFIGS[1]] and aa is None:
-        raise ValueError(f"--knob-set: both sides would run {configurations[CONFIGS[0]]}: that is an A/A run "
-                         f"(--aa {configurations[CONFIGS[0]]})")
     trials = []
     for k in range(1, repeat + 1):
-        swapped = k % 2 == 0 and aa is None      # A/A: one configuration, nothing to swap; its repeats measure drift
+        swapped = k % 2 == 0 and not aa      # A/A: one configuration, nothing to swap; its repeats measure drift
         trials.append(Trial(
             kind="aa" if aa else "ab",
-            configurations=dict(configurations),
+            configurations=dict(configured),
             machines={side: (CONFIGS[1 - i] if swapped else side) for i, side in enumerate(CONFIGS)},
             number=k if repeat > 1 else None, of=repeat if repeat > 1 else None, series=series))
     return trials

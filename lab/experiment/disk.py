@@ -18,6 +18,8 @@ import errno
 import shutil
 from pathlib import Path
 
+from lab.errors import LabError
+
 MB = 1024 * 1024
 JTL_BYTES_PER_SAMPLE = 150
 CLOSED_REQ_PER_USER_S = 5
@@ -27,7 +29,7 @@ MACHINES = 2
 FLOOR_BYTES = 64 * MB        # kept free: below it the lab stops writing (a run's last run.json still fits)
 
 
-class NoSpace(RuntimeError):
+class NoSpace(LabError):
     """Not enough free space for the run; the message shows the estimate and what is free."""
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lab import paths
 from lab.experiment import disk, load
-from lab.provision import knobs
+from lab.provision import catalog
 
 CATALOG_SNAPSHOT = "knobs-catalog.json"
 RESERVE = "run.json.reserve"        # room kept for the last run.json on a disk that fills up
@@ -49,10 +49,10 @@ def make_run_dir(label: str = "", parent: Path | None = None, now: datetime.date
 def write_catalog(run_dir: Path) -> Path:
     """knobs-catalog.json: every knob's out-of-the-box value as ansible/knobs.yml had it for this run, and for a
     knob whose default is null what null means there (`unset`, e.g. HTTPD's own 150 workers)."""
-    unset = {name: str(spec["unset"]) for name, spec in knobs.specs().items()
+    unset = {name: str(spec["unset"]) for name, spec in catalog.specs().items()
              if "unset" in spec and not spec.get("inventory")}
     path = run_dir / CATALOG_SNAPSHOT
-    path.write_text(json.dumps({"source": "ansible/knobs.yml", "defaults": knobs.defaults(), "unset": unset},
+    path.write_text(json.dumps({"source": "ansible/knobs.yml", "defaults": catalog.defaults(), "unset": unset},
                                indent=2, sort_keys=True, default=str) + "\n")
     return path
 

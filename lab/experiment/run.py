@@ -22,7 +22,7 @@ from lab import lock, paths, steps
 from lab.experiment import design, disk, load, record, reporting, service
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
-from lab.provision import hosts_down, knob_sets, knobs, playbook
+from lab.provision import catalog, hosts_down, knob_sets, playbook
 
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 
@@ -32,7 +32,7 @@ class Options:
     profile: load.Profile = field(default_factory=load.Profile)
     warmup_s: int | None = None          # excluded from the summary; default: the ramp-up
     label: str = ""
-    overrides: list[str] = field(default_factory=list)   # --set items as typed
+    overrides: list[str] = field(default_factory=list)   # --set items as typed (read once: configurations)
     down: bool = False
     provision: bool = False      # provision even when nothing changed since the last time
     insist_memory: bool = False  # knobs beyond the machine's memory by the estimate: warned about, not refused
@@ -48,16 +48,21 @@ class Options:
     reached: dict | None = field(default=None, repr=False)   # those hosts once checked (hosts.prepare)
     # --service: the service the machines run (service.Service, its descriptor checked); None: services/sample.yml
     service: service.Service | None = None
-    sets: dict = field(init=False, repr=False)   # the --set items parsed (once): {configuration: {knob: value}}
+    # side -> its Configuration (lab/provision/configuration.py); None: made from --knob-set, --aa and --set. A sweep or
+    # a tune gives its trials theirs, as values: no --set text between the lab's modules
+    configurations: dict | None = None
 
     def __post_init__(self) -> None:
         # a bad --repeat, --aa or --knob-set, or a --set for a configuration no machine runs: refused here
+        if self.configurations is None:
+            sets = design.choose(self.aa, self.knob_sets)
+            given = catalog.parse_overrides(self.overrides, sorted(set(sets.values())), prefixes=knob_sets.names(),
+                                            what="knob set")
+            self.configurations = design.configurations(sets, given, aa=self.aa is not None)
         first = self.trials()[0]
-        self.sets = knobs.parse_overrides(self.overrides, sorted(set(first.configurations.values())),
-                                              prefixes=knob_sets.names(), what="knob set")
         if self.service is None:
             self.service = service.load(service.DEFAULT)
-        first.overrides(self.sets, self.service)     # a --set the service cannot take: refused here
+        first.overrides(self.service)     # a given value the service cannot take: refused here
         if self.service.plan is None and not self.service.lab_plan:
             raise ValueError(f"--service {self.service.name}: its descriptor has no load (load: {{plan: FILE.jmx}}, "
                              "a JMeter plan reading the lab's properties): the lab's own plan calls the sample app's "
@@ -75,7 +80,8 @@ class Options:
                              f"({self.profile.planned_s} s)")
 
     def trials(self, series: str | None = None, repeat: int | None = None) -> list[design.Trial]:
-        return design.plan(self.repeat if repeat is None else repeat, self.aa, series, chosen=self.knob_sets)
+        return design.trials_of(self.configurations, self.repeat if repeat is None else repeat, self.aa is not None,
+                                series)
 
     @property
     def scheme(self) -> str:
@@ -86,7 +92,7 @@ class Options:
         return self.profile.ramp_up_s if self.warmup_s is None else self.warmup_s
 
 
-# the run options' values as typed: the types lab/cli.py gives argparse
+# the run options' values as typed: the types lab/cli/arguments.py gives argparse
 
 def seconds(text: str) -> int:
     """'90', '90s', '5m', '1h', '1h30m' → seconds."""
@@ -119,7 +125,7 @@ def milliseconds(text: str) -> int:
 
 
 def contradictions(args) -> list[str]:
-    """The run options (parsed by lab/cli.py) that contradict each other or do nothing together."""
+    """The run options (parsed by lab/cli/arguments.py) that contradict each other or do nothing together."""
     problems = []
     if args.model == "steps" and not args.rates:
         problems.append("--model steps needs --rates R1,R2,… (req/s per machine of each stage)")
@@ -164,7 +170,7 @@ def validate(opts: Options, s: settings.Settings) -> None:
                              "memory_mb": s.memory_mb}
     checked = []
     for t in opts.trials():
-        overrides = t.overrides(opts.sets, opts.service)
+        overrides = t.overrides(opts.service)
         if overrides not in checked:        # a series repeats at most two designs (roles swapped or not)
             checked.append(overrides)
             playbook.validate(known, overrides, load_id_max=opts.profile.id_max, insist_memory=opts.insist_memory,

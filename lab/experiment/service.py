@@ -42,7 +42,7 @@ from lab import paths
 from lab.experiment import descriptor
 from lab.experiment.descriptor import Mock
 from lab.experiment.load import plan_check
-from lab.provision import jarinfo, jars, knobs
+from lab.provision import catalog, jarinfo, jars
 
 SERVICES = paths.ROOT / "services"
 DEFAULT = "sample"                    # services/sample.yml: the lab's own Camel app
@@ -84,7 +84,7 @@ class Service:
         """The build a machine on app_stack `stack` runs ("" for a one-jar service; None: the knob's default)."""
         if not self.stacks:
             return ""
-        stack = stack or knobs.defaults()["app_stack"]
+        stack = stack or catalog.defaults()["app_stack"]
         if stack not in self.builds:
             raise ServiceError(f"{self.source}: stacks: no build {stack} (its builds: {', '.join(self.stacks)})")
         return stack
@@ -146,7 +146,7 @@ def _builds(base: Path, raw: dict, where: str, name: str) -> tuple[dict, Path | 
             raise descriptor.fail(where, "build", "makes the builds of stacks:, not a jar: (build it yourself)")
         return {"": descriptor.jar(base, raw["jar"], where, name)}, None
     project = descriptor.build_project(base, raw.get("build"), where)
-    app_stack = knobs.specs()["app_stack"]
+    app_stack = catalog.specs()["app_stack"]
     stacks = descriptor.stacks(base, raw["stacks"], project, where, tuple(app_stack["choices"]))
     default = app_stack["default"]
     if default not in stacks:
@@ -176,7 +176,7 @@ def load(name_or_path: str = DEFAULT) -> Service:
     check = raw.get("check", {"path": proxy, "status": 200})
     if not isinstance(check, dict) or set(check) - {"path", "status"} or "path" not in check:
         raise descriptor.fail(where, "check", "must be {path: /…, status: 200}")
-    template, template_knobs = descriptor.template(base, raw.get("template"), where, set(knobs.specs()))
+    template, template_knobs = descriptor.template(base, raw.get("template"), where, set(catalog.specs()))
     plan, lab_plan = descriptor.load(base, raw.get("load"), where, name)
     return Service(
         name=name, source=source, builds=builds, project=project, port=port, proxy_path=proxy,

@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab import paths
+from lab.errors import LabError
 from lab.experiment import service
 from lab.provision import jarinfo, jars
 
 POLL_S = 0.5
 
 
-class CheckFailed(RuntimeError):
+class CheckFailed(LabError):
     """The service did not come up as the lab needs it; the message says what it did instead."""
 
 

@@ -9,6 +9,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 from lab import machines, paths, shell
+from lab.errors import LabError
 from lab.machines import reach
 
 # The units come from the machine's manifest (Ansible lists each role's service there); one `systemctl
@@ -17,7 +18,7 @@ UNITS = f"units=$(python3 -c 'import json; print(*json.load(open(\"{paths.GUEST_
 RESTART_TIMEOUT_S = 300     # the stop of a loaded JVM (TimeoutStopSec=60) and apache2's graceful stop
 
 
-class ServiceError(RuntimeError):
+class RestartFailed(LabError):
     """A machine's services could not be restarted; the message names the machine."""
 
 
@@ -30,7 +31,7 @@ RESTART = "sudo systemctl restart $units || { sleep 1; sudo systemctl start $uni
 def _restart(name: str) -> dict:
     command = reach.ssh_command(name, f"{UNITS} && {{ {RESTART}; }} && systemctl show "
                                          "-p Id -p ActiveEnterTimestamp -p ActiveState $units")
-    done = shell.run(command, f"{name}: restarting the services of its manifest failed", error=ServiceError,
+    done = shell.run(command, f"{name}: restarting the services of its manifest failed", error=RestartFailed,
                      timeout=RESTART_TIMEOUT_S)
     return parse_show(done.stdout)
 

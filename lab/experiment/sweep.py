@@ -22,8 +22,8 @@ from pathlib import Path
 
 from lab import steps
 from lab.experiment import record as run_record
-from lab.experiment import reporting, service, trial
-from lab.provision import knob_sets, knobs
+from lab.experiment import reporting, run, service, trial
+from lab.provision import catalog, knob_sets
 
 MAX_TRIALS = 12                  # default cap on a sweep's trials (a product of axes grows fast)
 # A trial's cost beside its load, measured on these hosts under emulation (DESIGN.md, run.json phases):
@@ -96,13 +96,13 @@ def parse_axis(text: str) -> Axis:
     if side != "tuned":
         raise ValueError(f"sweep {text!r}: only the tuned side is swept; the default side stays unchanged as the "
                          "control in every trial")
-    if knob not in knobs.defaults():
+    if knob not in catalog.defaults():
         raise ValueError(f"sweep {text!r}: unknown knob {knob!r} (see ansible/knobs.yml)")
     values = []
     for item in split_values(raw):
         if not item:
             raise ValueError(f"sweep {text!r}: an empty value")
-        values.append(knobs.parse_value(f"sweep {text!r}", knobs.specs()[knob], item))
+        values.append(catalog.parse_value(f"sweep {text!r}", catalog.specs()[knob], item))
     if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
         raise ValueError(f"sweep {text!r}: a value is repeated")
     if len(values) < 2:
@@ -137,16 +137,16 @@ def sweep_plan(axes: list[Axis], configuration: str = "tuned", max_trials: int =
 
 def ablation_plan(configuration: str = "tuned") -> Plan:
     """The set as it is, then once per tier it changes with that tier's knobs back at the catalog's values."""
-    catalog = knobs.defaults()
-    changes = {k: v for k, v in knob_sets.values(configuration, catalog).items()
-               if json.dumps(v, sort_keys=True) != json.dumps(catalog.get(k), sort_keys=True)}
+    out_of_the_box = catalog.defaults()
+    changes = {k: v for k, v in knob_sets.values(configuration, out_of_the_box).items()
+               if json.dumps(v, sort_keys=True) != json.dumps(out_of_the_box.get(k), sort_keys=True)}
     if not changes:
         raise ValueError(f"ablate: knob set {configuration} changes nothing from the catalog")
     points = [Point(label="full", values={}, about=f"{configuration} as it is ({len(changes)} knobs changed)")]
     for prefix, name in TIERS.items():
-        reverted = {k: catalog[k] for k in changes if tier_of(k) == prefix}
+        reverted = {k: out_of_the_box[k] for k in changes if tier_of(k) == prefix}
         for knob in list(reverted):
-            reverted.update({k: catalog[k] for k in TAKES_ALONG.get(knob, ()) if k in changes})
+            reverted.update({k: out_of_the_box[k] for k in TAKES_ALONG.get(knob, ()) if k in changes})
         if reverted:
             points.append(Point(label=f"no-{prefix}", values=reverted, tier=prefix,
                                 about=f"{configuration} without its {name} changes ({', '.join(sorted(reverted))})"))
@@ -174,9 +174,11 @@ def describe(plan: Plan, planned_load_s: int) -> str:
 
 
 def trial_options(opts, plan: Plan, point: Point):
-    """The run options of one trial: the sweep's options plus the point's values on the tuned side's set."""
-    extra = [f"{plan.configuration}:{knob}={json.dumps(value)}" for knob, value in point.values.items()]
-    return dataclasses.replace(opts, overrides=list(opts.overrides) + extra,
+    """The run options of one trial: the sweep's options with the point's values given to the configuration of the
+    tuned side's knob set."""
+    configured = {side: c.given(point.values) if c.base == plan.configuration else c
+                  for side, c in opts.configurations.items()}
+    return dataclasses.replace(opts, configurations=configured,
                                label=f"{opts.label}-{point.label}" if opts.label else point.label)
 
 
@@ -194,14 +196,14 @@ class Record:
         os.replace(tmp, self.path)
 
 
-def validate(plan: Plan, opts, s, run_module) -> None:
+def validate(plan: Plan, opts, s) -> None:
     """Every trial's knobs checked (ansible/validate.yml on this host) before anything starts; ValueError
     naming the trial and each bad value."""
     if opts.repeat != 1 or opts.aa is not None:
         raise ValueError(f"{plan.kind}: --repeat and --aa do not combine with it (each trial is one A/B run)")
     for point in plan.points:
         try:
-            run_module.validate(trial_options(opts, plan, point), s)
+            run.validate(trial_options(opts, plan, point), s)
         except ValueError as bad:
             raise ValueError(f"{plan.kind} trial {point.label} ({point.about}): {bad}") from None
 

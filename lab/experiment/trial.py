@@ -53,10 +53,10 @@ class TrialRun:
             "status": "running", "phase": "start", "stopped_at": None, "error": None,
             "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
             "load": record.load_record(opts),
-            "overrides": {c: o for c, o in opts.sets.items() if o}, "host": record.host_facts(), "phases": {},
-            **service_record(opts.service, t, t.overrides(opts.sets, opts.service), opts.sets)})
+            "overrides": t.given(), "host": record.host_facts(), "phases": {},
+            **service_record(opts.service, t, t.overrides(opts.service))})
         self.record.reserve()
-        self.overrides = t.overrides(opts.sets, opts.service)
+        self.overrides = t.overrides(opts.service)
         self.resolved: dict = {}
         self.addresses: dict[str, str] = {}      # machine → address, once known
         self.ssh_ports: dict[str, int] = {}      # machine → its SSH port where it is not 22 (real hosts)
@@ -93,7 +93,7 @@ class TrialRun:
                 machine_memory_mb=resolved["memory_mb"])
         else:
             with self.phase("up", "machines up"):
-                resolved = lifecycle.ensure_up(self.s, self.t.suites(self.opts.sets, self.opts.service))
+                resolved = lifecycle.ensure_up(self.s, self.t.suites(self.opts.service))
             self.record.update(provider=resolved.get("provider") or "libvirt",
                                provider_reason=resolved.get("provider_reason"),
                                boxes={side: (resolved.get("suites") or {}).get(vm)
@@ -243,11 +243,12 @@ def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps
     return trial.exit_code, trial.run_dir
 
 
-def service_record(svc, t: design.Trial, overrides: dict, sets: dict | None = None) -> dict:
+def service_record(svc, t: design.Trial, overrides: dict) -> dict:
     """run.json's service and, per configuration, the knobs of its knob set that the service could not take on the
     build it ran (left out, with why); both said on the console too. overrides: the trial's per-machine knobs (the
-    builds they run); sets: the run's --set values."""
-    left = {config: design.left_out(config, svc, sets) for config in sorted(set(t.configurations.values()))}
+    builds they run)."""
+    configs = {c.base: c for c in sorted(t.configurations.values(), key=lambda c: c.base)}
+    left = {name: c.left_out(svc) for name, c in configs.items()}
     said = service.record(svc, overrides)
     facts = svc.facts_of(None) if said["facts"] is None else None
     built = (f"{Path(said['jar']).name} ({_facts_words(said['facts'])})" if said["facts"] else
@@ -259,8 +260,7 @@ def service_record(svc, t: design.Trial, overrides: dict, sets: dict | None = No
             print(f"  left out of {config}, which {svc.name} (or the machines' kind) cannot take:", flush=True)
             for why in knobs.values():
                 print(f"    {why}", flush=True)
-    moved = {config: found for config in sorted(set(t.configurations.values()))
-             if (found := lines.upgrade(config, svc, sets))}
+    moved = {name: found for name, c in configs.items() if (found := lines.upgrade(c, svc))}
     for config, found in moved.items():     # the migration question: what the set becomes on its new line
         print("\n".join(f"  {line}" for line in lines.words(config, found)), flush=True)
     return {"service": {**said, "left_out": {c: k for c, k in left.items() if k}, "upgrade": moved or None}}

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from lab import paths, shell, steps
+from lab.errors import LabError
 
 RECIPE_DIR = Path(__file__).parent / "box"
 SUITES_DIR = "suites"           # suites/<suite>.txt: the packages of that suite's box alone
@@ -36,7 +37,7 @@ QCOW2_CONVERT = ["qemu-img", "convert", "-c", "-W", "-o", "compression_type=zstd
 LOGIN_KEY = paths.STATE_DIR / "secrets" / "box_login"
 
 
-class BoxError(RuntimeError):
+class BoxError(LabError):
     """The box could not be built; the message says which step failed."""
 
 

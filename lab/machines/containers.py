@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from lab import paths, procs, shell
+from lab.errors import LabError
 from lab.machines import netns
 
 DAEMON = "dockerd"
@@ -40,7 +41,7 @@ SYSTEMD_ARGS = ("--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-
                 "--tmpfs", "/run/lock", "--stop-signal", "SIGRTMIN+3", "--stop-timeout", "20")
 
 
-class ContainerError(RuntimeError):
+class ContainerError(LabError):
     """The lab's Docker daemon or a container could not be set up; the message says which."""
 
 

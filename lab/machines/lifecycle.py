@@ -3,16 +3,14 @@ is up, its status, and down (which also clears the remains of a lab that was kil
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from dataclasses import asdict
 
 from lab import machines, paths, shell, steps
-from lab.machines import accel, box, containers, image, netns, prereqs, provider, reach, settings, vagrant
-
-
-class LabError(RuntimeError):
-    """Any failure the user must read: printed as one message, exit 1."""
+from lab.errors import LabError
+from lab.machines import accel, box, containers, image, netns, prereqs, provider, reach, settings, status, vagrant
 
 
 def made_with(resolved: dict, s: settings.Settings) -> bool:
@@ -108,7 +106,7 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
     if is_up(s):
         if not onto_boxes(s, suites):
             print("The lab is already up; nothing changed.")
-        status()
+        status.show()
         return
     if netns.exists() or vagrant.defined_domains() or containers.remains():
         with steps.step("cleaning up a lab left behind"):
@@ -146,7 +144,7 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
         for line in teardown():
             print(f"  {line}", file=sys.stderr)
         raise
-    status()
+    status.show()
 
 
 def machine_images(suites: set[str], s: settings.Settings, registered: bool = True) -> None:
@@ -254,38 +252,22 @@ def down() -> None:
                        f"containers={containers.remains()}")
 
 
-def status() -> None:
-    """Each machine's state, IP, box (its Debian suite), provider, accelerator, memory, CPUs, uptime and vCPU
-    placement."""
-    resolved = vagrant.read_resolved() or {}
-    states = vagrant.states()
-    print(f"lab namespace: {'up' if vagrant.healthy() else 'down'}; provider: {resolved.get('provider', '-')} "
-          f"({resolved.get('provider_reason', 'not resolved yet')}); accelerator: "
-          f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
-    print(f"{'machine':8} {'state':12} {'ip':15} {'box':9} {'provider':10} {'accel':6} {'memory':>8} {'cpus':>4} "
-          f"{'uptime':>8}  placement")
-    for name in machines.NAMES:
-        state = states[name]
-        memory = cpus = uptime = "-"
-        cores = "-"
-        if state == "running":
-            probe = reach.ssh(name, MEMORY_CPUS_UPTIME)
-            if probe.returncode == 0 and len(probe.stdout.split()) == 3:
-                mem, cpus, up_s = probe.stdout.split()
-                memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
-            cores = vagrant.vcpu_placement(name)
-        print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} "
-              f"{(resolved.get('suites') or {}).get(name, '-'):9} {resolved.get('provider', '-'):10} "
-              f"{resolved.get('accelerator', '-'):6} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")
+def exec_inside(argv: list[str]) -> int:
+    """`./start.sh exec -- COMMAND`: COMMAND inside the lab namespace, with the lab's Vagrant environment; its exit
+    code."""
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise LabError("exec needs a command, e.g. ./start.sh exec -- ssh -F .lab/ssh_config default")
+    refuse_foreign()
+    if not netns.healthy():
+        raise LabError("the lab is not up (./start.sh up)")
+    return subprocess.run(netns.wrap(argv), env=vagrant.vagrant_env(), cwd=paths.ROOT).returncode
 
 
-# A machine's memory (its cgroup's limit where it has one below its RAM: a container's), CPUs and uptime. A
-# container's /proc/meminfo and `free` show the host's memory; its uptime is the host's too, so a container's is
-# its PID 1's age.
-MEMORY_CPUS_UPTIME = (
-    "lim=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null | head -1); "
-    "ram=$(free -m | awk '/^Mem:/{print $2}'); "
-    "case \"$lim\" in ''|max) echo $ram;; *) m=$((lim / 1048576)); [ $m -lt $ram ] && echo $m || echo $ram;; esac; "
-    "nproc; "
-    "if [ \"$(cat /run/systemd/container 2>/dev/null)\" ]; then ps -o etimes= -p 1 | tr -d ' '; "
-    "else cut -d' ' -f1 /proc/uptime; fi")
+def refuse_foreign() -> None:
+    """LabError when another checkout's lab holds the namespace: only one lab can run on a host."""
+    owner = netns.foreign_owner()
+    if owner:
+        raise LabError(f"the lab namespace {netns.NAME} is taken by the lab in {owner}: run ./start.sh down there "
+                       "first (only one lab can run on a host)")

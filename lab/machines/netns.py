@@ -1,11 +1,8 @@
-"""The lab's own network namespace, where libvirt, the guests, Vagrant, Ansible and JMeter live.
-
-Inside it: a user-space uplink (slirp4netns) for the guests' package downloads, an nftables egress
-guard that lets out only DNS (to slirp's resolver) and TCP 80/443 to public addresses, and libvirtd +
-virtlogd started by the lab (there is no service manager to run them). Every process it starts is
-recorded by PID (lab.procs) and stopped by that PID; teardown also works on the remains of a lab that
-was killed.
-"""
+"""The lab's own network namespace, where libvirt or the lab's Docker daemon, the machines, Vagrant, Ansible and
+JMeter live. Inside it: a user-space uplink (slirp4netns) for the machines' package downloads, an nftables egress
+guard that lets out only DNS (to slirp's resolver) and TCP 80/443 to public addresses, and the daemons the lab starts
+(there is no service manager to run them), each recorded by PID (lab.procs) and stopped by that PID; teardown also
+works on the remains of a lab that was killed."""
 from __future__ import annotations
 
 import ipaddress
@@ -20,6 +17,7 @@ import time
 from pathlib import Path
 
 from lab import paths, procs, shell
+from lab.errors import LabError
 
 NAME = "camel-lab"
 NETNS_FILE = Path("/var/run/netns") / NAME
@@ -51,7 +49,7 @@ QEMU_CONF = Path("/etc/libvirt/qemu.conf")
 LAB_QEMU_CONF = paths.RUN_DIR / "qemu.conf"
 
 
-class NetnsError(RuntimeError):
+class NetnsError(LabError):
     """The namespace or a daemon in it could not be set up; the message says which."""
 
 
@@ -84,6 +82,7 @@ def foreign_owner() -> str | None:
     if owner and owner != str(paths.ROOT) and Path(owner, "start.sh").exists() and _lab_runs(Path(owner)):
         return owner
     return None
+
 
 
 def _lab_runs(root: Path) -> bool:

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from lab import shell
+from lab.errors import LabError
 
 # (what is checked, Debian package). A path is checked for existence, a bare name on PATH.
 COMMON = (
@@ -43,7 +44,7 @@ PER_PROVIDER = {"common": COMMON, "libvirt": COMMON + LIBVIRT, "containers": COM
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
-class PrereqError(RuntimeError):
+class PrereqError(LabError):
     """A prerequisite is missing and cannot be installed here; the message names it."""
 
 

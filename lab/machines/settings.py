@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from lab import machines
+from lab.errors import BadInput
 from lab.machines import netns
 
 MACHINES_FILE = Path(__file__).parent / "machines.yml"
@@ -22,8 +23,11 @@ ACCELERATORS = ("auto", "kvm", "tcg")
 PROVIDERS = ("auto", "libvirt", "containers")
 
 
-class SettingsError(ValueError):
+class SettingsError(BadInput):
     """A setting with a bad value; the message names the setting."""
+
+    def __str__(self) -> str:
+        return f"bad setting: {super().__str__()}"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from lab import paths, shell
+from lab.errors import LabError
 from lab.machines import NAMES, accel, box, containers, image, netns, placement, provider
 from lab.machines.reach import SSH_CONFIG
 
@@ -26,7 +27,7 @@ NETWORKS = ("lab-mgmt", "lab-private")       # libvirt networks the Vagrantfile 
 VAGRANT_PROVIDERS = {provider.LIBVIRT: "libvirt", provider.CONTAINERS: "docker"}   # the lab's → Vagrant's name
 
 
-class MachineError(RuntimeError):
+class MachineError(LabError):
     """A machine could not be brought up or reached; the message names it."""
 
 

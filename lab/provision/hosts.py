@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from lab import machines, paths
+from lab.errors import LabError
 from lab.machines import reach
 from lab.provision import playbook
 
@@ -36,7 +37,7 @@ REACH_VARS = ("ansible_host", "ansible_user", "ansible_port", "ansible_ssh_priva
 SECRET_NAME = re.compile(r"pass|secret|token|credential|vault", re.I)
 
 
-class HostsError(RuntimeError):
+class HostsError(LabError):
     """The inventory or a host is not usable; the message names the file or the host and what to do."""
 
 

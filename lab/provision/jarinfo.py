@@ -14,6 +14,8 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lab.errors import BadInput
+
 # Main-Class of Boot's launchers: the package moved in Boot 3.2 (spring-projects/spring-boot#38775)
 LAUNCHERS = {"org.springframework.boot.loader.JarLauncher": "classic",
              "org.springframework.boot.loader.launch.JarLauncher": "launch"}
@@ -23,7 +25,7 @@ SERVERS = {"tomcat-embed-core": "tomcat", "jetty-server": "jetty", "undertow-cor
 _LIB = re.compile(r"(?P<name>[A-Za-z0-9_.]+(?:-[A-Za-z][A-Za-z0-9_.]*)*)-(?P<version>\d[\w.+-]*)\.jar")
 
 
-class JarError(ValueError):
+class JarError(BadInput):
     """A jar the lab cannot run as a Spring Boot service; the message names the jar and why."""
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import yaml
 
 from lab import machines, paths, shell
-from lab.provision import knobs
+from lab.errors import LabError
+from lab.provision import catalog
 
 
-class JarError(RuntimeError):
+class BuildError(LabError):
     """An app jar could not be built; the message says which and why."""
 
 
@@ -34,9 +35,9 @@ def ensure_kit(log=print) -> Path:
         return KIT_JAR
     log("building the tuning kit (Maven)")
     shell.run(["./mvnw", "-B", "-ntp", "-q", "-f", str(KIT_DIR / "pom.xml"), "package", "-DskipTests"],
-              "building the tuning kit failed", error=JarError, lines=40, cwd=APP_DIR)
+              "building the tuning kit failed", error=BuildError, lines=40, cwd=APP_DIR)
     if not KIT_JAR.exists():
-        raise JarError(f"building the tuning kit: Maven succeeded but left no {KIT_JAR}")
+        raise BuildError(f"building the tuning kit: Maven succeeded but left no {KIT_JAR}")
     return KIT_JAR
 
 
@@ -53,12 +54,12 @@ def ensure_build(project: Path, stack: str, jar: Path, log=print) -> Path:
 def _build(project: Path, stack: str, jar: Path, log) -> Path:
     mvnw = next((d / "mvnw" for d in (project, *project.parents) if (d / "mvnw").is_file()), None)
     if mvnw is None:
-        raise JarError(f"building {jar.name}: no Maven wrapper (mvnw) in {project} or a folder above it")
+        raise BuildError(f"building {jar.name}: no Maven wrapper (mvnw) in {project} or a folder above it")
     log(f"building {jar.name} (Maven, {project.name} module {stack}, ~1–2 min)")
     shell.run([str(mvnw), "-B", "-ntp", "-q", "-f", str(project / "pom.xml"), "package", "-DskipTests", "-pl", stack,
-               "-am"], f"building {jar.name} failed", error=JarError, lines=40, cwd=project)
+               "-am"], f"building {jar.name} failed", error=BuildError, lines=40, cwd=project)
     if not jar.exists():
-        raise JarError(f"building {jar.name}: Maven succeeded but left no {jar}")
+        raise BuildError(f"building {jar.name}: Maven succeeded but left no {jar}")
     return jar
 
 
@@ -75,7 +76,7 @@ def jars_beside(log=print) -> Future:
 
 def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
     """app_stack of each machine: catalog, then host_vars, then this run's overrides."""
-    default = knobs.defaults()["app_stack"]
+    default = catalog.defaults()["app_stack"]
     used = set()
     for name in machines.NAMES:
         host_vars = paths.ANSIBLE_DIR / "host_vars" / f"{name}.yml"

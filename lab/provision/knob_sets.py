@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from lab import paths
+from lab.provision import catalog
 
 DIR = paths.ROOT / "ansible" / "knob_sets"
 DEFAULT = "default"                 # the catalog: no file
@@ -65,7 +66,7 @@ def _own(name: str, known: dict | None = None) -> dict:
     if file is None:
         return {}
     try:
-        data = yaml.safe_load(file.read_text()) or {}
+        data = catalog.read_yaml(file) or {}       # read once per process while the file stays as it was
     except yaml.YAMLError as bad:
         raise ValueError(f"ansible/knob_sets/{file.name}: not valid YAML: {bad}") from None
     if not isinstance(data, dict):

@@ -14,7 +14,7 @@ become mandatory (what the new line needs the set did not say), before the run a
 """
 from __future__ import annotations
 
-from lab.provision import knob_sets, knobs, service_fit
+from lab.provision import catalog, knob_sets, service_fit
 
 LINES = {"boot2": "Spring Boot 2.7, Tomcat 9, Camel 3 (javax)",
          "boot3": "Spring Boot 3, Tomcat 10.1, Camel 4 (jakarta)"}
@@ -39,16 +39,17 @@ def meaning(spec: dict, line: str, values: dict) -> str | None:
     return "; ".join(said) or None
 
 
-def upgrade(config: str, service, sets: dict[str, dict] | None = None) -> dict | None:
-    """What the configuration's knob set becomes on the line it is moved to, or None when it moves to no other line
-    (no other build's Spring Boot line, no other Java). It was written for the line its origin set's values choose
-    (its origin: tuned, on camel3 and Java 17); this run's --set values, or the `base:` set made from it (tuned-camel4),
+def upgrade(config, service) -> dict | None:
+    """What the configuration's knob set becomes on the line it is moved to (config: a Configuration), or None when
+    it moves to no other line (no other build's Spring Boot line, no other Java). It was written for the line its
+    origin set's values choose (its origin: tuned, on camel3 and Java 17); the values given on top of it (this run's
+    --set), or the `base:` set made from it (tuned-camel4),
     move it: {from, to: "boot2 on Java 17"…, vanished: {knob: why (and what replaced it)}, changed: {knob: meaning
     there}, mandatory: {knob: why}}."""
-    specs, catalog = knobs.specs(), knobs.defaults()
-    first = knob_sets.values(knob_sets.origin(config), catalog)
-    old = {**catalog, **first}
-    target = {**catalog, **knob_sets.values(config, catalog), **(sets or {}).get(config, {})}
+    specs, out_of_the_box = catalog.specs(), catalog.defaults()
+    first = knob_sets.values(knob_sets.origin(config.base), out_of_the_box)
+    old = {**out_of_the_box, **first}
+    target = {**out_of_the_box, **knob_sets.values(config.base, out_of_the_box), **config.values}
     before, after = _on(old), _on(target)
     if before == after:
         return None
@@ -78,7 +79,7 @@ def upgrade(config: str, service, sets: dict[str, dict] | None = None) -> dict |
         fits = [c for c in (specs[knob].get("choices") or ()) if not service_fit.misfit(knob, c, **on_target)]
         if fits and target[knob] == first[knob]:
             mandatory[knob] = (f"one of {', '.join(map(str, fits))} on {lines['to']} (the run takes the catalog's "
-                               f"{catalog[knob]})")
+                               f"{out_of_the_box[knob]})")
     for knob, value in kept.items():
         low = service_fit.value_rule(specs.get(knob, {}), value).get("java_min")
         if low and before["jvm_version"] < int(low):

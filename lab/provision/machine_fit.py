@@ -1,7 +1,7 @@
 """Which knob values the machines' kind can take: on system containers the kernel is the host's, so a kernel
 setting that is not per network namespace would change the host and both twins at once (and a container may not
 write it). A knob set's such value is left out of its configuration, said in run.json and the report beside the
-service's (design.left_out); a --set value is refused. VMs and real hosts take every value.
+service's (Configuration.left_out); a given value is refused. VMs and real hosts take every value.
 
 The kind is chosen once per process (use(), by the command line before any knob is resolved), as lab.machines.reach
 chooses how machines are reached.

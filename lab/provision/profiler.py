@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 from lab import maven, paths
+from lab.errors import LabError
 
 POM = paths.ROOT / "profiler" / "pom.xml"
 HOME = paths.STATE_DIR / "profiler" / "home"
@@ -23,7 +24,7 @@ EVENTS = {"cpu": "--cpu", "alloc": "--alloc", "lock": "--lock"}
 CONVERT_TIMEOUT_S = 300
 
 
-class ProfilerError(RuntimeError):
+class ProfilerError(LabError):
     """async-profiler could not be fetched or a recording not converted; the message says why."""
 
 

@@ -48,7 +48,7 @@ def line_words(spec: dict) -> str:
 def misfit(knob: str, value, svc, stack: str | None, specs: dict, java: int | None = None) -> str | None:
     """Why `knob=value` cannot be given to the service `svc` (service.Service) on the machine whose app_stack is
     `stack` and whose Java is `java` (the knob jvm_version; None: not judged); None when it fits. specs: the
-    catalog's knobs (knobs.specs())."""
+    catalog's knobs (catalog.specs())."""
     needs = specs.get(knob, {}).get("needs")
     if needs == "template" and knob not in svc.template_knobs:
         return (f"{knob} reaches a service only through its descriptor's template, and {svc.name}'s "

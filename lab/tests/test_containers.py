@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.experiment import collect, design, jvm_shape, service
+from lab.experiment import collect, jvm_shape, service
 from lab.machines import containers, placement, provider, settings
 from lab.provision import machine_fit
+from lab.provision.configuration import Configuration
 
 # -- the machines' kind --------------------------------------------------------------------------------------
 
@@ -98,16 +99,16 @@ def test_the_tuned_sets_conntrack_setting_is_left_out_and_a_typed_one_refused():
     svc = service.load(service.DEFAULT)
     machine_fit.use("containers", per_namespace={"net.core.somaxconn"})
     try:
-        tuned = design.config_knobs("tuned", None, svc)
+        tuned = Configuration("tuned").knobs(svc)
         assert "net.netfilter.nf_conntrack_max" not in tuned["base_sysctl"]
-        assert "base_sysctl[net.netfilter.nf_conntrack_max]" in design.left_out("tuned", svc)
+        assert "base_sysctl[net.netfilter.nf_conntrack_max]" in Configuration("tuned").left_out(svc)
         with pytest.raises(ValueError, match=r"--set base_sysctl=.*vm\.swappiness: not a per-network-namespace"):
-            design.config_knobs("default", {"default": {"base_sysctl": {"vm.swappiness": 10}}}, svc)
-        ok = design.config_knobs("default", {"default": {"base_sysctl": {"net.core.somaxconn": 4096}}}, svc)
+            Configuration("default", {"base_sysctl": {"vm.swappiness": 10}}).knobs(svc)
+        ok = Configuration("default", {"base_sysctl": {"net.core.somaxconn": 4096}}).knobs(svc)
         assert ok["base_sysctl"] == {"net.core.somaxconn": 4096}
     finally:
         machine_fit.use("libvirt")
-    assert design.config_knobs("tuned", None, svc)["base_sysctl"]["net.netfilter.nf_conntrack_max"] == 32768
+    assert Configuration("tuned").knobs(svc)["base_sysctl"]["net.netfilter.nf_conntrack_max"] == 32768
 
 
 # -- the JVM's view of its machine ------------------------------------------------------------------------------

@@ -3,13 +3,14 @@ machine run another configuration, and where its files land in the run folder.""
 import pytest
 
 from lab.experiment import design, services
-from lab.provision import knob_sets, knobs
+from lab.provision import catalog, knob_sets
+from lab.provision.configuration import Configuration
 
 
 def test_one_trial_is_an_ab_run_on_the_namesake_machines():
     [t] = design.plan()
     assert t.kind == "ab" and not t.swapped
-    assert t.overrides({}) == {"default": {}, "tuned": {}}
+    assert t.overrides() == {"default": {}, "tuned": {}}
     assert t.targets({"default": "10.0.0.1", "tuned": "10.0.0.2"}) == {"default": "http://10.0.0.1",
                                                                          "tuned": "http://10.0.0.2"}
     assert t.record()["trial"] is None
@@ -26,33 +27,33 @@ def test_repeats_alternate_the_machines_from_the_second_trial_on():
 
 
 def test_a_swap_gives_each_machine_the_other_configuration_exactly():
-    tuned = design.config_knobs("tuned")
-    default = design.config_knobs("default")
+    tuned = Configuration("tuned").knobs()
+    default = Configuration("default").knobs()
     differing = {k for k in tuned if tuned[k] != default[k]}
     assert differing, "host_vars/tuned.yml changes nothing?"
-    over = design.plan(repeat=2)[1].overrides({})
+    over = design.plan(repeat=2)[1].overrides()
     assert set(over["default"]) == differing and set(over["tuned"]) == differing
     assert all(over["default"][k] == tuned[k] for k in differing)      # machine default runs tuned's set
     assert all(over["tuned"][k] == default[k] for k in differing)      # and machine tuned the catalog's
 
 
 def test_set_values_follow_their_configuration_across_the_swap():
-    sets = knobs.parse_overrides(["tuned:tomcat_threads_max=222", "jvm_heap_max_mb=200"])
-    straight, swapped = design.plan(repeat=2)
-    assert straight.overrides(sets)["tuned"]["tomcat_threads_max"] == 222
-    assert swapped.overrides(sets)["default"]["tomcat_threads_max"] == 222
-    default_threads = design.config_knobs("default")["tomcat_threads_max"]
-    assert swapped.overrides(sets)["tuned"]["tomcat_threads_max"] == default_threads
-    assert all(o["jvm_heap_max_mb"] == 200 for o in swapped.overrides(sets).values())
+    given = catalog.parse_overrides(["tuned:tomcat_threads_max=222", "jvm_heap_max_mb=200"])
+    straight, swapped = design.plan(repeat=2, given=given)
+    assert straight.overrides()["tuned"]["tomcat_threads_max"] == 222
+    assert swapped.overrides()["default"]["tomcat_threads_max"] == 222
+    default_threads = Configuration("default").knobs()["tomcat_threads_max"]
+    assert swapped.overrides()["tuned"]["tomcat_threads_max"] == default_threads
+    assert all(o["jvm_heap_max_mb"] == 200 for o in swapped.overrides().values())
 
 
 @pytest.mark.parametrize("config", ["default", "tuned"])
 def test_aa_gives_both_machines_one_configuration(config):
     [t] = design.plan(aa=config)
-    assert t.kind == "aa" and t.configurations == {"default": config, "tuned": config}
-    over = t.overrides({})
-    knobs = {vm: {**design.config_knobs(vm), **over[vm]} for vm in ("default", "tuned")}
-    assert knobs["default"] == knobs["tuned"] == design.config_knobs(config)
+    assert t.kind == "aa" and t.record()["configurations"] == {"default": config, "tuned": config}
+    over = t.overrides()
+    knobs = {vm: {**Configuration(vm).knobs(), **over[vm]} for vm in ("default", "tuned")}
+    assert knobs["default"] == knobs["tuned"] == Configuration(config).knobs()
 
 
 def test_aa_repeats_are_not_swapped():
@@ -78,11 +79,11 @@ def test_service_start_times_are_read_from_systemctl_show():
 
 def test_a_knob_set_on_the_tuned_side_gives_that_machine_the_set_exactly():
     [t] = design.plan(chosen={"tuned": "article-2018"})
-    assert t.configurations == {"default": "default", "tuned": "article-2018"} and t.kind == "ab"
-    over = t.overrides({})
+    assert t.record()["configurations"] == {"default": "default", "tuned": "article-2018"} and t.kind == "ab"
+    over = t.overrides()
     assert over["default"] == {}
-    resolved = {**design.config_knobs("tuned"), **over["tuned"]}
-    assert resolved == design.config_knobs("article-2018")
+    resolved = {**Configuration("tuned").knobs(), **over["tuned"]}
+    assert resolved == Configuration("article-2018").knobs()
     assert resolved["tomcat_threads_min_spare"] == 300 and resolved["jvm_heap_max_mb"] == 384
     assert t.record()["configurations"]["tuned"] == "article-2018"       # run.json names the set
 
@@ -90,28 +91,29 @@ def test_a_knob_set_on_the_tuned_side_gives_that_machine_the_set_exactly():
 def test_a_knob_set_follows_its_side_across_the_swap():
     straight, swapped = design.plan(repeat=2, chosen={"tuned": "article-2018"})
     assert swapped.machines == {"default": "tuned", "tuned": "default"}
-    over = swapped.overrides({})
-    assert {**design.config_knobs("default"), **over["default"]} == design.config_knobs("article-2018")
-    assert {**design.config_knobs("tuned"), **over["tuned"]} == design.config_knobs("default")
+    over = swapped.overrides()
+    assert {**Configuration("default").knobs(), **over["default"]} == Configuration("article-2018").knobs()
+    assert {**Configuration("tuned").knobs(), **over["tuned"]} == Configuration("default").knobs()
 
 
 def test_set_values_name_the_knob_set_a_side_runs():
-    sets = knobs.parse_overrides(["article-2018:tomcat_threads_max=280", "jvm_gc=serial"],
+    sets = catalog.parse_overrides(["article-2018:tomcat_threads_max=280", "jvm_gc=serial"],
                                      ["article-2018", "default"], prefixes=knob_sets.names(), what="knob set")
-    [t] = design.plan(chosen={"tuned": "article-2018"})
-    over = t.overrides(sets)
+    [t] = design.plan(chosen={"tuned": "article-2018"}, given=sets)
+    over = t.overrides()
     assert over["tuned"]["tomcat_threads_max"] == 280 and over["tuned"]["jvm_gc"] == "serial"
     assert over["default"] == {"jvm_gc": "serial"}
     with pytest.raises(ValueError, match="no machine runs the tuned configuration"):
-        t.overrides(knobs.parse_overrides(["tuned:tomcat_threads_max=5"], ["article-2018", "default"],
-                                              prefixes=knob_sets.names(), what="knob set"))
+        design.plan(chosen={"tuned": "article-2018"},
+                    given=catalog.parse_overrides(["tuned:tomcat_threads_max=5"], ["article-2018", "default"],
+                                                  prefixes=knob_sets.names(), what="knob set"))
 
 
 def test_an_aa_run_of_a_named_set():
     [t] = design.plan(aa="article-2018")
-    over = t.overrides({})
+    over = t.overrides()
     for vm in ("default", "tuned"):
-        assert {**design.config_knobs(vm), **over[vm]} == design.config_knobs("article-2018")
+        assert {**Configuration(vm).knobs(), **over[vm]} == Configuration("article-2018").knobs()
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -138,7 +140,7 @@ def test_knob_sets_are_listed_and_checked(tmp_path, monkeypatch):
     (tmp_path / "typo.yml").write_text("tomcat_thread_max: 3\n")
     (tmp_path / "list.yml").write_text("- a\n")
     with pytest.raises(ValueError, match="typo.yml sets knobs the catalog does not have: tomcat_thread_max"):
-        knob_sets.values("typo", knobs.defaults())
+        knob_sets.values("typo", catalog.defaults())
     with pytest.raises(ValueError, match="list.yml: must be a mapping"):
         knob_sets.values("list")
 

@@ -8,7 +8,7 @@ import yaml
 
 from lab import machines, paths
 from lab.machines import accel, box, netns, placement, prereqs, vagrant
-from lab.provision import knobs
+from lab.provision import catalog
 
 CPUINFO_VMX = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr vmx sse\n"
 CPUINFO_PLAIN = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr sse hypervisor\n"
@@ -222,7 +222,7 @@ def test_each_box_preloads_every_package_the_roles_install_on_it(java, suite):
 
 def test_every_java_release_has_its_box():
     """The knob's choices are the boxes' Javas, and each suite has its package list."""
-    assert set(knobs.specs()["jvm_version"]["choices"]) == set(box.SUITES)
+    assert set(catalog.specs()["jvm_version"]["choices"]) == set(box.SUITES)
     assert {p.stem for p in (box.RECIPE_DIR / "suites").glob("*.txt")} == set(box.SUITES.values())
     assert box.suite_of("21") == "trixie"
     with pytest.raises(box.BoxError, match="jvm_version=11: no box carries it"):

@@ -10,7 +10,7 @@ import yaml
 from lab import cli
 from lab.experiment import run
 from lab.machines import settings
-from lab.provision import knob_sets, knobs, playbook, role_names
+from lab.provision import catalog, knob_sets, knobs, playbook, role_names
 
 
 def test_generated_files_are_current():
@@ -29,7 +29,7 @@ def test_every_knob_like_name_a_role_reads_is_declared():
 
 
 def test_every_knob_says_what_it_does_and_where_it_lands():
-    for name, spec in knobs.specs().items():
+    for name, spec in catalog.specs().items():
         assert role_names.TIERED.match(name), name
         assert spec.get("what") and spec.get("lands") and spec.get("type"), name
         assert spec.get("inventory") or "default" in spec, f"{name} has no default"
@@ -43,7 +43,7 @@ def test_every_knob_set_sets_only_catalog_knobs():
     assert {p.stem for p in files} >= {"tuned", "article-2018", "tuned-camel4"}
     for path in files:
         values = yaml.safe_load(path.read_text()) or {}
-        assert values and set(values) - {knob_sets.BASE} <= set(knobs.specs()), path.name
+        assert values and set(values) - {knob_sets.BASE} <= set(catalog.specs()), path.name
         assert values.get(knob_sets.BASE, "tuned") in knob_sets.names(), path.name
 
 
@@ -96,29 +96,29 @@ def test_names_are_found_in_jinja_and_in_raw_expressions_only(roles):
 
 
 def test_a_knob_no_role_reads_is_found(roles):
-    assert knobs.unused(knobs.specs(CATALOG)) == ["tomcat_accept_count"]
+    assert knobs.unused(catalog.specs(CATALOG)) == ["tomcat_accept_count"]
 
 
 def test_a_misspelt_knob_in_a_template_is_found(roles):
     template = roles / "templates" / "a.j2"
     template.write_text(template.read_text() + "{{ tomcat_threads_maxx }}\n")
-    assert knobs.undeclared(knobs.specs(CATALOG)) == {"app": ["tomcat_threads_maxx"]}
+    assert knobs.undeclared(catalog.specs(CATALOG)) == {"app": ["tomcat_threads_maxx"]}
 
 
 def test_another_roles_variable_is_a_hidden_tie(roles):
     (roles / "templates" / "b.j2").write_text("{{ httpd_proxy_path }}\n")
-    assert knobs.undeclared(knobs.specs(CATALOG)) == {"app": ["httpd_proxy_path"]}
+    assert knobs.undeclared(catalog.specs(CATALOG)) == {"app": ["httpd_proxy_path"]}
 
 
 def test_argument_specs_list_the_knobs_a_role_reads(roles):
-    spec = yaml.safe_load(knobs.render_argument_specs(roles, knobs.specs(CATALOG)))["argument_specs"]["main"]
+    spec = yaml.safe_load(knobs.render_argument_specs(roles, catalog.specs(CATALOG)))["argument_specs"]["main"]
     assert spec["short_description"] == "the app"
     assert list(spec["options"]) == ["jvm_gc", "jvm_tier", "tomcat_keep", "tomcat_threads_max"]
     assert spec["options"]["tomcat_threads_max"]["description"] == "maxThreads; 1–5000; server.tomcat.threads.max"
 
 
 def test_valid_values_are_written_from_the_spec():
-    known = knobs.specs(CATALOG)
+    known = catalog.specs(CATALOG)
     assert knobs.values_text(known["jvm_gc"]) == "null (ergonomics) | serial | g1"
     assert knobs.values_text(known["jvm_tier"]) == "null (C1+C2) | 1 (C1 only)"
     assert knobs.values_text(known["tomcat_keep"]) == "-1 (unlimited) | 1–100000"
@@ -152,20 +152,20 @@ def test_readme_without_markers_is_refused():
 def test_a_catalog_entry_without_its_description_is_refused_by_name():
     broken = CATALOG.replace("what: maxThreads, ", "")
     with pytest.raises(ValueError, match="knob tomcat_threads_max lacks what"):
-        knobs.specs(broken)
+        catalog.specs(broken)
 
 
 # --- --set values are what JSON holds (Ansible gets them as JSON, run.json records them) -------------------------
 
 def test_a_date_for_a_text_knob_is_the_text_as_typed():
-    sets = knobs.parse_overrides(["tuned:base_timezone=2024-01-01", "default:base_timezone= 2024-01-01T10:00:00Z"])
+    sets = catalog.parse_overrides(["tuned:base_timezone=2024-01-01", "default:base_timezone= 2024-01-01T10:00:00Z"])
     assert sets == {"default": {"base_timezone": "2024-01-01T10:00:00Z"}, "tuned": {"base_timezone": "2024-01-01"}}
 
 
 def test_a_run_with_a_date_for_a_text_knob_records_it():
     """The run's design and run.json take the --set values as JSON: a YAML date once crashed them (a traceback)."""
     opts = run.Options(overrides=["tuned:base_timezone=2024-01-01"])
-    overrides = opts.trials()[0].overrides(opts.sets)
+    overrides = opts.trials()[0].overrides()
     assert overrides["tuned"]["base_timezone"] == "2024-01-01"
     assert json.loads(json.dumps(overrides)) == overrides
 
@@ -181,7 +181,7 @@ def test_a_run_with_a_date_for_a_text_knob_records_it():
 ])
 def test_a_value_json_cannot_hold_is_refused_naming_the_item(item, says):
     with pytest.raises(ValueError) as refused:
-        knobs.parse_overrides([item])
+        catalog.parse_overrides([item])
     assert str(refused.value).startswith(f"--set {item!r}: "), refused.value
     assert says in str(refused.value) and "write it in quotes" in str(refused.value), refused.value
 
@@ -234,7 +234,7 @@ def test_provisioning_passes_insist_memory_to_site_yml(monkeypatch, tmp_path):
     monkeypatch.setattr(playbook, "OVERRIDES", tmp_path / "overrides.json")
     monkeypatch.setattr(playbook.profiler, "ensure", lambda log=print: tmp_path)
     monkeypatch.setattr(playbook.app_jars, "ensure_kit", lambda log=print: tmp_path / "app.jar")
-    monkeypatch.setattr(playbook, "_machine_ids", lambda: {"default": "d", "tuned": "t"})
+    monkeypatch.setattr(playbook.scope, "machine_ids", lambda: {"default": "d", "tuned": "t"})
     monkeypatch.setattr(playbook, "write_inventory", lambda resolved: tmp_path / "inventory.yml")
     monkeypatch.setattr(playbook.paths, "LOG_DIR", tmp_path / "log")
     monkeypatch.setattr(playbook.subprocess, "Popen", lambda command, **kw: commands.append(command) or Done())

@@ -23,7 +23,7 @@ REPORT = paths.ROOT / "report"
 MAX_LINES = 350
 # The wings from the top down: a module may import its own wing and those below it, never one above.
 WINGS = ("lab.cli", "lab.experiment", "lab.provision", "lab.machines", "floor")
-FLOOR = {"lab", "lab.paths", "lab.shell", "lab.steps", "lab.procs", "lab.maven", "lab.lock"}
+FLOOR = {"lab", "lab.paths", "lab.shell", "lab.steps", "lab.procs", "lab.maven", "lab.lock", "lab.errors"}
 
 
 def _module_name(path: Path, root: Path = paths.ROOT) -> str:

@@ -8,7 +8,8 @@ from service_parts import BOOT2, BOOT32, boot_jar
 
 from lab.experiment import design, service
 from lab.machines import box
-from lab.provision import knob_sets, knobs, lines, service_fit
+from lab.provision import catalog, knob_sets, lines, service_fit
+from lab.provision.configuration import Configuration
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def two(tmp_path):
 
 
 def test_every_line_and_under_rule_of_the_catalog_names_a_line_or_a_bool_knob():
-    specs = knobs.specs()
+    specs = catalog.specs()
     for name, spec in specs.items():
         assert set(spec.get("lines") or {}) <= set(lines.LINES), name
         for knob in spec.get("under") or {}:
@@ -31,7 +32,7 @@ def test_every_line_and_under_rule_of_the_catalog_names_a_line_or_a_bool_knob():
 
 
 def test_a_value_a_line_lacks_is_refused_naming_why(two):
-    specs = knobs.specs()
+    specs = catalog.specs()
     assert service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel3", specs, 17) is None
     assert "Tomcat ≤ 9.0.113" in service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel4", specs, 21)
     assert service_fit.misfit("app_virtual_threads", True, two, "camel4", specs, 21) is None
@@ -43,27 +44,26 @@ def test_a_value_a_line_lacks_is_refused_naming_why(two):
 
 def test_a_typed_value_is_refused_on_its_line_a_sets_value_left_out(two):
     with pytest.raises(ValueError, match="app_virtual_threads=true needs jvm_version ≥ 21"):
-        design.config_knobs("default", {"default": {"app_stack": "camel4", "app_virtual_threads": True}}, two)
-    ok = design.config_knobs("default", {"default": {"app_stack": "camel4", "app_virtual_threads": True,
-                                                     "jvm_version": 21}}, two)
+        Configuration("default", {"app_stack": "camel4", "app_virtual_threads": True}).knobs(two)
+    ok = Configuration("default", {"app_stack": "camel4", "app_virtual_threads": True,
+                                                     "jvm_version": 21}).knobs(two)
     assert ok["app_virtual_threads"] is True and ok["jvm_version"] == 21
     # the lab's virtual-thread set on Java 17: its value is left out, with why
-    left = design.left_out("camel4-virtual", two, {"camel4-virtual": {"jvm_version": 17}})
+    left = Configuration("camel4-virtual", {"jvm_version": 17}).left_out(two)
     assert "needs jvm_version ≥ 21" in left["app_virtual_threads"]
 
 
 def test_each_configuration_asks_for_the_box_of_its_java(two):
-    t = design.Trial(configurations={"default": "tuned", "tuned": "tuned-camel4"})
-    assert t.suites({}, two) == {"default": "bookworm", "tuned": "trixie"}
-    swapped = design.Trial(configurations={"default": "tuned", "tuned": "tuned-camel4"},
-                           machines={"default": "tuned", "tuned": "default"})
-    assert swapped.suites({}, two) == {"default": "trixie", "tuned": "bookworm"}
+    configured = {"default": Configuration("tuned"), "tuned": Configuration("tuned-camel4")}
+    assert design.Trial(configurations=configured).suites(two) == {"default": "bookworm", "tuned": "trixie"}
+    swapped = design.Trial(configurations=configured, machines={"default": "tuned", "tuned": "default"})
+    assert swapped.suites(two) == {"default": "trixie", "tuned": "bookworm"}
     assert set(box.SUITES.values()) == {"bookworm", "trixie"}
 
 
 def test_the_tuned_set_moved_to_camel4_says_what_vanished_changed_and_became_mandatory(two):
-    moved = lines.upgrade("tuned", two, {"tuned": {"app_stack": "camel4", "jvm_version": 21,
-                                                   "app_virtual_threads": True}})
+    moved = lines.upgrade(Configuration("tuned", {"app_stack": "camel4", "jvm_version": 21,
+                                                  "app_virtual_threads": True}), two)
     assert moved["from"] == "boot2 on Java 17" and moved["to"] == "boot3 on Java 21"
     assert set(moved["vanished"]) == {"tomcat_ajp_connector"}
     assert "Tomcat ≤ 9.0.113" in moved["vanished"]["tomcat_ajp_connector"]
@@ -77,12 +77,12 @@ def test_the_tuned_set_moved_to_camel4_says_what_vanished_changed_and_became_man
 
 def test_a_set_made_on_another_says_what_it_replaced(two):
     assert knob_sets.origin("tuned-camel4") == "tuned" and knob_sets.origin("camel4-virtual") == "camel4"
-    moved = lines.upgrade("tuned-camel4", two)
+    moved = lines.upgrade(Configuration("tuned-camel4"), two)
     assert moved["vanished"]["tomcat_ajp_connector"].endswith("replaced by nio")
     assert "tomcat_ajp_connector" not in moved["mandatory"]
     # no other line, no upgrade: platform against virtual threads on camel4, or camel3 against camel3
-    assert lines.upgrade("camel4-virtual", two) is None
-    assert lines.upgrade("tuned", two, {"tuned": {"jvm_gc": "serial"}}) is None
+    assert lines.upgrade(Configuration("camel4-virtual"), two) is None
+    assert lines.upgrade(Configuration("tuned", {"jvm_gc": "serial"}), two) is None
 
 
 def test_a_base_set_that_leads_back_is_refused(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import pytest
 
 from lab import cli, paths
 from lab.experiment import record, run, trial
+from lab.machines import lifecycle, netns
 from lab.provision import hosts, hosts_down, playbook
 
 FIXTURE = paths.ROOT / "report" / "tests" / "fixtures" / "20261122T215957Z-fixture"
@@ -106,8 +107,8 @@ def test_down_with_hosts_takes_the_lab_off_them_and_up_with_hosts_is_refused(tmp
     inventory.write_text("# read by the stand-in only\n")
     calls = []
     monkeypatch.setattr(hosts_down, "down", lambda path, log: calls.append(("hosts.down", path)))
-    monkeypatch.setattr(cli.lifecycle, "down", lambda: calls.append(("vms.down",)))
-    monkeypatch.setattr(cli.netns, "foreign_owner", lambda: calls.append(("netns",)))
+    monkeypatch.setattr(lifecycle, "down", lambda: calls.append(("vms.down",)))
+    monkeypatch.setattr(netns, "foreign_owner", lambda: calls.append(("netns",)))
     assert cli.main(["down", "--hosts", str(inventory)]) == 0
     assert cli.main(["--hosts", str(inventory), "down"]) == 0
     assert calls == [("hosts.down", inventory)] * 2

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lab import cli, paths
+from lab.errors import LabError
 from lab.experiment import (
     check,
     collect,
@@ -25,8 +26,8 @@ from lab.experiment import (
     run,
     trial,
 )
-from lab.machines import lifecycle
-from lab.provision import jars, playbook
+from lab.machines import lifecycle, netns
+from lab.provision import jars, playbook, scope
 
 # --- options and ids -----------------------------------------------------------------------------------
 
@@ -182,7 +183,7 @@ def test_guest_script_refuses_bad_run_ids():
 @pytest.mark.parametrize("foreign_lab", [None, "/another/checkout"])
 def test_bad_run_options_change_nothing(argv, message, foreign_lab, capsys, monkeypatch, tmp_path):
     # bad input is named first, whether or not another checkout's lab holds the namespace
-    monkeypatch.setattr(cli.netns, "foreign_owner", lambda: foreign_lab)
+    monkeypatch.setattr(netns, "foreign_owner", lambda: foreign_lab)
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(lifecycle, "ensure_up", lambda s, suites: pytest.fail("must not bring anything up"))
     assert cli.main(argv) == 2
@@ -208,7 +209,7 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
     calls = []
 
     def not_up(s, suites):
-        raise lifecycle.LabError("the machines are up but were made with other settings")
+        raise LabError("the machines are up but were made with other settings")
 
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(lifecycle, "ensure_up", not_up)
@@ -253,7 +254,7 @@ def fake_provisioning(monkeypatch, tmp_path):
     profiler_home.mkdir()
     (profiler_home / playbook.profiler.LIBRARY).write_bytes(b"agent")
     monkeypatch.setattr(playbook.profiler, "ensure", lambda log=print: profiler_home)
-    monkeypatch.setattr(playbook, "_machine_ids", lambda: {"default": "id-d", "tuned": "id-t"})
+    monkeypatch.setattr(scope, "machine_ids", lambda: {"default": "id-d", "tuned": "id-t"})
     monkeypatch.setattr(playbook, "write_inventory", lambda resolved: tmp_path / "inventory.yml")
     monkeypatch.setattr(playbook.paths, "LOG_DIR", tmp_path / "log")
     monkeypatch.setattr(playbook.subprocess, "Popen", lambda *a, **k: calls.append(a) or Done())
@@ -300,20 +301,20 @@ def test_provisioning_runs_only_what_changed(fake_provisioning):
 
 def test_the_scope_of_a_change_is_the_roles_that_read_its_knobs():
     stamp = {"base": "b1", "overrides": {"tuned": {"tomcat_threads_max": 50}}}
-    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {}}) is None
-    assert playbook.scope(stamp, "b2", {"tuned": {"tomcat_threads_max": 50}}).roles is None    # ansible/ changed
-    assert playbook.scope(None, "b1", {}).roles is None
-    httpd = playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50},
+    assert scope.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {}}) is None
+    assert scope.scope(stamp, "b2", {"tuned": {"tomcat_threads_max": 50}}).roles is None    # ansible/ changed
+    assert scope.scope(None, "b1", {}).roles is None
+    httpd = scope.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50},
                                          "default": {"httpd_max_request_workers": 60}})
     assert (httpd.machines, httpd.roles) == (("default",), ("httpd",)) and "httpd_max_request_workers" in httpd.why
-    both = playbook.scope(stamp, "b1", {"default": {"tomcat_threads_max": 50}})    # moved from tuned to default
+    both = scope.scope(stamp, "b1", {"default": {"tomcat_threads_max": 50}})    # moved from tuned to default
     assert (both.machines, both.roles) == (("default", "tuned"), ("app",))
-    assert playbook.scope(stamp, "b1", {"tuned": {"base_timezone": "UTC", "tomcat_threads_max": 50}}).roles == ("base",)
-    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "mock_latency": "0"}}).roles == \
+    assert scope.scope(stamp, "b1", {"tuned": {"base_timezone": "UTC", "tomcat_threads_max": 50}}).roles == ("base",)
+    assert scope.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "mock_latency": "0"}}).roles == \
         ("mock_service",)
     # a knob other roles reach through shared variables: the AJP port is HTTPD's proxy target and one of the
     # ports the lab's firewall table (base role) admits from the lab's networks only
-    assert playbook.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == \
+    assert scope.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50, "tomcat_ajp_port": 8010}}).roles == \
         ("base", "app", "httpd")
 
 
@@ -328,8 +329,8 @@ def test_a_role_depends_on_the_knobs_inside_the_variables_it_reads(tmp_path, mon
     (ansible / "group_vars" / "all" / "lab.yml").write_text("lab_made_of_knobs: \"{{ tomcat_threads_max }}\"\n")
     (ansible / "site.yml").write_text("- name: Provision the lab machines\n  hosts: all\n  roles:\n"
                                       "    - {role: one, when: x}\n    - two\n")
-    monkeypatch.setattr(playbook, "ANSIBLE_DIR", ansible)
-    readers = playbook.knob_readers()
+    monkeypatch.setattr(scope, "ANSIBLE_DIR", ansible)
+    readers = scope.knob_readers()
     assert "tomcat_threads_max" in readers["one"] and "tomcat_threads_max" not in readers["two"]
     assert "httpd_timeout_s" in readers["two"] and "httpd_timeout_s" not in readers["one"]
 
@@ -366,14 +367,14 @@ def test_fingerprint_follows_ansible_files_and_machine_identity(fake_provisionin
     (ansible / "roles" / "app").mkdir(parents=True)
     (ansible / "tests").mkdir()
     (ansible / "roles" / "app" / "main.yml").write_text("a: 1\n")
-    monkeypatch.setattr(playbook, "ANSIBLE_DIR", ansible)
+    monkeypatch.setattr(scope, "ANSIBLE_DIR", ansible)
     ids = {"default": "id-d", "tuned": "id-t"}
-    first = playbook.fingerprint({}, {}, [jar], ids)
+    first = scope.fingerprint({}, {}, [jar], ids)
     (ansible / "tests" / "test_x.py").write_text("changed\n")
-    assert playbook.fingerprint({}, {}, [jar], ids) == first, "tests do not reach the machines"
-    assert playbook.fingerprint({}, {}, [jar], {**ids, "tuned": "re-created"}) != first
+    assert scope.fingerprint({}, {}, [jar], ids) == first, "tests do not reach the machines"
+    assert scope.fingerprint({}, {}, [jar], {**ids, "tuned": "re-created"}) != first
     (ansible / "roles" / "app" / "main.yml").write_text("a: 2\n")
-    assert playbook.fingerprint({}, {}, [jar], ids) != first
+    assert scope.fingerprint({}, {}, [jar], ids) != first
 
 
 def test_a_failed_provisioning_is_not_remembered(fake_provisioning, monkeypatch):
@@ -449,12 +450,13 @@ def test_an_interrupted_provisioning_stops_ansible(fake_provisioning, monkeypatc
 def test_profile_is_the_profiler_knob_on_for_both_configurations():
     args = cli.parser().parse_args(["--profile", "--set", "tuned:tomcat_threads_max=250"])
     opts = cli.run_options(args)
-    assert opts.sets["default"]["profiler_events"] == ["cpu", "alloc", "lock"] == opts.sets["tuned"]["profiler_events"]
-    assert opts.sets["tuned"]["tomcat_threads_max"] == 250
+    given = {side: c.values for side, c in opts.configurations.items()}
+    assert given["default"]["profiler_events"] == ["cpu", "alloc", "lock"] == given["tuned"]["profiler_events"]
+    assert opts.configurations["tuned"].values["tomcat_threads_max"] == 250
     # a --set after it picks the events
     args = cli.parser().parse_args(["--profile", "--set", "profiler_events=[cpu]"])
-    assert cli.run_options(args).sets["tuned"]["profiler_events"] == ["cpu"]
-    assert "profiler_events" not in cli.run_options(cli.parser().parse_args([])).sets["tuned"]
+    assert cli.run_options(args).configurations["tuned"].values["profiler_events"] == ["cpu"]
+    assert "profiler_events" not in cli.run_options(cli.parser().parse_args([])).configurations["tuned"].values
 
 
 # --- after the load: each step on its own, Ctrl-C and failures recorded ------------------------------------

@@ -18,7 +18,8 @@ from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
 from lab import paths
 from lab.experiment import design, load, run, service
 from lab.experiment.load import plan_check, user_plan
-from lab.provision import knobs, service_fit
+from lab.provision import catalog, service_fit
+from lab.provision.configuration import Configuration
 
 BOOT3_LIBS = ("spring-boot-3.5.7.jar", "tomcat-embed-core-10.1.48.jar")
 BOOT2_LIBS = ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.83.jar")
@@ -48,79 +49,79 @@ def stacked(tmp_path: Path) -> service.Service:
 
 def test_a_knob_of_a_template_fits_only_the_service_whose_template_reads_it(tmp_path):
     svc = descriptor(tmp_path)
-    why = service_fit.misfit("app_backend_max_connections", 50, svc, None, knobs.specs())
+    why = service_fit.misfit("app_backend_max_connections", 50, svc, None, catalog.specs())
     assert "app_backend_max_connections" in why and "shop" in why and "template" in why
-    assert service_fit.misfit("logback_audit_appender", "ASYNC", svc, None, knobs.specs())
-    assert service_fit.misfit("tomcat_threads_max", 300, svc, None, knobs.specs()) is None
-    assert service_fit.misfit("jvm_gc", "g1", svc, None, knobs.specs()) is None
+    assert service_fit.misfit("logback_audit_appender", "ASYNC", svc, None, catalog.specs())
+    assert service_fit.misfit("tomcat_threads_max", 300, svc, None, catalog.specs()) is None
+    assert service_fit.misfit("jvm_gc", "g1", svc, None, catalog.specs()) is None
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "mine.yml.j2").write_text("shop:\n  pool: {{ app_compose_pool_size }}\n")
     templated = descriptor(tmp_path / "t", more="template: mine.yml.j2\n")
     assert templated.template_knobs == {"app_compose_pool_size"}
-    assert service_fit.misfit("app_compose_pool_size", 8, templated, None, knobs.specs()) is None
-    assert service_fit.misfit("app_compose_queue_size", 8, templated, None, knobs.specs())
+    assert service_fit.misfit("app_compose_pool_size", 8, templated, None, catalog.specs()) is None
+    assert service_fit.misfit("app_compose_queue_size", 8, templated, None, catalog.specs())
     sample = service.load(service.DEFAULT)          # the lab's own app: its template reads all of its knobs
-    assert {k for k, v in knobs.specs().items() if v.get("needs") == "template"} <= sample.template_knobs
+    assert {k for k, v in catalog.specs().items() if v.get("needs") == "template"} <= sample.template_knobs
 
 
 def test_a_stack_a_start_alone_and_the_port_come_from_the_descriptor(tmp_path):
     svc, two = descriptor(tmp_path), stacked(tmp_path)
-    assert "one jar" in service_fit.misfit("app_stack", "camel4", svc, None, knobs.specs())
-    assert service_fit.misfit("app_stack", "camel4", two, None, knobs.specs()) is None
-    assert "cds: true" in service_fit.misfit("jvm_cds", True, svc, None, knobs.specs())
-    assert service_fit.misfit("jvm_cds", True, service.load(service.DEFAULT), None, knobs.specs()) is None
-    assert "port: 9966" in service_fit.misfit("tomcat_http_port", 8081, svc, None, knobs.specs())
+    assert "one jar" in service_fit.misfit("app_stack", "camel4", svc, None, catalog.specs())
+    assert service_fit.misfit("app_stack", "camel4", two, None, catalog.specs()) is None
+    assert "cds: true" in service_fit.misfit("jvm_cds", True, svc, None, catalog.specs())
+    assert service_fit.misfit("jvm_cds", True, service.load(service.DEFAULT), None, catalog.specs()) is None
+    assert "port: 9966" in service_fit.misfit("tomcat_http_port", 8081, svc, None, catalog.specs())
 
 
 def test_apr_needs_a_tomcat_that_still_has_it(tmp_path):
     boot3 = descriptor(tmp_path)
-    why = service_fit.misfit("tomcat_ajp_connector", "apr", boot3, None, knobs.specs())
+    why = service_fit.misfit("tomcat_ajp_connector", "apr", boot3, None, catalog.specs())
     assert "Tomcat ≤ 9.0.113" in why and "10.1.48" in why and "3.5.7" in why
-    assert service_fit.misfit("tomcat_ajp_connector", "nio2", boot3, None, knobs.specs()) is None
+    assert service_fit.misfit("tomcat_ajp_connector", "nio2", boot3, None, catalog.specs()) is None
     (tmp_path / "2").mkdir()
     boot2 = descriptor(tmp_path / "2", BOOT2, BOOT2_LIBS)
-    assert service_fit.misfit("tomcat_ajp_connector", "apr", boot2, None, knobs.specs()) is None
+    assert service_fit.misfit("tomcat_ajp_connector", "apr", boot2, None, catalog.specs()) is None
     (tmp_path / "3").mkdir()
     newer = descriptor(tmp_path / "3", BOOT2, ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.115.jar"))
-    assert "9.0.115" in service_fit.misfit("tomcat_ajp_connector", "apr", newer, None, knobs.specs())
+    assert "9.0.115" in service_fit.misfit("tomcat_ajp_connector", "apr", newer, None, catalog.specs())
     (tmp_path / "4").mkdir()
     two = stacked(tmp_path / "4")        # per build: the machine's app_stack says which Tomcat
-    assert service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel3", knobs.specs()) is None
-    assert "10.1.48" in service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel4", knobs.specs())
+    assert service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel3", catalog.specs()) is None
+    assert "10.1.48" in service_fit.misfit("tomcat_ajp_connector", "apr", two, "camel4", catalog.specs())
     with pytest.raises(ValueError, match="--set tomcat_ajp_connector=apr: .*10.1.48"):
-        design.config_knobs("tuned", {"tuned": {"app_stack": "camel4", "tomcat_ajp_connector": "apr"}}, two)
+        Configuration("tuned", {"app_stack": "camel4", "tomcat_ajp_connector": "apr"}).knobs(two)
     # the tuned set moved onto the Camel 4 build by --set: its APR connector is left out, and said so
-    assert "tomcat_ajp_connector" not in design.left_out("tuned", two), "camel3's Tomcat has APR"
-    moved = design.left_out("tuned", two, {"tuned": {"app_stack": "camel4"}})
+    assert "tomcat_ajp_connector" not in Configuration("tuned").left_out(two), "camel3's Tomcat has APR"
+    moved = Configuration("tuned", {"app_stack": "camel4"}).left_out(two)
     assert "10.1.48" in moved["tomcat_ajp_connector"]
-    assert design.config_knobs("tuned", {"tuned": {"app_stack": "camel4"}}, two)["tomcat_ajp_connector"] == "nio"
-    assert "tomcat_ajp_connector" not in design.left_out(
-        "tuned", two, {"tuned": {"app_stack": "camel4", "tomcat_ajp_connector": "nio2"}}), "typed: not lost"
+    assert Configuration("tuned", {"app_stack": "camel4"}).knobs(two)["tomcat_ajp_connector"] == "nio"
+    given = Configuration("tuned", {"app_stack": "camel4", "tomcat_ajp_connector": "nio2"})
+    assert "tomcat_ajp_connector" not in given.left_out(two), "typed: not lost"
 
 
 def test_the_tuned_set_is_given_to_a_service_without_what_it_cannot_take(tmp_path):
     svc = descriptor(tmp_path)
-    sample = design.config_knobs("tuned", service=service.load(service.DEFAULT))
-    mine = design.config_knobs("tuned", service=svc)
+    sample = Configuration("tuned").knobs(service.load(service.DEFAULT))
+    mine = Configuration("tuned").knobs(svc)
     assert sample["tomcat_ajp_connector"] == "apr" and mine["tomcat_ajp_connector"] == "nio"   # the catalog's
     assert mine["tomcat_threads_max"] == sample["tomcat_threads_max"] == 150
     assert mine["logback_audit_appender"] != sample["logback_audit_appender"]
-    left = design.left_out("tuned", svc)
+    left = Configuration("tuned").left_out(svc)
     assert "tomcat_ajp_connector" in left and "logback_audit_appender" in left and "tomcat_threads_max" not in left
-    assert design.left_out("tuned", service.load(service.DEFAULT)) == {}, "the sample app takes all of tuned.yml"
+    assert Configuration("tuned").left_out(service.load(service.DEFAULT)) == {}, "the sample app takes all of tuned.yml"
     # the machine named tuned gets the catalog's value back by an override (its host_vars hold tuned.yml)
-    overrides = design.Trial().overrides({}, svc)
+    overrides = design.Trial().overrides(svc)
     assert overrides["tuned"]["tomcat_ajp_connector"] == "nio"
 
 
 def test_a_set_value_the_service_cannot_take_is_refused_naming_it(tmp_path):
     svc = descriptor(tmp_path)
     with pytest.raises(ValueError, match=r"--set tomcat_ajp_connector=apr: .*Tomcat 10\.1\.48"):
-        design.config_knobs("tuned", {"tuned": {"tomcat_ajp_connector": "apr"}}, svc)
+        Configuration("tuned", {"tomcat_ajp_connector": "apr"}).knobs(svc)
     with pytest.raises(ValueError, match="--set app_compose_pool_size=8: .*shop.*template"):
         run.Options(overrides=["tuned:app_compose_pool_size=8"], service=svc)
     opts = run.Options(overrides=["tuned:tomcat_threads_max=300"], service=svc)
-    assert opts.trials()[0].overrides(opts.sets, svc)["tuned"]["tomcat_threads_max"] == 300
+    assert opts.trials()[0].overrides(svc)["tuned"]["tomcat_threads_max"] == 300
 
 
 def test_a_service_without_its_own_plan_or_with_another_model_is_refused(tmp_path):

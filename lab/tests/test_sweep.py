@@ -6,7 +6,7 @@ import pytest
 
 from lab import paths
 from lab.experiment import run, sweep
-from lab.provision import knobs
+from lab.provision import catalog
 
 
 def test_one_axis_is_one_trial_per_value():
@@ -53,12 +53,12 @@ def test_the_estimate_counts_every_trials_load_and_overheads():
 
 def test_ablation_reverts_one_tier_at_a_time_to_the_catalog():
     plan = sweep.ablation_plan("tuned")
-    catalog = knobs.defaults()
+    out_of_the_box = catalog.defaults()
     assert plan.points[0].label == "full" and plan.points[0].values == {}
     tiers = [p.tier for p in plan.points[1:]]
     assert {"httpd", "tomcat", "jvm", "logback", "base"} <= set(tiers)
     for p in plan.points[1:]:
-        assert all(catalog[k] == v for k, v in p.values.items())
+        assert all(out_of_the_box[k] == v for k, v in p.values.items())
     httpd = next(p for p in plan.points if p.tier == "httpd")
     assert "tomcat_ajp_connector" in httpd.values        # APR goes with AJP, else validation refuses the trial
     tomcat = next(p for p in plan.points if p.tier == "tomcat")
@@ -69,8 +69,9 @@ def test_a_trial_runs_the_sweeps_options_plus_its_values():
     opts = run.Options(label="thr", overrides=["tuned:tomcat_accept_count=50"])
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,200")])
     o = sweep.trial_options(opts, plan, plan.points[1])
-    assert o.label == "thr-v2" and o.sets["tuned"] == {"tomcat_accept_count": 50, "tomcat_threads_max": 200}
-    assert o.sets["default"] == {}          # the control is left alone
+    assert o.label == "thr-v2"
+    assert o.configurations["tuned"].values == {"tomcat_accept_count": 50, "tomcat_threads_max": 200}
+    assert o.configurations["default"].values == {}          # the control is left alone
 
 
 class StandInRun:
@@ -84,12 +85,12 @@ class StandInRun:
             raise KeyboardInterrupt
         folder = self.results / f"20261125T00000{len(self.ran)}Z-{label}"
         folder.mkdir(parents=True)
-        ratio = 1 + opts.sets["tuned"]["tomcat_threads_max"] / 1000
+        ratio = 1 + opts.configurations["tuned"].values["tomcat_threads_max"] / 1000
         (folder / "verdict.json").write_text(json.dumps({"effects": {
             "tps": {"default": 10.0, "tuned": 10 * ratio, "estimate": ratio, "low": ratio - 0.05, "high": ratio + 0.05},
             "error_pct": {"default": 0.0, "tuned": 0.0, "estimate": 0.0},
             "p99": {"default": 900, "tuned": 800, "estimate": 0.89, "low": 0.8, "high": 0.95}}}))
-        self.ran.append((label, t.series, opts.sets["tuned"]))
+        self.ran.append((label, t.series, opts.configurations["tuned"].values))
         return 0, folder
 
 

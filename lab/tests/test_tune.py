@@ -9,6 +9,8 @@ import optuna
 import pytest
 
 from lab.experiment.tune import search, space, standin
+from lab.provision import catalog
+from lab.provision.configuration import Configuration
 
 SPECS = {"threads": {"type": "int", "range": [1, 5000]}, "workers": {"type": "int", "range": [1, 20000]},
          "heap": {"type": "int", "range": [32, 8192], "unset": "ergonomics"},
@@ -62,8 +64,7 @@ def test_a_space_takes_null_where_the_knob_has_an_unset_meaning():
 
 
 def test_the_catalogs_tune_ranges_are_a_space_of_its_own_knobs():
-    from lab.provision import knobs
-    specs = knobs.specs()
+    specs = catalog.specs()
     tuned = space.from_catalog(specs)
     assert len(tuned.knobs) >= 5 and {k.split("_")[0] for k in tuned.knobs} >= {"httpd", "tomcat", "jvm"}
 
@@ -165,9 +166,8 @@ def sets(tmp_path, monkeypatch):
 
 
 def command_space():
-    from lab.provision import knobs
     return space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True},
-                        "jvm_gc": ["serial", "parallel", "g1"]}, knobs.specs())
+                        "jvm_gc": ["serial", "parallel", "g1"]}, catalog.specs())
 
 
 def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets):
@@ -177,13 +177,13 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     import json
 
     from lab import paths
-    from lab.experiment import design, run
+    from lab.experiment import run
     from lab.experiment.tune import command, confirm
-    from lab.provision import knob_sets, knobs
+    from lab.provision import knob_sets
     tune_space = command_space()
     lab = standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2)
     runs = standin.Runs(lab, paths.RESULTS, [0.0], command.OVERHEAD_S, interrupt_at=5)
-    catalog = design.config_knobs(knob_sets.DEFAULT, None, run.Options().service)
+    out_of_the_box = Configuration(knob_sets.DEFAULT).knobs(run.Options().service)
     plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=6 * 3600)
     opts = run.Options(profile=load_profile())
     said = []
@@ -195,9 +195,9 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     assert "then ~" in said[0] and any("trial 1 of about" in line for line in said)
     for _, values in runs.ran:          # the candidate is the catalog and its values: nothing of the tuned set
         config = run.Options(overrides=[f"tuned:{k}={json.dumps(v)}" for k, v in values.items()])
-        assert set(values) == set(tune_space.knobs) and config.sets["tuned"] == values
-    resolved = design.config_knobs("tuned", opts.sets, opts.service)
-    assert resolved["tomcat_threads_min_spare"] != catalog["tomcat_threads_min_spare"], "the tuned set differs"
+        assert set(values) == set(tune_space.knobs) and config.configurations["tuned"].values == values
+    resolved = opts.configurations["tuned"].knobs(opts.service)
+    assert resolved["tomcat_threads_min_spare"] != out_of_the_box["tomcat_threads_min_spare"], "the tuned set differs"
     runs.interrupt_at = None
     code, again = command.execute(opts, None, plan, runs.run_trial, lambda o, s: None, runs.run_series,
                                   resume_folder=folder, log=said.append, clock=lambda: runs.clock[0],
@@ -212,7 +212,7 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     assert [c["against"] for c in data["confirmations"]] == ["default", "tuned"]
     written = sets / f"{data['name']}.yml"
     assert data["knob_set"] == f"ansible/knob_sets/{written.name}" and written.is_file()
-    assert knob_sets.values(data["name"], knobs.defaults()) == final["values"]
+    assert knob_sets.values(data["name"], catalog.defaults()) == final["values"]
     assert f"tune {folder.name}" in written.read_text() and "--repeat 2 (crossover) vs default" in written.read_text()
     with pytest.raises(ValueError, match="is not this tune's"):
         confirm.check_name(data["name"], "20990101T000000Z-tune")
@@ -305,7 +305,8 @@ def load_profile():
     (["tune", "--resume", "nowhere"], "--resume nowhere: not a tune folder"),
 ])
 def test_a_tune_the_lab_cannot_run_is_refused_before_anything_starts(argv, said):
-    from lab.cli import arguments, tune_command
+    from lab.cli import arguments
+    from lab.cli.commands import tune as tune_command
     with pytest.raises(ValueError) as refused:
         tune_command.plan_of(arguments.parser().parse_args(argv))
     assert said in str(refused.value)
@@ -321,7 +322,8 @@ def test_run_options_a_tune_decides_itself_are_refused(option):
 
 
 def test_a_warmup_that_leaves_a_trial_nothing_to_measure_is_refused():
-    from lab.cli import arguments, tune_command
+    from lab.cli import arguments
+    from lab.cli.commands import tune as tune_command
     from lab.experiment import run
     plan = tune_command.plan_of(arguments.parser().parse_args(["tune", "--budget", "2h", "--holds", "60,180"]))
     tune_command.check_warmup(run.Options(profile=load_profile(), warmup_s=60), plan)     # 30 s ramp + 60 s

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab import maven, paths
+from lab.errors import LabError
 
 JMETER_DIR = paths.ROOT / "jmeter"
 PLAN = JMETER_DIR / "plan.jmx"
@@ -20,7 +21,7 @@ JVM_OPTIONS = ["-Xms256m", "-Xmx1g", "-XX:MaxMetaspaceSize=256m", "-XX:+UseG1GC"
 Progress = Callable[[str], None]            # where a line of progress goes (the terminal)
 
 
-class LoadError(RuntimeError):
+class LoadError(LabError):
     """JMeter could not be assembled or the load failed; the message says why and where to look."""
 
     def __init__(self, message: str, result=None) -> None:

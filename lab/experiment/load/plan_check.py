@@ -18,6 +18,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.errors import BadInput
+
 PLAN_PROPERTIES = ("host", "port", "scheme", "users", "ramp_up_s", "duration_s", "connect_timeout_ms",
                    "response_timeout_ms")
 REQUIRED = ("host", "users", "ramp_up_s", "duration_s")
@@ -26,7 +28,7 @@ TARGET_FIELDS = {"HTTPSampler.domain": "host", "HTTPSampler.port": "port", "HTTP
 HTTP_ELEMENTS = ("HTTPSamplerProxy", "ConfigTestElement")
 
 
-class PlanError(ValueError):
+class PlanError(BadInput):
     """A plan the lab cannot run against its machines; the message names the file, the element and why."""
 
 

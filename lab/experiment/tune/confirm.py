@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lab.experiment import design
 from lab.experiment.tune import search, trials
-from lab.provision import knob_sets, knobs
+from lab.provision import catalog, knob_sets
 
 REPEAT = 2                          # the crossover: each machine runs each side once
 TUNED = "tuned"                     # the lab's hand-made set, the second confirmation's control
@@ -105,7 +105,7 @@ def write_knob_set(name: str, data: dict) -> Path:
     evidence (the trial, its ratio at the longest hold, the knob's importance in the study)."""
     final, tune_id = data["finalist"], data["tune_id"]
     file = check_name(name, tune_id)
-    catalog = knobs.defaults()
+    out_of_the_box = catalog.defaults()
     confirmed = [c for c in data.get("confirmations") or [] if c.get("tps")]
     proven = final["counted"] and any(c["against"] == data.get("control", knob_sets.DEFAULT)
                                       and (c["tps"].get("low") or 0) > 1 for c in confirmed)
@@ -121,7 +121,7 @@ def write_knob_set(name: str, data: dict) -> Path:
     importance = data.get("importance") or {}
     for knob, value in final["values"].items():
         said = [f"importance {importance[knob]:.2f}" if knob in importance else "importance not estimated"]
-        if design.same(catalog.get(knob), value):
+        if design.same(out_of_the_box.get(knob), value):
             said.append("the catalog's own value")
         lines.append(f"{knob}: {json.dumps(value)}        # {'; '.join(said)}")
     tmp = file.with_suffix(".yml.tmp")

@@ -21,6 +21,7 @@ from datetime import UTC
 import optuna
 import sqlalchemy.exc
 
+from lab.errors import LabError
 from lab.experiment.tune.space import Space
 
 REDUCTION = 3                 # successive halving: a third of each length's trials go on to the next
@@ -34,7 +35,7 @@ MAX_REFUSED = 200             # proposals in a row the knob rules refuse before 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-class TuneError(RuntimeError):
+class TuneError(LabError):
     """The tune cannot go on; the message says why."""
 
 

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import yaml
 
+from lab.errors import BadInput
 
-class SpaceError(ValueError):
+
+class SpaceError(BadInput):
     """A space the lab cannot search; the message names the knob and why."""
 
 

@@ -79,9 +79,8 @@ class Runs:
     ran: list = field(default_factory=list)       # (label, values) of every trial run
     series: list = field(default_factory=list)    # (the control's configuration, values) of every series
 
-    def values(self, o, config: str) -> dict:
-        from lab.experiment import design
-        resolved = design.config_knobs(config, o.sets, o.service)
+    def values(self, o, config) -> dict:
+        resolved = config.knobs(o.service)
         return {k: resolved[k] for k in self.lab.space.knobs}
 
     def _folder(self, name: str, outcome: Outcome):
@@ -105,5 +104,5 @@ class Runs:
         first = o.trials()[0]
         values = self.values(o, first.configurations["tuned"])
         self.clock[0] += o.repeat * (self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s)
-        self.series.append((first.configurations["default"], values))
+        self.series.append((first.configurations["default"].base, values))
         return 0, self._folder(f"{o.label}-series", self.lab(values, o.repeat * o.profile.duration_s))

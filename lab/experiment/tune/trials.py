@@ -20,6 +20,7 @@ from pathlib import Path
 from lab.experiment import design, reporting
 from lab.experiment.tune.search import Outcome
 from lab.provision import knob_sets
+from lab.provision.configuration import Configuration, same
 
 CONSTRAINTS = ("errors<=0.1%",)          # the default: a candidate that fails requests is not an improvement
 OBJECTIVES = ("tps", "p99")
@@ -32,24 +33,27 @@ def candidate_config(control: str) -> str:
     return SIDE if control != SIDE else CONTROL
 
 
-def candidate_overrides(values: dict, control: str, service) -> list[str]:
-    """The --set items that make the candidate's configuration into the candidate: the catalog with the candidate's
-    values, whatever that configuration's knob set changes put back (a candidate never inherits the tuned set's
-    min-spare threads). ValueError when the service cannot take a value."""
+def candidate(values: dict, control: str, service, given: dict | None = None) -> Configuration:
+    """The candidate as the configuration its side runs: that configuration's knob set with the candidate's values
+    given on top, and whatever the set changes from the catalog put back (a candidate is the catalog and its values:
+    it never inherits the tuned set's min-spare threads); given: the tune's own values for that set (its --set).
+    ValueError when the service cannot take a value."""
     config = candidate_config(control)
-    wanted = design.config_knobs(knob_sets.DEFAULT, {knob_sets.DEFAULT: values}, service)
-    own = design.config_knobs(config, None, service)
-    return [f"{config}:{knob}={json.dumps(value)}" for knob, value in wanted.items()
-            if not design.same(own.get(knob), value)]
+    wanted = Configuration(knob_sets.DEFAULT, values).knobs(service)
+    own = Configuration(config).knobs(service)
+    return Configuration(config, given or {}).given({knob: value for knob, value in wanted.items()
+                                                     if not same(own.get(knob), value)})
 
 
 def options(opts, values: dict, hold_s: int, label: str, control: str = knob_sets.DEFAULT, repeat: int = 1):
     """The run options of one trial: the tune's, the control on the default side, the candidate on the tuned side,
-    the hold asked for (repeat 2: the crossover of a confirmation)."""
-    chosen = {side: name for side, name in ((CONTROL, control), (SIDE, candidate_config(control))) if side != name}
-    extra = candidate_overrides(values, control, opts.service)
-    return dataclasses.replace(opts, overrides=list(opts.overrides) + extra, label=label, knob_sets=chosen,
-                               repeat=repeat, profile=dataclasses.replace(opts.profile, duration_s=hold_s))
+    the hold asked for (repeat 2: the crossover of a confirmation). The tune's own --set values stay with the
+    configuration they were given for."""
+    given = {c.base: dict(c.values) for c in opts.configurations.values()}
+    configured = {CONTROL: Configuration(control, given.get(control) or {}),
+                  SIDE: candidate(values, control, opts.service, given.get(candidate_config(control)))}
+    return dataclasses.replace(opts, configurations=configured, label=label, repeat=repeat,
+                               profile=dataclasses.replace(opts.profile, duration_s=hold_s))
 
 
 def objective_of(effects: dict, objective: str) -> tuple[float | None, float | None, float | None]:

@@ -6,9 +6,44 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lab.experiment import reporting, run, trial
-from lab.experiment.tune import command, confirm, space, trials
-from lab.provision import knob_sets, knobs
+from lab.experiment import preflight, reporting, run, trial
+from lab.experiment.run import seconds
+from lab.experiment.tune import space
+from lab.provision import catalog, knob_sets
+
+HELP = "search the knob space within a budget (optuna TPE, successive halving)"
+NEEDS_ROOT = True
+TAKES_LOCK = True
+RUN_OPTIONS = "all"
+
+
+def add_arguments(parser) -> None:
+    add = parser.add_argument
+    add("--budget", type=seconds, default=None, metavar="TIME",
+        help="how long the search and the best's confirmations may take, e.g. 2h (a resumed tune: what is left of "
+             "its own)")
+    add("--space", type=Path, default=None, metavar="FILE",
+        help="knob: range (YAML) to search instead of the catalog's tune: ranges (ansible/knobs.yml)")
+    add("--holds", type=lambda t: tuple(seconds(x) for x in t.split(",")), default=(120, 360), metavar="T1,T2,…",
+        help="the trials' holds, shortest first; a third of each hold's candidates go on to the next (default 2m,6m)")
+    add("--floor", type=float, default=0.05, metavar="FRACTION",
+        help="the noise floor: a gain counts when its interval's lower bound clears it (default 0.05: what an A/A "
+             "of the load spreads by between runs)")
+    add("--objective", default=None, metavar="tps|p99",
+        help="what a candidate improves: the paired successful-TPS ratio (tps, default), or p99 latency (p99)")
+    add("--constraint", dest="constraints", action="append", default=None, metavar="GATE",
+        help="a gate every candidate's verdict must pass, as --gate reads it, e.g. 'p99<=2s' (repeatable; default "
+             "'errors<=0.1%%'; giving any replaces the default)")
+    add("--control", default=None, metavar="SET",
+        help="the knob set the candidates run against (default: default, the catalog); the finalist is confirmed "
+             "against it and against tuned")
+    add("--name", default=None, metavar="NAME",
+        help="the knob set the answer is written as, ansible/knob_sets/NAME.yml (default tune-DATE-HHMM)")
+    add("--study", default=None, metavar="URL",
+        help="work a study shared with other workers (each its own twins, --hosts): sqlite:///PATH, or "
+             "postgresql://USER@HOST/DB across controllers (default: the tune folder's study.sqlite)")
+    add("--resume", type=Path, default=None, metavar="FOLDER",
+        help="go on with a tune folder's study (its space, holds and budget)")
 
 
 def study_url(url: str) -> str:
@@ -31,8 +66,10 @@ def study_url(url: str) -> str:
     raise ValueError(f"--study {url}: a storage URL, sqlite:///PATH or postgresql://USER@HOST/DB")
 
 
-def plan_of(args) -> command.Plan:
-    """The plan: a new tune's from its arguments, a resumed one's from its tune.json; ValueError naming the problem."""
+def plan_of(args):
+    """The plan (a tune.command.Plan): a new tune's from its arguments, a resumed one's from its tune.json; ValueError
+    naming the problem."""
+    from lab.experiment.tune import command, confirm, trials  # optuna (0.2 s to import): only when a tune starts
     if args.resume is not None:
         try:
             saved = json.loads((args.resume / "tune.json").read_text())
@@ -58,7 +95,7 @@ def plan_of(args) -> command.Plan:
     holds = tuple(args.holds)
     if not holds or any(h <= 0 for h in holds) or list(holds) != sorted(set(holds)):
         raise ValueError(f"--holds {','.join(map(str, holds))}: positive, different, shortest first")
-    specs = knobs.specs()
+    specs = catalog.specs()
     chosen = space.from_file(args.space, specs) if args.space else space.from_catalog(specs)
     control = args.control or knob_sets.DEFAULT
     if control not in knob_sets.names():
@@ -79,7 +116,7 @@ def plan_of(args) -> command.Plan:
     return plan
 
 
-def check_warmup(opts: run.Options, plan: command.Plan) -> None:
+def check_warmup(opts: run.Options, plan) -> None:
     """--warmup must leave every trial a measured window (it is cut from the ramp-up and the hold)."""
     shortest = opts.profile.ramp_up_s + plan.holds_s[0]
     if opts.warmup_s is not None and opts.warmup_s >= shortest:
@@ -87,10 +124,14 @@ def check_warmup(opts: run.Options, plan: command.Plan) -> None:
                          "hold): lengthen --holds or shorten --warmup")
 
 
-def execute(args, opts: run.Options, s) -> int:
+def main(args) -> int:
+    from lab.experiment.tune import command
+    opts = args.options
     plan = plan_of(args)
     check_warmup(opts, plan)
+    s = preflight.ready(opts, trials=1)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
+    preflight.namespace_free(opts)
     code, folder = command.execute(opts, s, plan, trial.run_trial, run.validate, run.run_series,
                                    resume_folder=args.resume)
     reporting.index_add(Path(folder))

@@ -1,0 +1,20 @@
+"""A service of the user's checked on this host before any machine is used."""
+from __future__ import annotations
+
+from lab import steps
+from lab.experiment import service_check
+
+HELP = "a service of your own (README: Your own service)"
+NEEDS_ROOT = False
+TAKES_LOCK = False
+RUN_OPTIONS = frozenset()
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("action", choices=("check",), help="check: its descriptor, jar, stubs and plan, then one "
+                        "start here with the tuning kit, before any machine is used")
+    parser.add_argument("service", metavar="NAME|PATH", help="services/NAME.yml or a descriptor's path")
+
+
+def main(args) -> int:
+    return service_check.check(args.service, steps.note)
