@@ -15,7 +15,7 @@ from lab import lock, machines, steps
 from lab.cli import commands
 from lab.cli.arguments import parser
 from lab.errors import LabError
-from lab.experiment import disk, load, reporting, run, service
+from lab.experiment import disk, load, options, reporting, service
 from lab.experiment.load import plan_check
 from lab.provision import knob_sets
 
@@ -27,13 +27,13 @@ def contradictions(args, p: argparse.ArgumentParser) -> list[str]:
                 "does not bring up (run `./start.sh --hosts INVENTORY`)"]
     own = commands.of(args.command).RUN_OPTIONS
     if own == "all":            # the full run, sweep, ablate, tune: every trial is a full run
-        return run.contradictions(args)
+        return options.contradictions(args)
     given = [d for d in args.run_options if d not in own and getattr(args, d) != p.get_default(d)]
     return [f"--{d.replace('_', '-') if d != 'overrides' else 'set'} is a run option: it does nothing with "
             f"`./start.sh {args.command}`" for d in given]
 
 
-def run_options(args) -> run.Options:
+def run_options(args) -> options.Options:
     """The run's options, checked: bad input fails here, before anything starts or is checked on the host."""
     steps = args.model == "steps"
     profile = load.named(args.load, model=args.model, users=args.users,
@@ -43,13 +43,13 @@ def run_options(args) -> run.Options:
                          step_rates=args.rates, step_s=args.stage, p99_target_ms=args.p99_target)
     overrides = (["profiler_events=[cpu,alloc,lock]"] if args.profile else []) + args.overrides
     chosen = dict(knob_sets.parse_choice(text, machines.NAMES) for text in args.knob_sets)
-    opts = run.Options(profile=profile, warmup_s=args.warmup, label=args.label, overrides=overrides,
-                       down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
-                       knob_sets={side: name for side, name in chosen.items() if name != side}, hosts=args.hosts,
-                       insist_memory=args.insist_memory, cores=args.cores,
-                       service=chosen_service(args.service_name, args.plan), gates=tuple(args.gates))
+    opts = options.checked(profile=profile, warmup_s=args.warmup, label=args.label, overrides=tuple(overrides),
+                           down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
+                           knob_sets={side: name for side, name in chosen.items() if name != side},
+                           hosts=args.hosts, insist_memory=args.insist_memory, cores=args.cores,
+                           service=chosen_service(args.service_name, args.plan), gates=tuple(args.gates))
     reporting.check_gates(opts.gates)
-    return opts          # Options checked itself: --set, --repeat, --aa, --knob-set, --label, --warmup
+    return opts
 
 
 def chosen_service(name: str | None, plan: Path | None) -> service.Service:

@@ -7,7 +7,7 @@ from pathlib import Path
 from lab.cli import commands
 from lab.cli.commands.provision import INSIST_MEMORY_HELP
 from lab.experiment import load
-from lab.experiment.run import milliseconds, rates, seconds
+from lab.experiment.options import milliseconds, rates, seconds
 from lab.provision import knob_sets
 
 DESCRIPTION = """\

@@ -23,6 +23,7 @@ from pathlib import Path
 from lab import steps
 from lab.experiment import record as run_record
 from lab.experiment import reporting, run, service, trial
+from lab.experiment.options import Options
 from lab.provision import catalog, knob_sets
 
 MAX_TRIALS = 12                  # default cap on a sweep's trials (a product of axes grows fast)
@@ -173,7 +174,7 @@ def describe(plan: Plan, planned_load_s: int) -> str:
     return "\n".join(lines)
 
 
-def trial_options(opts, plan: Plan, point: Point):
+def trial_options(opts: Options, plan: Plan, point: Point) -> Options:
     """The run options of one trial: the sweep's options with the point's values given to the configuration of the
     tuned side's knob set."""
     configured = {side: c.given(point.values) if c.base == plan.configuration else c
@@ -196,7 +197,7 @@ class Record:
         os.replace(tmp, self.path)
 
 
-def validate(plan: Plan, opts, s) -> None:
+def validate(plan: Plan, opts: Options, s) -> None:
     """Every trial's knobs checked (ansible/validate.yml on this host) before anything starts; ValueError
     naming the trial and each bad value."""
     if opts.repeat != 1 or opts.aa is not None:
@@ -208,7 +209,7 @@ def validate(plan: Plan, opts, s) -> None:
             raise ValueError(f"{plan.kind} trial {point.label} ({point.about}): {bad}") from None
 
 
-def execute(plan: Plan, opts, s, log=steps.note, run_trial=trial.run_trial) -> int:
+def execute(plan: Plan, opts: Options, s, log=steps.note, run_trial=trial.run_trial) -> int:
     """Runs the plan's trials one after another (validate() first), then the sweep's report; the exit code
     (0, 1 a trial failed, 130 interrupted). run_trial: one trial (a parameter for the tests)."""
     per_trial = [trial_options(opts, plan, p) for p in plan.points]

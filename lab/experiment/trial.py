@@ -33,6 +33,7 @@ from lab.experiment import (
     services,
 )
 from lab.experiment.load import engines, generator_pcp
+from lab.experiment.options import Options
 from lab.machines import lifecycle, memory, placement, reach, settings, vagrant
 from lab.provision import hosts, jars, lines, playbook
 
@@ -41,7 +42,7 @@ class TrialRun:
     """What the phases of one trial share: its options and design, its run.json, and what each phase learnt
     for the next (the machines' addresses, the load's watches, when the load began)."""
 
-    def __init__(self, opts, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> None:
+    def __init__(self, opts: Options, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> None:
         self.opts, self.t, self.s, self.log = opts, t, s, log
         self.run_dir = record.make_run_dir(label, paths.RESULTS)     # never another run's, even in one second
         self.run_id = self.run_dir.name
@@ -211,7 +212,7 @@ class TrialRun:
         return self.t.targets(self.resolved["machines"], scheme=self.opts.scheme)
 
 
-def run_trial(opts, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> tuple[int, Path]:
+def run_trial(opts: Options, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> tuple[int, Path]:
     """One trial in its own run folder, phase by phase; returns (exit code, run folder)."""
     trial = TrialRun(opts, t, s, label, log)
     rec = trial.record

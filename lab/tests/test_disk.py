@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from lab import cli, paths
-from lab.experiment import collect, design, disk, finish, load, record, reporting, run, trial
+from lab.experiment import collect, design, disk, finish, load, options, record, reporting, run, trial
 from lab.machines import lifecycle
 from lab.provision import jars
 
@@ -157,7 +157,7 @@ def test_a_run_whose_disk_fills_during_provisioning_says_so(small_fs, monkeypatc
     monkeypatch.setattr(trial.playbook, "run", lambda *a, **k: fill(fs))    # Ansible's log grows on the same disk
     monkeypatch.setattr(collect, "copy_serial_console", lambda vm, target: False)
     monkeypatch.setattr(reporting, "report_command", lambda *a, **k: pytest.fail("a report written on a full disk"))
-    assert run.execute(run.Options(label="full"), s=None, log=lambda line: None) == 1
+    assert run.execute(options.checked(label="full"), s=None, log=lambda line: None) == 1
     [run_dir] = [d for d in (fs / "results").iterdir() if d.name.endswith("-full")]
     saved = json.loads((run_dir / "run.json").read_text())
     assert (saved["status"], saved["stopped_at"]) == ("failed", "provision")

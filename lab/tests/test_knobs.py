@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from lab import cli
-from lab.experiment import run
+from lab.experiment import options, run
 from lab.machines import settings
 from lab.provision import catalog, knob_sets, knobs, playbook, role_names
 
@@ -164,7 +164,7 @@ def test_a_date_for_a_text_knob_is_the_text_as_typed():
 
 def test_a_run_with_a_date_for_a_text_knob_records_it():
     """The run's design and run.json take the --set values as JSON: a YAML date once crashed them (a traceback)."""
-    opts = run.Options(overrides=["tuned:base_timezone=2024-01-01"])
+    opts = options.checked(overrides=["tuned:base_timezone=2024-01-01"])
     overrides = opts.trials()[0].overrides()
     assert overrides["tuned"]["base_timezone"] == "2024-01-01"
     assert json.loads(json.dumps(overrides)) == overrides
@@ -208,11 +208,11 @@ def test_memory_beyond_the_machine_is_refused_unless_the_run_insists():
     ValueError naming the estimate and the knob; with insist_memory the same knobs pass."""
     s = settings.load()
     with pytest.raises(ValueError) as refused:
-        run.validate(run.Options(overrides=BEYOND), s)
+        run.validate(options.checked(overrides=BEYOND), s)
     said = str(refused.value)
     assert "tuned: by the lab's estimate these knobs need ~" in said and f"MB on a {s.memory_mb} MB machine" in said
     assert "heap 400 MB = jvm_heap_max_mb" in said and "--insist-memory" in said
-    run.validate(run.Options(overrides=BEYOND, insist_memory=True), s)
+    run.validate(options.checked(overrides=BEYOND, insist_memory=True), s)
 
 
 def test_provisioning_passes_insist_memory_to_site_yml(monkeypatch, tmp_path):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lab import cli, paths
-from lab.experiment import record, run, trial
+from lab.experiment import options, record, run, trial
 from lab.machines import lifecycle, netns
 from lab.provision import hosts, hosts_down, playbook
 
@@ -26,7 +26,7 @@ def test_a_p99_target_that_is_no_time_is_refused_by_name(value, capsys, monkeypa
 
 @pytest.mark.parametrize("text,ms", [("2s", 2000), ("2", 2000), ("1500ms", 1500), ("0.5s", 500), ("1ms", 1)])
 def test_p99_targets_in_seconds_or_milliseconds(text, ms):
-    assert run.milliseconds(text) == ms
+    assert options.milliseconds(text) == ms
 
 
 def test_a_folder_that_cannot_be_made_is_named_without_a_traceback(tmp_path, monkeypatch, capfd):
@@ -57,7 +57,7 @@ def taken_for(label: str, folder) -> list:
 def test_a_trial_never_shares_the_folder_of_one_started_in_the_same_second(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
     taken = taken_for("same", tmp_path)
-    opts = run.Options(label="same")
+    opts = options.checked(label="same")
     t = trial.TrialRun(opts, opts.trials()[0], None, "same", log=lambda line: None)
     assert t.run_dir.parent == tmp_path and t.run_dir not in taken and t.run_dir.name.endswith("-same-2")
     assert json.loads((t.run_dir / "run.json").read_text())["run_id"] == t.run_dir.name == t.run_id
@@ -116,7 +116,7 @@ def test_down_with_hosts_takes_the_lab_off_them_and_up_with_hosts_is_refused(tmp
     assert "`./start.sh up` brings the lab's VMs up" in capsys.readouterr().err
     args = cli.parser().parse_args(["--hosts", str(inventory), "--down"])
     assert cli.contradictions(args, cli.parser()) == []
-    opts = run.Options(hosts=inventory, down=True)
+    opts = options.checked(hosts=inventory, down=True)
     run.take_down(opts, log=lambda line: None)
     assert calls[-1] == ("hosts.down", inventory)
 

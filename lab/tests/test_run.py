@@ -21,6 +21,7 @@ from lab.experiment import (
     design,
     finish,
     load,
+    options,
     record,
     reporting,
     run,
@@ -35,13 +36,13 @@ from lab.provision import jars, playbook, scope
 @pytest.mark.parametrize("text,want", [("90", 90), ("90s", 90), ("5m", 300), ("1h", 3600), ("1h30m", 5400),
                                        ("2m10s", 130)])
 def test_durations(text, want):
-    assert run.seconds(text) == want
+    assert options.seconds(text) == want
 
 
 @pytest.mark.parametrize("text", ["", "5x", "m", "-5", "1.5m", "h"])
 def test_bad_durations(text):
     with pytest.raises(Exception, match="not a duration"):
-        run.seconds(text)
+        options.seconds(text)
 
 
 def test_run_id_is_utc_stamp_and_label():
@@ -53,14 +54,14 @@ def test_run_id_is_utc_stamp_and_label():
 @pytest.mark.parametrize("label", ["a b", "../x", "x/y", "-lead", "é", "x" * 41])
 def test_bad_labels_are_refused(label):
     with pytest.raises(ValueError, match="--label"):
-        run.Options(label=label)
+        options.checked(label=label)
 
 
 def test_warmup_defaults_to_the_ramp_up_and_is_bounded():
-    assert run.Options(profile=load.Profile(ramp_up_s=30, duration_s=60)).effective_warmup_s == 30
-    assert run.Options(profile=load.Profile(ramp_up_s=30, duration_s=60), warmup_s=0).effective_warmup_s == 0
+    assert options.checked(profile=load.Profile(ramp_up_s=30, duration_s=60)).effective_warmup_s == 30
+    assert options.checked(profile=load.Profile(ramp_up_s=30, duration_s=60), warmup_s=0).effective_warmup_s == 0
     with pytest.raises(ValueError, match="--warmup"):
-        run.Options(profile=load.Profile(ramp_up_s=30, duration_s=60), warmup_s=91)
+        options.checked(profile=load.Profile(ramp_up_s=30, duration_s=60), warmup_s=91)
 
 
 def test_knob_diff_names_only_what_differs():
@@ -216,7 +217,7 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
     _no_jar_build(monkeypatch)
     monkeypatch.setattr(lifecycle, "down", lambda: calls.append("down"))
     monkeypatch.setattr(reporting, "report_command", lambda module, *args, **kw: calls.append((module, *args)) or 1)
-    assert run.execute(run.Options(label="x", down=True), s=None, log=lambda line: None) == 1
+    assert run.execute(options.checked(label="x", down=True), s=None, log=lambda line: None) == 1
     [run_dir] = (tmp_path / "results").iterdir()
     record = json.loads((run_dir / "run.json").read_text())
     assert (record["status"], record["stopped_at"]) == ("failed", "up")
@@ -356,7 +357,7 @@ def test_the_full_run_provisions_without_starting_the_app(monkeypatch, tmp_path)
     _no_jar_build(monkeypatch)
     monkeypatch.setattr(trial.finish, "finish", lambda *a, **k: None)
     monkeypatch.setattr(trial.paths, "RESULTS", tmp_path)
-    opts = run.Options()
+    opts = options.checked()
     code, _ = trial.run_trial(opts, opts.trials()[0], None, "", log=lambda *a: None)
     assert code == 1 and asked.get("start_services") is False
 

@@ -16,7 +16,7 @@ import pytest
 from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
 
 from lab import paths
-from lab.experiment import design, load, run, service
+from lab.experiment import design, load, options, service
 from lab.experiment.load import plan_check, user_plan
 from lab.provision import catalog, service_fit
 from lab.provision.configuration import Configuration
@@ -119,20 +119,20 @@ def test_a_set_value_the_service_cannot_take_is_refused_naming_it(tmp_path):
     with pytest.raises(ValueError, match=r"--set tomcat_ajp_connector=apr: .*Tomcat 10\.1\.48"):
         Configuration("tuned", {"tomcat_ajp_connector": "apr"}).knobs(svc)
     with pytest.raises(ValueError, match="--set app_compose_pool_size=8: .*shop.*template"):
-        run.Options(overrides=["tuned:app_compose_pool_size=8"], service=svc)
-    opts = run.Options(overrides=["tuned:tomcat_threads_max=300"], service=svc)
+        options.checked(overrides=["tuned:app_compose_pool_size=8"], service=svc)
+    opts = options.checked(overrides=["tuned:tomcat_threads_max=300"], service=svc)
     assert opts.trials()[0].overrides(svc)["tuned"]["tomcat_threads_max"] == 300
 
 
 def test_a_service_without_its_own_plan_or_with_another_model_is_refused(tmp_path):
     svc = descriptor(tmp_path, load_plan=False)
     with pytest.raises(ValueError, match="shop: its descriptor has no load"):
-        run.Options(service=svc)
+        options.checked(service=svc)
     (tmp_path / "b").mkdir()
     svc = descriptor(tmp_path / "b")
     with pytest.raises(ValueError, match="--model open: a service's own plan"):
-        run.Options(profile=load.Profile(model="open"), service=svc)
-    assert run.Options(profile=load.Profile(model="open")).service.name == "sample", "the lab's plan: every model"
+        options.checked(profile=load.Profile(model="open"), service=svc)
+    assert options.checked(profile=load.Profile(model="open")).service.name == "sample", "the lab's plan: every model"
 
 
 def test_the_ansible_vars_and_the_record_say_what_runs(tmp_path):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lab import paths
-from lab.experiment import run, sweep
+from lab.experiment import options, sweep
 from lab.provision import catalog
 
 
@@ -66,7 +66,7 @@ def test_ablation_reverts_one_tier_at_a_time_to_the_catalog():
 
 
 def test_a_trial_runs_the_sweeps_options_plus_its_values():
-    opts = run.Options(label="thr", overrides=["tuned:tomcat_accept_count=50"])
+    opts = options.checked(label="thr", overrides=["tuned:tomcat_accept_count=50"])
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,200")])
     o = sweep.trial_options(opts, plan, plan.points[1])
     assert o.label == "thr-v2"
@@ -98,7 +98,7 @@ def test_a_sweep_runs_every_trial_and_reports_the_best(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
     stand_in = StandInRun(tmp_path)
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,150,200")])
-    assert sweep.execute(plan, run.Options(), None, log=lambda m: None, run_trial=stand_in.run_trial) == 0
+    assert sweep.execute(plan, options.checked(), None, log=lambda m: None, run_trial=stand_in.run_trial) == 0
     [folder] = [p for p in tmp_path.iterdir() if p.name.endswith("-sweep")]
     record = json.loads((folder / "sweep.json").read_text())
     assert record["status"] == "complete" and [p["exit_code"] for p in record["points"]] == [0, 0, 0]
@@ -112,7 +112,7 @@ def test_an_interrupted_sweep_keeps_and_reports_its_finished_trials(tmp_path, mo
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,150,200")])
     stand_in = StandInRun(tmp_path, interrupt_at=3)
-    code = sweep.execute(plan, run.Options(), None, log=lambda m: None, run_trial=stand_in.run_trial)
+    code = sweep.execute(plan, options.checked(), None, log=lambda m: None, run_trial=stand_in.run_trial)
     assert code == 130
     [folder] = [p for p in tmp_path.iterdir() if p.name.endswith("-sweep")]
     record = json.loads((folder / "sweep.json").read_text())
@@ -137,5 +137,6 @@ def test_the_sweep_folder_names_its_label_once(tmp_path, monkeypatch, label, end
     monkeypatch.setattr(paths, "RESULTS", tmp_path)
     plan = sweep.sweep_plan([sweep.parse_axis("tomcat_threads_max=100,150")])
     stand_in = StandInRun(tmp_path)
-    assert sweep.execute(plan, run.Options(label=label), None, log=lambda m: None, run_trial=stand_in.run_trial) == 0
+    opts = options.checked(label=label)
+    assert sweep.execute(plan, opts, None, log=lambda m: None, run_trial=stand_in.run_trial) == 0
     assert [p.name[len("20261125T000000"):] for p in tmp_path.iterdir() if (p / "sweep.json").is_file()] == [ends]

@@ -8,6 +8,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from lab.experiment import options
 from lab.experiment.tune import search, space, standin
 from lab.provision import catalog
 from lab.provision.configuration import Configuration
@@ -177,15 +178,14 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     import json
 
     from lab import paths
-    from lab.experiment import run
     from lab.experiment.tune import command, confirm
     from lab.provision import knob_sets
     tune_space = command_space()
     lab = standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2)
     runs = standin.Runs(lab, paths.RESULTS, [0.0], command.OVERHEAD_S, interrupt_at=5)
-    out_of_the_box = Configuration(knob_sets.DEFAULT).knobs(run.Options().service)
+    out_of_the_box = Configuration(knob_sets.DEFAULT).knobs(options.checked().service)
     plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=6 * 3600)
-    opts = run.Options(profile=load_profile())
+    opts = options.checked(profile=load_profile())
     said = []
     code, folder = command.execute(opts, None, plan, runs.run_trial, lambda o, s: None, runs.run_series,
                                    log=said.append, clock=lambda: runs.clock[0], judge=lambda run_dir: ())
@@ -194,7 +194,7 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     assert "tune: 2 knobs on the tuned side against the default set" in said[0]
     assert "then ~" in said[0] and any("trial 1 of about" in line for line in said)
     for _, values in runs.ran:          # the candidate is the catalog and its values: nothing of the tuned set
-        config = run.Options(overrides=[f"tuned:{k}={json.dumps(v)}" for k, v in values.items()])
+        config = options.checked(overrides=[f"tuned:{k}={json.dumps(v)}" for k, v in values.items()])
         assert set(values) == set(tune_space.knobs) and config.configurations["tuned"].values == values
     resolved = opts.configurations["tuned"].knobs(opts.service)
     assert resolved["tomcat_threads_min_spare"] != out_of_the_box["tomcat_threads_min_spare"], "the tuned set differs"
@@ -221,7 +221,7 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
 def _worker(root, storage: str, seed: int, budget_s: int) -> str:
     """One worker of a shared study on its own stand-in twins (a process of its own)."""
     from lab import paths
-    from lab.experiment import reporting, run
+    from lab.experiment import reporting
     from lab.experiment.tune import command
     paths.RESULTS = root
     reporting.report_command = lambda *a, **k: 0
@@ -229,7 +229,7 @@ def _worker(root, storage: str, seed: int, budget_s: int) -> str:
     runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=seed),
                         root, [0.0], command.OVERHEAD_S)
     plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=budget_s, study=storage)
-    _, folder = command.execute(run.Options(profile=load_profile(), label=f"w{seed}"), None, plan, runs.run_trial,
+    _, folder = command.execute(options.checked(profile=load_profile(), label=f"w{seed}"), None, plan, runs.run_trial,
                                 lambda o, s: None, log=lambda line: None, clock=lambda: runs.clock[0],
                                 judge=lambda run_dir: ())
     return str(folder)
@@ -316,16 +316,14 @@ def test_a_tune_the_lab_cannot_run_is_refused_before_anything_starts(argv, said)
                                     ["--duration", "5m"], ["--gate", "tps>=+10%"]])
 def test_run_options_a_tune_decides_itself_are_refused(option):
     from lab.cli import arguments
-    from lab.experiment import run
-    problems = run.contradictions(arguments.parser().parse_args(["tune", "--budget", "2h", *option]))
+    problems = options.contradictions(arguments.parser().parse_args(["tune", "--budget", "2h", *option]))
     assert len(problems) == 1 and option[0] in problems[0]
 
 
 def test_a_warmup_that_leaves_a_trial_nothing_to_measure_is_refused():
     from lab.cli import arguments
     from lab.cli.commands import tune as tune_command
-    from lab.experiment import run
     plan = tune_command.plan_of(arguments.parser().parse_args(["tune", "--budget", "2h", "--holds", "60,180"]))
-    tune_command.check_warmup(run.Options(profile=load_profile(), warmup_s=60), plan)     # 30 s ramp + 60 s
+    tune_command.check_warmup(options.checked(profile=load_profile(), warmup_s=60), plan)     # 30 s ramp + 60 s
     with pytest.raises(ValueError, match="--warmup 90 s: the shortest trial lasts 90 s"):
-        tune_command.check_warmup(run.Options(profile=load_profile(), warmup_s=90), plan)
+        tune_command.check_warmup(options.checked(profile=load_profile(), warmup_s=90), plan)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.experiment import reporting
-from lab.experiment.run import seconds
+from lab.experiment.options import seconds
 
 HELP = "(re)write a run folder's report"
 NEEDS_ROOT = False

@@ -16,7 +16,7 @@ def add_arguments(parser) -> None:
 
 def main(args) -> int:
     opts = args.options
-    s = preflight.ready(opts, trials=opts.repeat)
+    s, opts = preflight.ready(opts, trials=opts.repeat)
     full_run.validate(opts, s)        # bad knobs are named before anything else is looked at
     preflight.namespace_free(opts)
     return full_run.execute(opts, s)

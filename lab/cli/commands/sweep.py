@@ -26,7 +26,7 @@ def plan_of(args) -> sweep.Plan:
 def main(args, plan: sweep.Plan | None = None) -> int:
     opts = args.options
     plan = plan or plan_of(args)
-    s = preflight.ready(opts, trials=len(plan.points))
+    s, opts = preflight.ready(opts, trials=len(plan.points))
     print(sweep.describe(plan, opts.profile.planned_s), flush=True)
     sweep.validate(plan, opts, s)
     preflight.namespace_free(opts)

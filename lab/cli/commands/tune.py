@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from lab.experiment import preflight, reporting, run, trial
-from lab.experiment.run import seconds
+from lab.experiment.options import Options, seconds
 from lab.experiment.tune import space
 from lab.provision import catalog, knob_sets
 
@@ -116,7 +116,7 @@ def plan_of(args):
     return plan
 
 
-def check_warmup(opts: run.Options, plan) -> None:
+def check_warmup(opts: Options, plan) -> None:
     """--warmup must leave every trial a measured window (it is cut from the ramp-up and the hold)."""
     shortest = opts.profile.ramp_up_s + plan.holds_s[0]
     if opts.warmup_s is not None and opts.warmup_s >= shortest:
@@ -129,7 +129,7 @@ def main(args) -> int:
     opts = args.options
     plan = plan_of(args)
     check_warmup(opts, plan)
-    s = preflight.ready(opts, trials=1)
+    s, opts = preflight.ready(opts, trials=1)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
     preflight.namespace_free(opts)
     code, folder = command.execute(opts, s, plan, trial.run_trial, run.validate, run.run_series,

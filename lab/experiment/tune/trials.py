@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.experiment import design, reporting
+from lab.experiment.options import Options
 from lab.experiment.tune.search import Outcome
 from lab.provision import knob_sets
 from lab.provision.configuration import Configuration, same
@@ -45,7 +46,8 @@ def candidate(values: dict, control: str, service, given: dict | None = None) ->
                                                      if not same(own.get(knob), value)})
 
 
-def options(opts, values: dict, hold_s: int, label: str, control: str = knob_sets.DEFAULT, repeat: int = 1):
+def options(opts: Options, values: dict, hold_s: int, label: str, control: str = knob_sets.DEFAULT,
+            repeat: int = 1) -> Options:
     """The run options of one trial: the tune's, the control on the default side, the candidate on the tuned side,
     the hold asked for (repeat 2: the crossover of a confirmation). The tune's own --set values stay with the
     configuration they were given for."""
