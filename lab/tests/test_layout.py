@@ -4,6 +4,8 @@
   lab.provision → lab.machines → the floor (lab.paths, shell, steps, procs, maven, lock); lazy imports inside
   functions count too, and no module imports a wing above its own;
 - no import cycle among lab's modules;
+- inside lab.experiment, floors: sweep and tune → run → trial → options; a module imports only floors below its
+  own, and a module on no floor (collect, design, record, …) only options among them;
 - only `python -m lab` (lab/__main__.py) reaches the command line;
 - report/ reads run folders only: it never imports lab/ (nor the hand-run benchmarks in bench/), and lab/
   never imports bench/;
@@ -24,6 +26,9 @@ MAX_LINES = 350
 # The wings from the top down: a module may import its own wing and those below it, never one above.
 WINGS = ("lab.cli", "lab.experiment", "lab.provision", "lab.machines", "floor")
 FLOOR = {"lab", "lab.paths", "lab.shell", "lab.steps", "lab.procs", "lab.maven", "lab.lock", "lab.errors"}
+# lab.experiment's floors from the top down; its other modules stand below trial, beside options' own imports
+EXPERIMENT_FLOORS = (("lab.experiment.sweep", "lab.experiment.tune"), ("lab.experiment.run",),
+                     ("lab.experiment.trial",), ("lab.experiment.options",))
 
 
 def _module_name(path: Path, root: Path = paths.ROOT) -> str:
@@ -217,6 +222,43 @@ def test_no_wing_imports_one_above_it():
 def test_no_import_cycle_among_lab_modules():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " → ".join(cycle)
+
+
+def experiment_floor(module: str) -> int:
+    """The floor of a lab.experiment module: 0 the top (sweep, tune), len(EXPERIMENT_FLOORS) a module on none."""
+    for level, names in enumerate(EXPERIMENT_FLOORS):
+        if any(module == n or module.startswith(n + ".") for n in names):
+            return level
+    return len(EXPERIMENT_FLOORS)
+
+
+def experiment_floor_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """Imports inside lab.experiment that reach a floor not below the importer's (options: any module may)."""
+    options = len(EXPERIMENT_FLOORS) - 1
+    found = []
+    for a, imported in graph.items():
+        if not a.startswith("lab.experiment."):
+            continue
+        for b in imported:
+            if not b.startswith("lab.experiment.") or experiment_floor(b) == len(EXPERIMENT_FLOORS):
+                continue
+            same_package = experiment_floor(a) == experiment_floor(b) and a.split(".")[2] == b.split(".")[2]
+            if not same_package and experiment_floor(b) <= experiment_floor(a) and experiment_floor(b) != options:
+                found.append(f"{a} → {b}")
+    return sorted(found)
+
+
+def test_the_experiment_wing_keeps_its_floors():
+    breaches = experiment_floor_breaches(import_graph())
+    assert not breaches, "imports against lab.experiment's floors (sweep, tune → run → trial → options):\n" + \
+        "\n".join(breaches)
+
+
+def test_a_planted_import_of_run_from_trial_is_named():
+    assert experiment_floor_breaches({"lab.experiment.trial": {"lab.experiment.run"},
+                                      "lab.experiment.collect": {"lab.experiment.trial", "lab.experiment.options"},
+                                      "lab.experiment.sweep": {"lab.experiment.run"}}) == \
+        ["lab.experiment.collect → lab.experiment.trial", "lab.experiment.trial → lab.experiment.run"]
 
 
 def test_only_main_imports_the_command_line():
