@@ -187,8 +187,8 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=6 * 3600)
     opts = options.checked(profile=load_profile())
     said = []
-    code, folder = command.execute(opts, None, plan, runs.run_trial, lambda o, s: None, runs.run_series,
-                                   log=said.append, clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    code, folder = command.execute(opts, None, plan, runs, log=said.append, clock=lambda: runs.clock[0],
+                                   judge=lambda run_dir: ())
     data = json.loads((folder / "tune.json").read_text())
     assert code == 130 and data["status"] == "interrupted" and len(data["trials"]) == 4 and not runs.series
     assert "tune: 2 knobs on the tuned side against the default set" in said[0]
@@ -199,9 +199,8 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     resolved = opts.configurations["tuned"].knobs(opts.service)
     assert resolved["tomcat_threads_min_spare"] != out_of_the_box["tomcat_threads_min_spare"], "the tuned set differs"
     runs.interrupt_at = None
-    code, again = command.execute(opts, None, plan, runs.run_trial, lambda o, s: None, runs.run_series,
-                                  resume_folder=folder, log=said.append, clock=lambda: runs.clock[0],
-                                  judge=lambda run_dir: ())
+    code, again = command.execute(opts, None, plan, runs, resume_folder=folder, log=said.append,
+                                  clock=lambda: runs.clock[0], judge=lambda run_dir: ())
     data = json.loads((folder / "tune.json").read_text())
     assert again == folder and code == 0 and data["status"] == "complete" and len(data["trials"]) > 5
     assert data["spent_s"] <= plan.budget_s, "a resumed tune goes on with what is left of its budget"
@@ -229,8 +228,8 @@ def _worker(root, storage: str, seed: int, budget_s: int) -> str:
     runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=seed),
                         root, [0.0], command.OVERHEAD_S)
     plan = command.Plan(tune_space, (60, 180), 0.03, budget_s=budget_s, study=storage)
-    _, folder = command.execute(options.checked(profile=load_profile(), label=f"w{seed}"), None, plan, runs.run_trial,
-                                lambda o, s: None, log=lambda line: None, clock=lambda: runs.clock[0],
+    _, folder = command.execute(options.checked(profile=load_profile(), label=f"w{seed}"), None, plan, runs,
+                                proves=False, log=lambda line: None, clock=lambda: runs.clock[0],
                                 judge=lambda run_dir: ())
     return str(folder)
 

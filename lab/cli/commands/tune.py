@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lab.experiment import preflight, reporting, run, trial
+from lab.experiment import preflight, reporting, run
 from lab.experiment.options import Options, seconds
 from lab.experiment.tune import space
 from lab.provision import catalog, knob_sets
@@ -132,8 +132,7 @@ def main(args) -> int:
     s, opts = preflight.ready(opts, trials=1)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
     preflight.namespace_free(opts)
-    code, folder = command.execute(opts, s, plan, trial.run_trial, run.validate, run.run_series,
-                                   resume_folder=args.resume)
+    code, folder = command.execute(opts, s, plan, resume_folder=args.resume)
     reporting.index_add(Path(folder))
     run.take_down(opts)
     return code

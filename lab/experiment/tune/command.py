@@ -18,9 +18,11 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from lab.experiment import record as run_record
-from lab.experiment import reporting
+from lab.experiment import reporting, run, trial
+from lab.experiment.options import Options
 from lab.experiment.tune import confirm, search, trials
 from lab.experiment.tune.space import Space
 from lab.provision import knob_sets
@@ -124,15 +126,35 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
     return folder, data
 
 
-def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_folder: Path | None = None,
-            log=print, clock=time.monotonic, judge=None) -> tuple[int, Path]:
-    """Runs trials while the budget has room for another whole one and the confirmations, then confirms the finalist
-    (run_series: run.run_series; None: no confirmation) and writes its knob set and tune.html; (exit code, folder).
-    judge: run folder → the constraints it broke (default: the plan's gates judged by the report)."""
+class Lab(Protocol):
+    """Where a tune's trials run: the machines (MACHINES), or the tests' stand-in (standin.Runs)."""
+
+    def run_trial(self, opts: Options, t, s, label: str) -> tuple[int, Path]: ...
+
+    def run_series(self, opts: Options, s) -> tuple[int, Path]: ...
+
+    def validate(self, opts: Options, s) -> None: ...
+
+
+class _Machines:
+    """The lab's own: one A/B run (trial.run_trial), a --repeat series (run.run_series), the knobs' validation."""
+    run_trial = staticmethod(trial.run_trial)
+    run_series = staticmethod(run.run_series)
+    validate = staticmethod(run.validate)
+
+
+MACHINES: Lab = _Machines()
+
+
+def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = True,
+            resume_folder: Path | None = None, log=print, clock=time.monotonic, judge=None) -> tuple[int, Path]:
+    """Runs trials on the lab while the budget has room for another whole one and the confirmations, then (proves)
+    confirms the finalist and writes its knob set and tune.html; (exit code, folder). judge: run folder → the
+    constraints it broke (default: the plan's gates judged by the report)."""
     folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
     tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.holds_s, plan.floor,
-                         rules=trials.rules(opts, s, validate, plan.control))
-    evaluate = trials.evaluator(opts, s, run_trial, folder.name, plan.objective,
+                         rules=trials.rules(opts, s, lab.validate, plan.control))
+    evaluate = trials.evaluator(opts, s, lab.run_trial, folder.name, plan.objective,
                                 judge or trials.gate_judge(plan.constraints),
                                 on_run=lambda run_dir: (data["trials"].append(run_dir.name), _save(folder, data)),
                                 done=len(data["trials"]), control=plan.control)
@@ -142,7 +164,7 @@ def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_fo
     expected = plan.expected_trials(ramp)
     # a trial starts only when it fits whole (successive halving may take it through every hold) with the
     # confirmations after it
-    whole = sum(plan.trial_s(h, ramp) for h in plan.holds_s) + (plan.reserve_s(ramp) if run_series else 0)
+    whole = sum(plan.trial_s(h, ramp) for h in plan.holds_s) + (plan.reserve_s(ramp) if proves else 0)
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
@@ -154,8 +176,8 @@ def execute(opts, s, plan: Plan, run_trial, validate, run_series=None, resume_fo
             tuner.step(evaluate)
             data["spent_s"] = round(spent + clock() - began)
             record(folder, data, tuner)
-        if run_series is not None:
-            prove(opts, s, plan, tuner, folder, data, run_series, log)
+        if proves:
+            prove(opts, s, plan, tuner, folder, data, lab.run_series, log)
     except KeyboardInterrupt:
         code = 130
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
