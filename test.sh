@@ -8,7 +8,7 @@
 # Stages: lint (ruff over every Python folder, as ruff.toml says), mock (mock-service pytest), app (Maven
 # verify of both stacks and of the tuning kit on both Boot lines; the e2e's own service built), lab (host plumbing unit tests, Vagrantfile validation, the layout rules, the
 # benchmarks' plans), ansible (lint, knob validation and template renders, no VM), report (report/ pytest on a
-# recorded run folder), e2e (real machines: up, provision, a short run checked, checks, down). Outside CI, e2e
+# recorded run folder, and the run folder's contract, runfolder/), e2e (real machines: up, provision, a short run checked, checks, down). Outside CI, e2e
 # skips loudly where no machine can be brought up; under CI=true it always runs.
 set -uo pipefail
 
@@ -56,7 +56,7 @@ stage_app()  {
 }
 stage_lab()  { ./start.sh prereqs && .venv/bin/python -m pytest -q lab/tests bench; }
 stage_ansible() { .venv/bin/python -m pytest -q ansible/tests; }
-stage_report() { .venv/bin/python -m pytest -q report/tests; }
+stage_report() { .venv/bin/python -m pytest -q report/tests runfolder/tests; }
 stage_e2e()  { .venv/bin/python -m pytest -q -rs tests; }
 
 passed=0; failed=0; failed_names=()

@@ -1,14 +1,13 @@
 """End to end on system containers (provider containers, docs/machines.md): ./start.sh up as containers -> their
 shape checked (systemd, CPUs, the memory limit, the JVM's own view) -> a short A/B run checked -> a killed lab
-cleared -> ./start.sh down leaves nothing. Runs before the VMs' e2e (tests/test_machines_e2e.py), which forces
-LAB_PROVIDER=libvirt; this module forces containers.
+cleared -> ./start.sh down leaves nothing. Runs first, then the real hosts' (tests/test_hosts_e2e.py, on containers
+too) and the VMs' (tests/test_machines_e2e.py, which forces LAB_PROVIDER=libvirt); this module forces containers.
 
 Needs root and Docker (./start.sh prereqs installs docker.io); under CI=true it always runs.
 """
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,26 +17,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab import procs  # noqa: E402
 from lab.machines import containers  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-START = str(ROOT / "start.sh")
-NETNS_FILE = Path("/var/run/netns/camel-lab")
-IN_CI = os.environ.get("CI") == "true"
-CONTAINERS = {"LAB_PROVIDER": "containers"}
+from tests.lab_e2e import IN_CI, NETNS_FILE, ROOT, in_lab  # noqa: E402
+from tests.lab_e2e import start as start_with  # noqa: E402
 
 if os.geteuid() != 0 and not IN_CI:
     pytestmark = pytest.mark.skip(reason="END-TO-END SKIPPED: the lab needs root (under CI=true this fails instead)")
 
 
 def start(*args, env=None, timeout=1800):
-    return subprocess.run([START, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **CONTAINERS, **(env or {})})
-
-
-def in_lab(name, command):
-    cmd = ["ip", "netns", "exec", "camel-lab", "ssh", "-F", str(ROOT / ".lab" / "ssh_config"),
-           "-o", "BatchMode=yes", "-o", "ConnectTimeout=30", name, command]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    return start_with(*args, provider="containers", env=env, timeout=timeout)
 
 
 def lab_daemons():

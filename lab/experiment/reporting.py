@@ -2,13 +2,15 @@
 the project root, and a report's outcome on the terminal (the verdict, the results table, where it is)."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from xml.etree import ElementTree
 
 from lab import machines, paths
+from runfolder import gates as runfolder_gates
+from runfolder import read_json
+from runfolder import summary as summary_md
+from runfolder import verdict as runfolder_verdict
 
 
 def report_command(command: str, *args, log=None, what: str = "report") -> int:
@@ -57,12 +59,8 @@ def broken_gates(folder: Path, gates: tuple[str, ...]) -> list[str]:
     """The gates a run folder's verdict fails, each with what it read (`report gate` writes gates.xml, JUnit);
     a verdict the gates cannot judge fails them all, with why."""
     report_command("gate", folder, *gate_args(gates), log=lambda message: None)
-    try:
-        cases = ElementTree.parse(folder / "gates.xml").getroot().iter("testcase")
-    except (OSError, ElementTree.ParseError) as e:
-        return [f"{g}: not judged ({e})" for g in gates]
-    return [f"{case.get('name')}: {failure.get('message')}" for case in cases
-            for failure in case.findall("failure")]
+    failed = runfolder_gates.failures(folder)
+    return [f"{g}: not judged (no readable {runfolder_gates.FILE})" for g in gates] if failed is None else failed
 
 
 def judge_gates(folder: Path, gates: tuple[str, ...], exit_code: int) -> int:
@@ -85,11 +83,7 @@ def compare(run_dirs: list[Path], out: Path) -> int:
 
 
 def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json(path) or {}
 
 
 def unfinished(folder: Path, record: dict) -> str:
@@ -113,10 +107,11 @@ def print_outcome(folder: Path) -> None:
     """The verdict sentence, the results table, where the report is (what the README promises). A run that did
     not complete says so on the verdict's line, as its summary does on top: its figures cover only what was
     gathered."""
-    verdict = folder / "verdict.json"
+    verdict = folder / runfolder_verdict.FILE
     record = _json(verdict)
-    sentence = record.get("verdict")
-    summary = folder / "summary.md"
+    said = runfolder_verdict.read(folder)
+    sentence = said.sentence if said else None
+    summary = folder / summary_md.FILE
     if sentence:
         told = unfinished(folder, record)
         line = f"Verdict: {sentence}" + (f" ({told}; the figures cover only what was gathered)" if told else "")
@@ -126,16 +121,6 @@ def print_outcome(folder: Path) -> None:
         line = "No verdict (the report was not written)."
     print("\n" + line + "\n", flush=True)
     if summary.exists():
-        print(results_table(summary.read_text()) + "\n", flush=True)
+        print(summary_md.results_table(summary.read_text()) + "\n", flush=True)
     if (folder / "report.html").exists():
         print(f"Report: {folder / 'report.html'}", flush=True)
-
-
-def results_table(markdown: str) -> str:
-    """The summary's first table (the verdict figures), for the terminal."""
-    lines = markdown.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
-    if start is None:
-        return ""
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
-    return "\n".join(lines[start:end])

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import runfolder
 from lab import steps
 from lab.experiment import record as run_record
 from lab.experiment import reporting, run, service, trial
@@ -217,7 +218,7 @@ def execute(plan: Plan, opts: Options, s, log=steps.note, run_trial=trial.run_tr
     suffix = plan.kind if opts.label in (None, "", plan.kind) else f"{opts.label}-{plan.kind}"
     folder = run_record.make_run_dir(suffix)       # a sweep started in the same second gets its own folder
     sweep_id = folder.name
-    record = Record(folder, {
+    record = Record(folder, runfolder.stamped("sweep.json", {
         "sweep_id": sweep_id, "kind": plan.kind, "configuration": plan.configuration, "status": "running",
         "started": run_record.utc_now(), "ended": None, "command": sys.argv[1:],
         "axes": [{"side": a.side, "knob": a.knob, "values": list(a.values)} for a in plan.axes],
@@ -227,7 +228,7 @@ def execute(plan: Plan, opts: Options, s, log=steps.note, run_trial=trial.run_tr
         "service": service.record(opts.service),
         "estimated_s": estimate_s(plan, opts.profile.planned_s),
         "points": [{"label": p.label, "values": p.values, "about": p.about, "tier": p.tier, "run_dir": None,
-                    "exit_code": None} for p in plan.points]})
+                    "exit_code": None} for p in plan.points]}))
     print(f"{plan.kind} {sweep_id}: results in {folder}", flush=True)
     exit_code = 0
     try:

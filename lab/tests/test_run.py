@@ -70,11 +70,6 @@ def test_knob_diff_names_only_what_differs():
     assert record.knob_diff({"default": None, "tuned": {"a": 1}}) == {}
 
 
-def test_results_table_is_the_first_markdown_table():
-    md = "# Run\n\ntext\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\nmore\n\n| x |\n"
-    assert reporting.results_table(md) == "| a | b |\n| --- | --- |\n| 1 | 2 |"
-
-
 # --- collection parsing -----------------------------------------------------------------------------------
 
 def test_tidy_metrics_reshapes_pmrep_csv(tmp_path):

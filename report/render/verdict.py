@@ -12,6 +12,7 @@ import json
 import math
 from typing import Any
 
+import runfolder
 from report.fmt import utc_clock
 from report.read.runinfo import RunInfo, design
 from report.stats.between import Calibration
@@ -226,5 +227,7 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
 
 
 def verdict_json(record: dict[str, Any]) -> str:
-    """A verdict.json's text; numpy scalars (bool_, float64) as plain JSON values."""
-    return json.dumps(record, indent=2, ensure_ascii=False, default=lambda o: o.item()) + "\n"
+    """A verdict.json's text, of the contract's current format (runfolder); numpy scalars (bool_, float64) as plain
+    JSON values."""
+    return json.dumps(runfolder.stamped("verdict.json", record), indent=2, ensure_ascii=False,
+                      default=lambda o: o.item()) + "\n"

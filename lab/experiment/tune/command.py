@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import runfolder
 from lab.experiment import record as run_record
 from lab.experiment import reporting, run, trial
 from lab.experiment.options import Options
@@ -114,14 +115,15 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
         data.update(status="running", resumed=[*data.get("resumed", []), run_record.utc_now()])
         return folder, data
     folder = run_record.make_run_dir(f"{opts.label}-tune" if opts.label else "tune")
-    data = {"tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
-            "budget_s": plan.budget_s, "holds_s": list(plan.holds_s), "floor": plan.floor,
-            "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
-            "constraints": list(plan.constraints),
-            "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
-            "control": plan.control, "name": plan.name or confirm.default_name(folder.name), "study": plan.study,
-            "trials": [], "results": [], "best": None, "importance": {}, "finalist": None, "confirmations": [],
-            "knob_set": None}
+    data = runfolder.stamped("tune.json", {
+        "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
+        "budget_s": plan.budget_s, "holds_s": list(plan.holds_s), "floor": plan.floor,
+        "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
+        "constraints": list(plan.constraints),
+        "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
+        "control": plan.control, "name": plan.name or confirm.default_name(folder.name), "study": plan.study,
+        "trials": [], "results": [], "best": None, "importance": {}, "finalist": None, "confirmations": [],
+        "knob_set": None})
     _save(folder, data)
     return folder, data
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from lab.experiment import design
 from lab.experiment.tune import search, trials
 from lab.provision import catalog, knob_sets
+from runfolder import verdict as runfolder_verdict
 
 REPEAT = 2                          # the crossover: each machine runs each side once
 TUNED = "tuned"                     # the lab's hand-made set, the second confirmation's control
@@ -42,19 +43,17 @@ def finalist(tuner: search.Tuner) -> tuple[search.Result | None, bool]:
     return max(longest, key=lambda r: r.outcome.ratio, default=None), False
 
 
-def _effect(verdict: dict, name: str) -> dict | None:
-    e = (verdict.get("effects") or {}).get(name)
-    return {k: e.get(k) for k in ("estimate", "low", "high")} if e else None
+def _effect(verdict: runfolder_verdict.Verdict | None, name: str) -> dict | None:
+    e = verdict.effects.get(name) if verdict else None
+    return {k: e.get(k) for k in ("estimate", "low", "high")} if isinstance(e, dict) and e else None
 
 
 def read(series_dir: Path, control: str, code: int) -> dict:
     """One confirmation as tune.json keeps it: the series, its combined verdict (successful TPS and p99 ratios)."""
-    try:
-        verdict = json.loads((series_dir / "verdict.json").read_text())
-    except (OSError, ValueError):
-        verdict = {}
+    verdict = runfolder_verdict.read(series_dir)
     return {"against": control, "series": series_dir.name, "exit": code, "tps": _effect(verdict, "tps"),
-            "p99": _effect(verdict, "p99"), "verdict": verdict.get("verdict") or f"no combined verdict (exit {code})"}
+            "p99": _effect(verdict, "p99"),
+            "verdict": (verdict.sentence if verdict else None) or f"no combined verdict (exit {code})"}
 
 
 def confirm(opts, s, run_series, values: dict, hold_s: int, control: str, label: str, done: list[dict],

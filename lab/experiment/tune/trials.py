@@ -13,7 +13,6 @@ validation), never by a failed provisioning.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from lab.experiment.options import Options
 from lab.experiment.tune.search import Outcome
 from lab.provision import knob_sets
 from lab.provision.configuration import Configuration, same
+from runfolder import verdict as runfolder_verdict
 
 CONSTRAINTS = ("errors<=0.1%",)          # the default: a candidate that fails requests is not an improvement
 OBJECTIVES = ("tps", "p99")
@@ -71,13 +71,12 @@ def outcome(run_dir: Path, exit_code: int, objective: str = "tps",
             judge: Callable[[Path], tuple[str, ...]] = lambda folder: ()) -> Outcome:
     """The trial's verdict.json as the tuner's Outcome; judge: run folder → the constraints it broke."""
     name = run_dir.name
-    try:
-        verdict = json.loads((run_dir / "verdict.json").read_text())
-    except (OSError, ValueError):
+    verdict = runfolder_verdict.read(run_dir)
+    if verdict is None:
         return Outcome(None, violations=(f"no verdict (exit {exit_code}): see {name}",), run=name)
-    ratio, low, high = objective_of(verdict.get("effects") or {}, objective)
+    ratio, low, high = objective_of(verdict.effects, objective)
     if exit_code != 0 or ratio is None:
-        why = verdict.get("verdict") or f"exit {exit_code}"
+        why = verdict.sentence or f"exit {exit_code}"
         return Outcome(None, violations=(f"no paired {objective} ratio: {why}",), run=name)
     return Outcome(ratio, low, high, tuple(judge(run_dir)), name)
 

@@ -1,0 +1,43 @@
+"""The run folder's contract: the files the lab writes and the report reads (run.json, sweep.json, tune.json), and
+those the report writes and the lab reads back (verdict.json, gates.xml, summary.md's first table), each JSON file
+with a format version. Both sides read and write them through here; this package imports neither lab/ nor report/.
+
+A file written before its `format_version` field is version 1 and is read as it is. A file of a newer version than
+this checkout knows is read too (its readers take what they know), and version() says so.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FORMATS = {"run.json": 2, "verdict.json": 2, "sweep.json": 2, "tune.json": 2}
+
+# What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
+HISTORY = {
+    "run.json": {1: "every field the lab wrote before format_version (docs/ARCHITECTURE.md, The run folder)",
+                 2: "format_version"},
+    "verdict.json": {1: "verdict, effects {name: estimate, low, high, …}, levels, intervals as report/README.md says",
+                     2: "format_version"},
+    "sweep.json": {1: "the plan, each trial's values, folder and exit code", 2: "format_version"},
+    "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version"},
+}
+
+
+def version(data: dict) -> int:
+    """The format version of a file's content (1: written before the field)."""
+    found = data.get("format_version")
+    return found if isinstance(found, int) and found >= 1 else 1
+
+
+def stamped(name: str, data: dict) -> dict:
+    """data with the current format version of file `name` first."""
+    return {"format_version": FORMATS[name], **{k: v for k, v in data.items() if k != "format_version"}}
+
+
+def read_json(path: Path) -> dict | None:
+    """A contract file's content: None when it is missing, unreadable or not a JSON object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

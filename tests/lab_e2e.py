@@ -1,0 +1,34 @@
+"""What the end-to-end tests share: ./start.sh with a machine provider forced, a command on a machine over the lab's
+SSH, the run folders, a JTL's successful samples. (Not a test module: pytest collects test_*.py only.)"""
+import csv
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+START = str(ROOT / "start.sh")
+NETNS_FILE = Path("/var/run/netns/camel-lab")
+IN_CI = os.environ.get("CI") == "true"
+
+
+def start(*args, provider: str, env=None, timeout=3600):
+    """./start.sh ARGS with LAB_PROVIDER=provider (env may override it, e.g. auto for a down of any kind)."""
+    return subprocess.run([START, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "LAB_PROVIDER": provider, **(env or {})})
+
+
+def in_lab(name, command, timeout=600):
+    """COMMAND on machine NAME over the lab's SSH (its ssh_config), inside the lab namespace."""
+    cmd = ["ip", "netns", "exec", "camel-lab", "ssh", "-F", str(ROOT / ".lab" / "ssh_config"),
+           "-o", "BatchMode=yes", "-o", "ConnectTimeout=30", name, command]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def run_folders(results: Path) -> set[Path]:
+    """The run folders in results/ (beside them the runs' index, results/index.sqlite, made by the first run)."""
+    return {p for p in results.iterdir() if p.is_dir()} if results.is_dir() else set()
+
+
+def successful_samples(jtl: Path) -> int:
+    with jtl.open(newline="") as f:
+        return sum(1 for row in csv.DictReader(f) if row.get("success") == "true")
