@@ -24,9 +24,7 @@ Camel Tuning Lab: twin machines "default" and "tuned" (512 MB, 2 vCPUs each) und
   ./start.sh --hosts my-hosts.yml --duration 10m   the same run on real hosts (README: Real hosts)
 
 Machine settings live in lab/machines/machines.yml; override one for a run with LAB_<NAME>, e.g.
-LAB_ACCELERATOR=tcg ./start.sh up.
-
-commands (./start.sh COMMAND --help for each):"""
+LAB_ACCELERATOR=tcg ./start.sh up. Each command's own options: ./start.sh COMMAND --help."""
 
 
 
@@ -99,8 +97,7 @@ def add_run_options(add) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The run options at the top level, then one subparser per command of the table (lab/cli/commands/)."""
-    listed = "\n".join(f"  {name:10}{module.HELP}" for name, module in commands.COMMANDS.items())
-    p = argparse.ArgumentParser(prog="./start.sh", description=f"{DESCRIPTION}\n{listed}",
+    p = argparse.ArgumentParser(prog="./start.sh", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     r = p.add_argument_group("run options (the full run, no command)")
     add_run_options(r.add_argument)
@@ -109,7 +106,8 @@ def parser() -> argparse.ArgumentParser:
     for name, module in commands.COMMANDS.items():
         command = sub.add_parser(name, help=module.HELP, description=module.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-        module.add_arguments(command)
+        if hasattr(module, "add_arguments"):      # a command without arguments of its own has none
+            module.add_arguments(command)
         if module.RUN_OPTIONS == "all":     # run options before or after the command; typed ones only (no default)
             group = command.add_argument_group("run options (as for the full run; before or after the command)")
             add_run_options(lambda *names, _group=group, **kw:

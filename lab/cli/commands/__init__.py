@@ -6,7 +6,7 @@ Every command module has
     TAKES_LOCK    whether it changes the lab, so takes its lock (one such command at a time, lab/lock.py)
     RUN_OPTIONS   the run options it takes: "all" (every trial is a full run: the options built and checked before
                   the lock, as args.options), or the set of those it shares a name with (provision's --set)
-    add_arguments(parser)   its own arguments
+    add_arguments(parser)   its own arguments, where it has any
     main(args) -> int       the command, its exit code
 The full run (no command) is `run`; `sweep` and `ablate` share the sweep's module."""
 from __future__ import annotations

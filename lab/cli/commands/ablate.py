@@ -10,9 +10,5 @@ TAKES_LOCK = True
 RUN_OPTIONS = "all"
 
 
-def add_arguments(parser) -> None:
-    pass
-
-
 def main(args) -> int:
     return sweep_command.main(args, sweep.ablation_plan(args.options.configurations["tuned"].base))

@@ -9,10 +9,6 @@ TAKES_LOCK = True
 RUN_OPTIONS = frozenset()
 
 
-def add_arguments(parser) -> None:
-    pass
-
-
 def main(args) -> int:
     lifecycle.install_prereqs(settings.load().provider)
     return 0

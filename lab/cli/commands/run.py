@@ -10,10 +10,6 @@ TAKES_LOCK = True
 RUN_OPTIONS = "all"
 
 
-def add_arguments(parser) -> None:
-    """The run options are the top level's own (lab/cli/arguments.py)."""
-
-
 def main(args) -> int:
     opts = args.options
     s, opts = preflight.ready(opts, trials=opts.repeat)

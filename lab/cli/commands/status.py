@@ -11,10 +11,6 @@ TAKES_LOCK = False
 RUN_OPTIONS = frozenset()
 
 
-def add_arguments(parser) -> None:
-    pass
-
-
 def main(args) -> int:
     if os.geteuid() != 0:
         status.show_without_root()

@@ -10,10 +10,6 @@ TAKES_LOCK = True
 RUN_OPTIONS = frozenset()
 
 
-def add_arguments(parser) -> None:
-    pass
-
-
 def main(args) -> int:
     s = settings.load()
     lifecycle.refuse_foreign()
