@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-MACHINES = ("default", "tuned")
+from runfolder import SIDES as MACHINES  # the run folder's halves, declared once
 
 _PUBLIC = {
     "RunInfo": "report.read.runinfo",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
+
 FORMATS = {"run.json": 2, "verdict.json": 2, "sweep.json": 2, "tune.json": 2}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).

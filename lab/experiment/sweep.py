@@ -6,7 +6,7 @@ side, the default side unchanged as the control in every trial.
 
 Each trial is an ordinary run folder (its own report and verdict.json); the sweep folder
 (results/<stamp>-sweep or -ablate/) holds sweep.json (the plan, each trial's values, folder, status) and the
-sweep's report (python -m report.sweep): each verdict figure against the value, the best value by the stated
+sweep's report (python -m report sweep): each verdict figure against the value, the best value by the stated
 rule, the ablation's share of the gain per tier. The plan and an estimated duration are printed before anything
 starts; every trial is validated first; an interrupted sweep keeps its finished trials and reports them.
 """

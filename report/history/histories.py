@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from report import MACHINES
 from report.history import fingerprint
 from report.history.changes import Change, change_points
 from report.history.index import Entry, as_change
 
 FIGURES = {"tps": "successful TPS", "p99": "p99", "error_pct": "errors"}
-SIDES = ("default", "tuned")
+SIDES = MACHINES
 
 
 @dataclass(frozen=True)

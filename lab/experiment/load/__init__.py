@@ -10,7 +10,9 @@ What the run orchestration calls:
 
 One module per job: profile (the scenario and the targets as the plan's properties), jmeter (JMeter
 assembled from Maven Central, its command line), jtl (reading JTLs, also while they grow), runner (the
-load itself), dashboard (JMeter's HTML dashboards).
+load itself), dashboard (JMeter's HTML dashboards), engines (remote JMeter engines on real hosts),
+generator_pcp (PCP on a load generator), plan_check (a user's own plan checked), user_plan (that plan made
+two-sided), request_list (a service's request list → the plan that replays it).
 
 - `ensure_jmeter()` assembles JMeter from Maven Central (jmeter/pom.xml) into .lab/jmeter/home, once per
   content of that pom (a hash stamp), and returns the home.
