@@ -168,3 +168,31 @@ def test_diagnose_names_each_units_state_and_the_journal_of_the_stopped_ones(mon
     monkeypatch.setattr(services.reach, "ssh", ssh)
     assert services.diagnose("tuned").splitlines() == [
         "mock-service: active", "camel-app: failed", "journal of camel-app: Error: Could not find or load main class"]
+
+
+def test_the_catalog_and_each_knob_set_are_read_once_per_command(monkeypatch):
+    """A run resolves its configurations about twenty times (options, every trial's overrides, its boxes, what a
+    service leaves out): the catalog's file and each knob set's are read once while they stay as they were."""
+    from pathlib import Path
+
+    from lab.experiment import options
+    from lab.provision import catalog as catalog_module
+    catalog_module._read.cache_clear()
+    reads = []
+    real = Path.read_text
+
+    def counted(self, *args, **kwargs):
+        if self.suffix == ".yml" and (self == catalog_module.CATALOG or self.parent == knob_sets.DIR):
+            reads.append(self.name)
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "read_text", counted)
+    opts = options.checked(overrides=("tuned:tomcat_threads_max=222",), repeat=2)
+    for t in opts.trials():
+        t.overrides(opts.service)
+        t.suites(opts.service)
+        for c in t.configurations.values():
+            c.left_out(opts.service)
+    design.own_suites()
+    assert reads.count("knobs.yml") == 1, reads
+    assert reads.count("tuned.yml") == 1, reads
+    assert len(reads) == len(set(reads)), reads
