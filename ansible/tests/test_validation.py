@@ -23,6 +23,7 @@ from conftest import ANSIBLE_DIR, INVENTORY, PROVISION_PLAY, ansible_playbook, d
 
 from bench.cycle import KNOB_CHANGES as CYCLE_CHANGES
 from lab.experiment import design
+from lab.provision.configuration import Configuration
 
 KNOB_SETS = ANSIBLE_DIR / "knob_sets"
 
@@ -314,7 +315,8 @@ def runs(tmp_path_factory):
     # every named knob set on both machines (as per-machine overrides, the way a run gives a machine another set)
     for path in sorted(KNOB_SETS.glob("*.yml")):
         # each machine made to run the set as a run makes it (its base set's values in, the machine's own put back)
-        both = design.Trial(configurations={"default": path.stem, "tuned": path.stem}).overrides({})
+        runs_the_set = {side: Configuration(path.stem) for side in ("default", "tuned")}
+        both = design.Trial(configurations=runs_the_set).overrides()
         for suffix, insist in (("", ()), *((("+insist", INSIST),) if path.stem in BEYOND_MEMORY else ())):
             jobs[f"set:{path.stem}{suffix}"] = lambda both=both, name=path.stem, insist=insist: ansible_playbook(
                 "-i", str(INVENTORY), *LOAD, *insist, "site.yml", overrides=both, tmp=tmp_path_factory.mktemp(name))
