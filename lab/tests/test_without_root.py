@@ -33,8 +33,8 @@ def shared():
 
 
 def checkout(where: Path, current: bool = True) -> Path:
-    """A checkout owned by root as `sudo` would leave it: start.sh, lab/ (this one's), and a root-owned .venv —
-    this checkout's packages on a Python nobody may run — whose stamp says it is current (or not)."""
+    """A checkout owned by root as `sudo` would leave it: start.sh, lab/ and runfolder/ (this one's), and a root-owned
+    .venv — this checkout's packages on a Python nobody may run — whose stamp says it is current (or not)."""
     version = subprocess.run([str(SYSTEM_PYTHON), "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
                              capture_output=True, text=True).stdout.strip()
     if not version.startswith(f"{sys.version_info.major}.{sys.version_info.minor}."):
@@ -43,6 +43,7 @@ def checkout(where: Path, current: bool = True) -> Path:
     (co / "mock-service").mkdir(parents=True)
     shutil.copy2(paths.ROOT / "start.sh", co)
     (co / "lab").symlink_to(paths.ROOT / "lab")
+    (co / "runfolder").symlink_to(paths.ROOT / "runfolder")      # the run folder's contract the lab imports
     for name in ("requirements-dev.txt", "mock-service/pyproject.toml"):
         shutil.copy2(paths.ROOT / name, co / name)
     venv = co / ".venv"
