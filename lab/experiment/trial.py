@@ -50,15 +50,15 @@ class TrialRun:
         lock.note(self.run_id)
         self.phase_started = time.time()         # when the running phase began (a full disk's incomplete files)
         record.write_catalog(self.run_dir)
+        self.overrides = t.overrides(opts.service)      # each machine's knobs: resolved once for the trial
         self.record = record.Record(self.run_dir, runfolder.stamped("run.json", {
             "run_id": self.run_id, "label": label or None, "started": record.utc_now(), "ended": None,
             "status": "running", "phase": "start", "stopped_at": None, "error": None,
             "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
             "load": record.load_record(opts),
             "overrides": t.given(), "host": record.host_facts(), "phases": {},
-            **service_record(opts.service, t, t.overrides(opts.service))}))
+            **service_record(opts.service, t, self.overrides)}))
         self.record.reserve()
-        self.overrides = t.overrides(opts.service)
         self.resolved: dict = {}
         self.addresses: dict[str, str] = {}      # machine → address, once known
         self.ssh_ports: dict[str, int] = {}      # machine → its SSH port where it is not 22 (real hosts)
