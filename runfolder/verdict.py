@@ -23,6 +23,7 @@ class Verdict:
     sentence: str | None                      # "tuned: +42 % successful TPS (95 % CI +30 … +55 %)."
     effects: dict = field(default_factory=dict)    # name → the effect's record as written
     format_version: int = 1
+    written: dict = field(default_factory=dict, repr=False)     # the whole file as read (a series' trials, …)
 
     def effect(self, name: str) -> Effect | None:
         """The effect of that name with its estimate, or None where the verdict has none."""
@@ -39,4 +40,4 @@ def read(folder: Path) -> Verdict | None:
         return None
     effects = data.get("effects") if isinstance(data.get("effects"), dict) else {}
     sentence = data.get("verdict") if isinstance(data.get("verdict"), str) else None
-    return Verdict(sentence, effects, version(data))
+    return Verdict(sentence, effects, version(data), data)

@@ -5,16 +5,26 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 START = str(ROOT / "start.sh")
 NETNS_FILE = Path("/var/run/netns/camel-lab")
 IN_CI = os.environ.get("CI") == "true"
+# a module's pytestmark where the lab needs nothing but root (and Docker, which prereqs installs)
+NEEDS_ROOT = pytest.mark.skipif(os.geteuid() != 0 and not IN_CI,
+                                reason="END-TO-END SKIPPED: the lab needs root (under CI=true this fails instead)")
 
 
 def start(*args, provider: str, env=None, timeout=3600):
     """./start.sh ARGS with LAB_PROVIDER=provider (env may override it, e.g. auto for a down of any kind)."""
     return subprocess.run([START, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "LAB_PROVIDER": provider, **(env or {})})
+
+
+def on_containers(*args, env=None, timeout=1800):
+    """./start.sh ARGS with the machines as system containers."""
+    return start(*args, provider="containers", env=env, timeout=timeout)
 
 
 def in_lab(name, command, timeout=600):

@@ -17,15 +17,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab import procs  # noqa: E402
 from lab.machines import containers  # noqa: E402
-from tests.lab_e2e import IN_CI, NETNS_FILE, ROOT, in_lab  # noqa: E402
-from tests.lab_e2e import start as start_with  # noqa: E402
+from tests.lab_e2e import NEEDS_ROOT, NETNS_FILE, ROOT, in_lab  # noqa: E402
+from tests.lab_e2e import on_containers as start  # noqa: E402
 
-if os.geteuid() != 0 and not IN_CI:
-    pytestmark = pytest.mark.skip(reason="END-TO-END SKIPPED: the lab needs root (under CI=true this fails instead)")
-
-
-def start(*args, env=None, timeout=1800):
-    return start_with(*args, provider="containers", env=env, timeout=timeout)
+pytestmark = NEEDS_ROOT
 
 
 def lab_daemons():

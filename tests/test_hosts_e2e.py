@@ -8,7 +8,6 @@ Needs root and Docker (./start.sh prereqs installs docker.io); under CI=true it 
 """
 import csv
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,15 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.machines import vagrant  # noqa: E402
-from tests.lab_e2e import IN_CI, ROOT, START, in_lab, run_folders, successful_samples  # noqa: E402
-from tests.lab_e2e import start as start_with  # noqa: E402
+from tests.lab_e2e import NEEDS_ROOT, ROOT, START, in_lab, run_folders, successful_samples  # noqa: E402
+from tests.lab_e2e import on_containers as start  # noqa: E402
 
-if os.geteuid() != 0 and not IN_CI:
-    pytestmark = pytest.mark.skip(reason="END-TO-END SKIPPED: the lab needs root (under CI=true this fails instead)")
-
-
-def start(*args, env=None, timeout=1800):
-    return start_with(*args, provider="containers", env=env, timeout=timeout)
+pytestmark = NEEDS_ROOT
 
 
 @pytest.fixture(scope="module")

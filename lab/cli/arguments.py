@@ -27,8 +27,6 @@ Machine settings live in lab/machines/machines.yml; override one for a run with 
 LAB_ACCELERATOR=tcg ./start.sh up. Each command's own options: ./start.sh COMMAND --help."""
 
 
-
-
 def add_run_options(add) -> None:
     """The run options, given to `add` (a parser's or group's add_argument)."""
     d = load.Profile()

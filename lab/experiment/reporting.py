@@ -108,12 +108,11 @@ def print_outcome(folder: Path) -> None:
     not complete says so on the verdict's line, as its summary does on top: its figures cover only what was
     gathered."""
     verdict = folder / runfolder_verdict.FILE
-    record = _json(verdict)
     said = runfolder_verdict.read(folder)
     sentence = said.sentence if said else None
     summary = folder / summary_md.FILE
     if sentence:
-        told = unfinished(folder, record)
+        told = unfinished(folder, said.written)
         line = f"Verdict: {sentence}" + (f" ({told}; the figures cover only what was gathered)" if told else "")
     elif verdict.exists():
         line = f"No verdict: {verdict} cannot be read."

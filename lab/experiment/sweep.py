@@ -26,6 +26,7 @@ from lab.experiment import record as run_record
 from lab.experiment import reporting, run, service, trial
 from lab.experiment.options import Options
 from lab.provision import catalog, knob_sets
+from lab.provision.configuration import same
 
 MAX_TRIALS = 12                  # default cap on a sweep's trials (a product of axes grows fast)
 # A trial's cost beside its load, measured on these hosts under emulation (DESIGN.md, run.json phases):
@@ -141,7 +142,7 @@ def ablation_plan(configuration: str = "tuned") -> Plan:
     """The set as it is, then once per tier it changes with that tier's knobs back at the catalog's values."""
     out_of_the_box = catalog.defaults()
     changes = {k: v for k, v in knob_sets.values(configuration, out_of_the_box).items()
-               if json.dumps(v, sort_keys=True) != json.dumps(out_of_the_box.get(k), sort_keys=True)}
+               if not same(v, out_of_the_box.get(k))}
     if not changes:
         raise ValueError(f"ablate: knob set {configuration} changes nothing from the catalog")
     points = [Point(label="full", values={}, about=f"{configuration} as it is ({len(changes)} knobs changed)")]
