@@ -86,6 +86,17 @@ def test_both_containers_have_the_machines_shape(lab_up):
         assert address == {"default": "192.168.56.11/24", "tuned": "192.168.56.12/24"}[name]
         failed = in_lab(name, "systemctl --failed --no-legend --plain | awk '{print $1}'").stdout.split()
         assert failed == [], f"{name}: failed units {failed}"
+        # the container's init made systemd's own cgroup hierarchy and the machine's network settings writable
+        mounts = in_lab(name, "findmnt -no OPTIONS /sys/fs/cgroup/systemd; findmnt -no OPTIONS /proc/sys/net |"
+                              " tail -1; sudo journalctl -b --no-pager | grep -c 'compat systemd cgroup' || true")
+        systemd_cgroup, network_settings, complaints = mounts.stdout.split()
+        assert systemd_cgroup.startswith("rw,") and network_settings.startswith("rw,"), mounts.stdout
+        assert complaints == "0", f"{name}: systemd could not use its cgroup hierarchy {complaints} times"
+        # each twin's systemd in a unified (cgroup v2) group of its own: sharing the host's, the twins made and
+        # removed each other's units' groups (a unit of one failed "at step CGROUP" while the other booted)
+        pid = containers.docker("inspect", "-f", "{{.State.Pid}}", containers.PREFIX + name).stdout.strip()
+        unified = [line for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::")]
+        assert unified and unified[0].startswith(f"0::/{containers.CGROUP_PARENT}/"), unified
 
 
 def test_status_names_the_kind_and_the_containers_memory(lab_up):

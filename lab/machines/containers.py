@@ -226,10 +226,13 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def _leftover_cgroups() -> list[Path]:
-    """The containers' cgroups under the lab's parent, in every hierarchy (a killed daemon leaves them)."""
+    """The containers' cgroups under the lab's parent, in every hierarchy (a killed daemon leaves them), with
+    those their systemd made inside (its own hierarchies: name=systemd, unified), deepest first."""
     if not CGROUP_ROOT.is_dir():
         return []
-    return sorted((p for p in CGROUP_ROOT.glob(f"*/{CGROUP_PARENT}/*") if p.is_dir()), key=lambda p: -len(p.parts))
+    groups = [p for p in CGROUP_ROOT.glob(f"*/{CGROUP_PARENT}/*") if p.is_dir()]
+    inside = [Path(top) / d for group in groups for top, dirs, _ in os.walk(group) for d in dirs]
+    return sorted(groups + inside, key=lambda p: -len(p.parts))
 
 
 def remains() -> bool:

@@ -14,7 +14,7 @@ from lab.machines import box, containers
 
 BOOT_ONLY = ("linux-image-amd64", "initramfs-tools")    # a VM's boot: the container runs on the host's kernel
 # Bump when what is changed below for a container changes.
-CONTAINER_LAYOUT_VERSION = 2        # 2: the machine's own network settings writable
+CONTAINER_LAYOUT_VERSION = 3        # 3: an init before systemd (its cgroup, the network settings)
 # Units a container must not run: Docker gives it its interfaces, addresses, name and resolver (networkd would
 # take the interfaces over), and the host's kernel its modules, its mounts of /sys and the consoles.
 MASKED = ("systemd-networkd.service", "systemd-networkd.socket", "systemd-networkd-wait-online.service",
@@ -22,9 +22,10 @@ MASKED = ("systemd-networkd.service", "systemd-networkd.socket", "systemd-networ
           "systemd-udevd-control.socket", "systemd-udevd-kernel.socket", "systemd-udev-trigger.service",
           "sys-kernel-config.mount", "sys-kernel-debug.mount", "sys-kernel-tracing.mount", "dev-hugepages.mount",
           "systemd-journald-audit.socket", "lab-identity.service", "console-getty.service")
-# The image's own settings: systemd as PID 1, told it runs in a container (docker import takes no STOPSIGNAL:
-# containers.SYSTEMD_ARGS gives it).
-CHANGES = ('CMD ["/sbin/init"]', "ENV container=docker")
+# The image's own settings: systemd as PID 1 (after INIT below), told it runs in a container (docker import takes
+# no STOPSIGNAL: containers.SYSTEMD_ARGS gives it).
+INIT = "/usr/local/sbin/lab-container-init"
+CHANGES = (f'CMD ["{INIT}"]', "ENV container=docker")
 
 
 def image_name(suite: str) -> str:
@@ -53,41 +54,36 @@ def _remove_stale(suite: str, keep: str) -> None:
             containers.docker("image", "rm", old)
 
 
-# Docker mounts /proc/sys read-only. A machine's own network namespace's settings (the base_sysctl values a container
-# may take: lab/provision/machine_fit.py) are written there: that subtree is made writable at boot. The kernel
-# keeps the host's own settings read-only outside the host's namespace whatever the mount says.
-OWN_NETWORK_SETTINGS = """# A container's own network namespace's kernel settings writable (lab/machines/image.py)
-[Unit]
-Description=The machine's own network settings writable
-DefaultDependencies=no
-ConditionVirtualization=container
-Before=sysinit.target
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/bin/mount --bind /proc/sys/net /proc/sys/net
-ExecStart=/bin/mount -o remount,bind,rw /proc/sys/net
-
-[Install]
-WantedBy=sysinit.target
+# What the container's PID 1 does before it becomes systemd. Docker mounts /proc/sys and every cgroup hierarchy
+# read-only. Two mounts are made writable again, before systemd starts (as a unit of its own, the second was raced:
+# "Failed at step CGROUP": one twin's unit failed in each of two ups, 2026-11-29):
+# - systemd's own v1 hierarchy (name=systemd, no resource controls): without it systemd cannot make a unit's
+#   cgroup there, logs it for every process it starts, and now and then fails to start one. The controllers'
+#   hierarchies (memory, cpu, ...) stay read-only: the machine must not raise its own limits.
+# - /proc/sys/net: a machine's own network namespace's settings (the base_sysctl values a container may take:
+#   lab/provision/machine_fit.py). The kernel keeps the host's own settings read-only outside the host's
+#   namespace whatever the mount says.
+INIT_SCRIPT = """#!/bin/sh
+# The container's PID 1 until systemd replaces it (lab/machines/image.py says why).
+mount -o remount,bind,rw /sys/fs/cgroup/systemd
+mount --bind /proc/sys/net /proc/sys/net && mount -o remount,bind,rw /proc/sys/net
+exec /sbin/init "$@"
 """
 
 
 def container_tweaks(root: Path) -> None:
-    """What a container's systemd must not start, masked in the root file system; its own network settings made
-    writable at boot."""
+    """What a container's systemd must not start, masked in the root file system; the init that makes its own
+    cgroup hierarchy and network settings writable."""
     units = root / "etc" / "systemd" / "system"
     units.mkdir(parents=True, exist_ok=True)
     for unit in MASKED:
         link = units / unit
         link.unlink(missing_ok=True)
         link.symlink_to("/dev/null")
-    (units / "lab-own-sysctl.service").write_text(OWN_NETWORK_SETTINGS)
-    wants = units / "sysinit.target.wants"
-    wants.mkdir(exist_ok=True)
-    (wants / "lab-own-sysctl.service").unlink(missing_ok=True)
-    (wants / "lab-own-sysctl.service").symlink_to("../lab-own-sysctl.service")
+    init = root / INIT.lstrip("/")
+    init.parent.mkdir(parents=True, exist_ok=True)
+    init.write_text(INIT_SCRIPT)
+    init.chmod(0o755)
 
 
 def build(settings, suite: str, name: str) -> None:

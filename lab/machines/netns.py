@@ -179,6 +179,8 @@ def cgroup_mounts() -> str:
     if Path("/sys/fs/cgroup/systemd").is_dir():
         lines.append("mkdir -p /sys/fs/cgroup/systemd && "
                      "mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd")
+    if Path("/sys/fs/cgroup/unified").is_dir():
+        lines.append("mkdir -p /sys/fs/cgroup/unified && mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified")
     return "; ".join(lines)
 
 

@@ -151,11 +151,15 @@ def test_the_jvms_own_view_of_its_machine_is_read_and_worded(tmp_path):
 # -- what a killed lab leaves -------------------------------------------------------------------------------------
 
 def test_processes_left_in_the_containers_cgroups_are_ended_by_pid_and_the_cgroups_removed(tmp_path, monkeypatch):
-    """A killed dockerd leaves its containers' processes running in their cgroups: teardown ends exactly those."""
+    """A killed dockerd leaves its containers' processes running in their cgroups, and in those the containers'
+    systemd made inside its own (unified) hierarchy: teardown ends exactly those and removes them, deepest first."""
     root = tmp_path / "cgroup"
     group = root / "pids" / containers.CGROUP_PARENT / "abc123"
     group.mkdir(parents=True)
+    unit = root / "unified" / containers.CGROUP_PARENT / "abc123" / "system.slice" / "ssh.service"
+    unit.mkdir(parents=True)
     left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    left_in_unit = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     real_rmdir = Path.rmdir
 
@@ -166,6 +170,7 @@ def test_processes_left_in_the_containers_cgroups_are_ended_by_pid_and_the_cgrou
         real_rmdir(path)
     try:
         (group / "cgroup.procs").write_text(f"{left.pid}\n")
+        (unit / "cgroup.procs").write_text(f"{left_in_unit.pid}\n")
         monkeypatch.setattr(containers, "CGROUP_ROOT", root)
         monkeypatch.setattr(containers, "RUNTIME_DIR", tmp_path / "run")
         monkeypatch.setattr(Path, "rmdir", rmdir)
@@ -174,12 +179,14 @@ def test_processes_left_in_the_containers_cgroups_are_ended_by_pid_and_the_cgrou
         assert containers.remains()
         done = containers.end_leftovers()
         assert f"leftover container process {left.pid} ended" in done
-        assert left.wait(timeout=10) == -signal.SIGTERM
+        assert f"leftover container process {left_in_unit.pid} ended" in done
+        assert left.wait(timeout=10) == left_in_unit.wait(timeout=10) == -signal.SIGTERM
         assert bystander.poll() is None          # nothing else was touched
         assert not (root / "pids" / containers.CGROUP_PARENT).exists()
+        assert not (root / "unified" / containers.CGROUP_PARENT).exists()
         assert not containers.remains()
     finally:
-        for proc in (left, bystander):
+        for proc in (left, left_in_unit, bystander):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
