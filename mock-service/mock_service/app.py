@@ -29,6 +29,7 @@ PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
 _HEALTH = b'{"status":"UP"}'
 _BUSY = b'{"error":"too many concurrent requests"}'
 _INJECTED = b'{"error":"injected failure"}'
+_INTERNAL = b'{"error":"internal error"}'
 _TIERS = ("gold", "silver", "bronze")
 _ADDRESS_FIELDS = ("street", "city", "zip", "country")
 
@@ -93,22 +94,7 @@ class App:
             return
         if self._refused(conn, req, endpoint):
             return
-        if self.behaviour.fails():
-            self.metrics.injected[endpoint] += 1
-            status, body, extra = self.error_status, _INJECTED, b""
-        else:
-            try:
-                status, body, extra = handler(req, cid)
-            except Exception as e:  # a bug or a pathological body must not leak the in-flight count
-                print(f"mock-service: error in {endpoint}: {e!r}", file=sys.stderr, flush=True)
-                status, body, extra = 500, _error("internal error"), b""
-        delay = self.behaviour.delay_s(endpoint)
-        if delay > 0:
-            # counted from the request's arrival, so parsing and handling are part of the delay
-            asyncio.get_running_loop().call_at(req.arrived + delay, self._finish, conn, req, endpoint,
-                                               status, body, extra)
-        else:
-            self._finish(conn, req, endpoint, status, body, extra)
+        self._answer(conn, req, endpoint, self._builtin_answer, endpoint, handler, cid)
 
     def _refused(self, conn: Connection, req: Request, endpoint: str) -> bool:
         """Over --max-concurrent: 503 at once (True); else the request counts as in flight."""
@@ -123,16 +109,45 @@ class App:
         """A stub's answer, rendered at load, through the same limit, injected errors and delays."""
         if self._refused(conn, req, stub.label):
             return
+        self._answer(conn, req, stub.label, self._stub_answer, stub)
+
+    def _answer(self, conn: Connection, req: Request, endpoint: str, compute, *args) -> None:
+        """Answers a request counted in flight (_refused) after its delay, both from compute(req, *args). Until the
+        timer holds it, whatever raises answers 500 at once: every request must leave the in-flight count, or it
+        keeps a --max-concurrent slot and the gauge for good (and the client's connection drops)."""
+        answer = (endpoint, 500, _INTERNAL, b"")          # unless compute() gives the real one
+        try:
+            answer, delay = compute(req, *args)
+            if delay > 0:
+                # counted from the request's arrival, so parsing and handling are part of the delay
+                asyncio.get_running_loop().call_at(req.arrived + delay, self._finish, conn, req, *answer)
+                answer = None                               # the timer's _finish counts it out
+        except Exception as e:
+            print(f"mock-service: error in {endpoint}: {e!r}", file=sys.stderr, flush=True)
+            answer = (endpoint, 500, _INTERNAL, b"")
+        finally:
+            if answer is not None:
+                self._finish(conn, req, *answer)
+
+    def _builtin_answer(self, req: Request, endpoint: str, handler, cid: int) -> tuple[tuple, float]:
+        if self.behaviour.fails():
+            self.metrics.injected[endpoint] += 1
+            answer = (endpoint, self.error_status, _INJECTED, b"")
+        else:
+            try:
+                answer = (endpoint, *handler(req, cid))
+            except Exception as e:  # a bug or a pathological body: a 500, after the endpoint's delay as any answer
+                print(f"mock-service: error in {endpoint}: {e!r}", file=sys.stderr, flush=True)
+                answer = (endpoint, 500, _INTERNAL, b"")
+        return answer, self.behaviour.delay_s(endpoint)
+
+    def _stub_answer(self, req: Request, stub: Stub) -> tuple[tuple, float]:
         if self.behaviour.fails():
             self.metrics.injected[stub.label] += 1
             answer = (stub.label, self.error_status, _INJECTED, b"", True, JSON)
         else:
             answer = (stub.label, stub.status, stub.body, stub.extra_headers, True, stub.content_type)
-        delay = self.behaviour.stub_delay_s(stub)
-        if delay > 0:
-            asyncio.get_running_loop().call_at(req.arrived + delay, self._finish, conn, req, *answer)
-        else:
-            self._finish(conn, req, *answer)
+        return answer, self.behaviour.stub_delay_s(stub)
 
     def _finish(self, conn: Connection, req: Request, endpoint: str, status: int, body: bytes,
                 extra: bytes, counted: bool = True, content_type: bytes = JSON) -> None:

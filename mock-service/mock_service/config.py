@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from . import __version__
-from .latency import ENDPOINTS, Distribution, parse_distribution
+from .latency import ENDPOINTS, MAX_DELAY_MS, Distribution, parse_distribution
 
 PROG = "mock-service"
 
@@ -162,9 +162,9 @@ _OPTIONS: list[tuple[str, str, Callable[[str], object], str]] = [
      "customers created by POST kept in memory; the oldest is dropped beyond"),
     ("latency", "DIST", parse_distribution,
      "latency of every API endpoint: fixed:MS, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA, pareto:SCALE,ALPHA"),
-    ("latency-cap", "MS", _float(0, 3_600_000), "upper bound of any delay (pareto has a heavy tail)"),
+    ("latency-cap", "MS", _float(0, MAX_DELAY_MS), "upper bound of any delay (pareto has a heavy tail)"),
     ("slow-probability", "P", _float(0, 1), "probability that a request also gets --slow-delay"),
-    ("slow-delay", "MS", _float(0, 3_600_000), "extra delay of a slow-tail request"),
+    ("slow-delay", "MS", _float(0, MAX_DELAY_MS), "extra delay of a slow-tail request"),
     ("error-rate", "P", _float(0, 1), "probability that an API request fails with --error-status"),
     ("error-status", "CODE", _int(400, 599), "HTTP status of an injected error"),
     ("keep-alive", "on|off", _bool, "keep connections open between requests (off: Connection: close)"),

@@ -15,6 +15,9 @@ would answer otherwise than WireMock):
   uniform: lower, upper; fixed: milliseconds}, summed as WireMock does.
 - `priority` (1 first, 5 by default); among equal priorities the stub loaded last wins (WireMock: the most
   recently added), files loaded in sorted order. `name` labels the stub in the metrics (else file#index).
+- numbers: no NaN or ±Infinity anywhere (WireMock's JSON reader refuses them); every delay from 0 to
+  latency.MAX_DELAY_MS (1 h); a lognormal without maxValue may put at most latency.MAX_SHARE_ABOVE (5 %) of its
+  delays above that hour (sigma 800 puts half: a slip, and an overflow of the float).
 
 Each stub's answer (status line pieces, headers, body bytes) is rendered once, at load: a stubbed request costs
 what the mock's built-in answers cost.
@@ -23,10 +26,12 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
+import sys
 from pathlib import Path
 
-from .latency import Distribution
+from .latency import MAX_DELAY_MS, MAX_SHARE_ABOVE, Distribution
 from .stubs import URL_KEYS, Matcher, Stub, StubSet
 
 DEFAULT_PRIORITY = 5                # WireMock's StubMapping.DEFAULT_PRIORITY
@@ -98,6 +103,7 @@ def _stub(mapping, where: str, index: int, files_dir: Path) -> Stub:
         raise StubError(f"{where}: response: not an object")
     _known(request, "request", where)
     _known(response, "response", where)
+    _finite(mapping, where)
     priority = mapping.get("priority", DEFAULT_PRIORITY)
     if not _is_int(priority) or priority < 1:
         raise StubError(f"{where}: priority: must be a whole number from 1, got {priority!r}")
@@ -120,6 +126,22 @@ def _known(block: dict, part: str, where: str) -> None:
         if key not in KNOWN[part]:
             raise StubError(f"{where}: {'' if part == 'top' else part + '.'}{key}: not a WireMock field the "
                             f"lab's mock knows (known: {', '.join(sorted(KNOWN[part]))})")
+
+
+def _finite(mapping: dict, where: str) -> None:
+    """Refuses the first NaN or ±Infinity anywhere in a mapping, in document order: Python's json reads them (and
+    reads a number beyond ±1.8e308 as Infinity), JSON has no such numbers, and WireMock's reader refuses them."""
+    todo = list(reversed(mapping.items()))
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            text = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+            raise StubError(f"{where}: {path}: {text} is not a finite number (JSON has no NaN or Infinity and "
+                            "WireMock refuses them; a number beyond ±1.8e308 reads as Infinity)")
+        if isinstance(value, dict):
+            todo += [(f"{path}.{k}", v) for k, v in reversed(value.items())]
+        elif isinstance(value, list):
+            todo += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value)))]
 
 
 def _is_int(value) -> bool:
@@ -246,10 +268,14 @@ def _body(key: str, value, where: str, files_dir: Path) -> tuple[bytes, str | No
         raise StubError(f"{where}: {files_dir / value}: {e.strerror or e}") from None
 
 
-def _number(block: dict, key: str, where: str, low: float = 0) -> float:
+def _number(block: dict, key: str, where: str, delay: bool = True) -> float:
+    """A finite number ≥ 0; a delay (ms) at most MAX_DELAY_MS: a longer one is a slip, not a wait."""
     value = block.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
-        raise StubError(f"{where}.{key}: must be a number ≥ {low:g}, got {value!r}")
+    high = MAX_DELAY_MS if delay else sys.float_info.max       # also keeps float() of a huge int from overflowing
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
+        bound = (f"a number of ms from 0 to {MAX_DELAY_MS} (1 h, the longest delay the mock waits)" if delay
+                 else "a finite number ≥ 0")
+        raise StubError(f"{where}.{key}: must be {bound}, got {value!r}")
     return float(value)
 
 
@@ -271,12 +297,16 @@ def _delays(stub: Stub, response: dict, where: str) -> None:
     if extra:
         raise StubError(f"{here}: {', '.join(sorted(extra))}: not a field of the {kind} distribution")
     if kind == "lognormal":
-        median, sigma = _number(dist, "median", here), _number(dist, "sigma", here)
+        median, sigma = _number(dist, "median", here), _number(dist, "sigma", here, delay=False)
         if median <= 0:
             raise StubError(f"{here}.median: must be above 0 ms")
         stub.delay = Distribution("lognormal", (median, sigma))
-        if "maxValue" in dist:
+        if "maxValue" in dist:          # the delays served stay within it (WireMock's spike at maxValue)
             stub.delay_cap_ms = _number(dist, "maxValue", here)
+        elif (share := stub.delay.share_above_max()) > MAX_SHARE_ABOVE:
+            raise StubError(f"{here}.sigma: {sigma:g} puts {share:.1%} of the delays above {MAX_DELAY_MS} ms (1 h, "
+                            f"the longest delay the mock waits; at most {MAX_SHARE_ABOVE:.0%} may be): sigma is the "
+                            "spread of the log of the delay (WireMock's example: 0.1); or cap the delays with maxValue")
     elif kind == "uniform":
         lower, upper = _number(dist, "lower", here), _number(dist, "upper", here)
         if upper < lower:
