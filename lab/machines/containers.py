@@ -57,8 +57,18 @@ def docker(*args: str, check: bool = False, what: str | None = None, **kw) -> su
 
 
 def daemon_running() -> bool:
-    return procs.alive(DAEMON) and SOCKET.exists() and docker("version", "--format", "{{.Server.Version}}",
-                                                              timeout=20).returncode == 0
+    return procs.alive(DAEMON) and _answers(within=20)
+
+
+def _answers(within: float) -> bool:
+    """The daemon on SOCKET answers within that many seconds. A daemon restarted after a kill restores its
+    containers before it answers (over 10 s on a busy host): not yet answering is not a failure."""
+    if not SOCKET.exists():
+        return False
+    try:
+        return docker("version", "--format", "{{.Server.Version}}", timeout=within).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def start_daemon(bridge: str | None = None, timeout: float = 60) -> None:
@@ -89,7 +99,7 @@ def start_daemon(bridge: str | None = None, timeout: float = 60) -> None:
         if proc.poll() is not None:
             raise ContainerError(f"dockerd exited {proc.returncode}: "
                                  f"{(paths.LOG_DIR / 'dockerd.log').read_text()[-600:]}")
-        if SOCKET.exists() and docker("version", timeout=10).returncode == 0:
+        if _answers(within=10):
             procs.record(DAEMON, proc.pid)
             return
         time.sleep(0.3)
@@ -105,13 +115,18 @@ def lab_containers() -> list[str]:
     return [n for n in out.split() if n.startswith(PREFIX)]
 
 
+def remove_containers() -> list[str]:
+    """The lab's containers removed by name, also those Vagrant no longer knows (a killed lab's: their names would
+    refuse the next boot's). Returns what it did."""
+    return [f"container {name} removed" for name in lab_containers()
+            if docker("rm", "--force", "--volumes", name, timeout=60).returncode == 0]
+
+
 def stop_daemon() -> list[str]:
     """The lab's containers removed, its networks too, then the daemon ended by its PID. Returns what it did."""
     done = []
     if daemon_running():
-        for name in lab_containers():
-            if docker("rm", "--force", "--volumes", name, timeout=60).returncode == 0:
-                done.append(f"container {name} removed")
+        done += remove_containers()
         done += [f"docker network {n} removed" for n in networks() if docker("network", "rm", n).returncode == 0]
     if procs.alive(DAEMON):
         procs.stop(DAEMON, grace=30)

@@ -183,6 +183,9 @@ def boot(boot_timeout: int) -> None:
             steps.note(f"boot {attempt} of {BOOT_ATTEMPTS} failed: {failure}; its consoles kept in "
                        f"{', '.join(str(k) for k in kept) or '(none written)'}; destroying both, booting again")
             vagrant.destroy()
+            if vagrant.in_containers():
+                for removed in containers.remove_containers():
+                    steps.note(f"{removed} (Vagrant did not know it)")
 
 
 def teardown() -> list[str]:

@@ -212,3 +212,17 @@ def test_the_core_swap_moves_a_containers_cpuset_and_checks_docker_shows_it(monk
     assert vagrant.vcpu_placement("default") == "2"
     with pytest.raises(vagrant.MachineError, match="default: its vCPUs are on host cores 3 after the swap, not 2,3"):
         vagrant.pin_checked("default", "2,3", " after the swap")
+
+
+def test_a_daemon_that_does_not_answer_yet_is_not_running_rather_than_a_traceback(tmp_path, monkeypatch):
+    """A dockerd restarted after a kill restores its containers before it answers (`docker version` outlived its 10 s
+    on a busy host, and `down` ended in a traceback): not answering in time reads as not running yet."""
+    socket = tmp_path / "docker.sock"
+    socket.touch()
+
+    def slow(*args, timeout=None, **kw):
+        raise subprocess.TimeoutExpired([containers.DOCKER, *args], timeout)
+    monkeypatch.setattr(containers, "SOCKET", socket)
+    monkeypatch.setattr(containers, "docker", slow)
+    monkeypatch.setattr(containers.procs, "alive", lambda name: True)
+    assert containers.daemon_running() is False

@@ -2,7 +2,7 @@
 import pytest
 
 from lab import machines, paths
-from lab.machines import lifecycle, vagrant
+from lab.machines import containers, lifecycle, vagrant
 
 
 @pytest.fixture
@@ -23,6 +23,7 @@ def fake_boot(monkeypatch, tmp_path):
             raise outcome
     monkeypatch.setattr(vagrant, "up", up)
     monkeypatch.setattr(vagrant, "destroy", lambda: calls.append(("destroy",)) or True)
+    monkeypatch.setattr(vagrant, "in_containers", lambda: False)
     return calls, results, tmp_path / "log"
 
 
@@ -36,6 +37,19 @@ def test_a_boot_that_fails_once_is_tried_again_from_scratch(fake_boot, capsys):
     assert "soft lockup" in (log / kept[1]).read_text()          # the failed boot's console, not overwritten
     said = capsys.readouterr()
     assert "boot 1 of 2 failed: the machines did not come up" in said.out + said.err
+
+
+def test_on_containers_a_failed_boot_also_removes_the_containers_vagrant_lost(fake_boot, monkeypatch, capsys):
+    """A killed lab's containers, which Vagrant's destroy does not know, would refuse the next boot by their names
+    ("Conflict. The container name "/camel-lab-tuned" is already in use", the e2e of 2026-11-29)."""
+    calls, results, _ = fake_boot
+    results += [vagrant.MachineError("the machines did not come up (vagrant up exited 1)"), None]
+    monkeypatch.setattr(vagrant, "in_containers", lambda: True)
+    monkeypatch.setattr(containers, "remove_containers",
+                        lambda: calls.append(("remove",)) or ["container camel-lab-tuned removed"])
+    lifecycle.boot(600)
+    assert calls == [("up", 600), ("destroy",), ("remove",), ("up", 600)]
+    assert "container camel-lab-tuned removed (Vagrant did not know it)" in capsys.readouterr().out
 
 
 def test_a_second_failure_is_raised(fake_boot):
