@@ -6,7 +6,6 @@ where nothing listens, so a run that gets past the validation play ends UNREACHA
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import subprocess
@@ -18,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 ANSIBLE_DIR = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ INVENTORY = TESTS_DIR / "unreachable.yml"
 VENV_BIN = Path(sys.executable).parent
 if str(ROOT) not in sys.path:      # lab.provision (parse_overrides) and lab.provision.knobs
     sys.path.insert(0, str(ROOT))
-from lab.provision import controller_java  # noqa: E402 - after the path that finds it
+from lab.provision import as_data, controller_java  # noqa: E402 - after the path that finds it
 
 # The machine has two cores (and often VMs beside the tests): two ansible-playbook runs at a time.
 WORKERS = 2
@@ -101,7 +101,7 @@ def _default_service_vars() -> Path:
     svc = service.load(service.DEFAULT)
     both = dict(zip(("default", "tuned"), ({"app_stack": stack} for stack in svc.stacks), strict=False))
     path = Path(tempfile.mkdtemp(prefix="lab-service-")) / "service.json"
-    path.write_text(json.dumps(service.ansible_vars(svc, both), indent=2))
+    path.write_text(as_data.extra_vars(service.ansible_vars(svc, both)))
     return path
 
 
@@ -109,14 +109,15 @@ def ansible_playbook(*args: str, overrides: dict | None = None, tmp: Path | None
                      timeout: float = 300) -> Run:
     """ansible-playbook ARGS, run in ansible/ with the lab's ansible.cfg and the default service's extra vars (a
     later -e lab_service=… in ARGS wins); `overrides` is passed as `-e @file.json` with {"lab_overrides":
-    overrides}, exactly as lab/provision/playbook.py does, with the controller's JVM of each Java as it passes them."""
+    overrides} as data (lab/provision/as_data.py), exactly as lab/provision/playbook.py does, with the
+    controller's JVM of each Java as it passes them."""
     command = [str(VENV_BIN / "ansible-playbook"), "-e", f"@{default_service_vars()}", *controller_java.extra_vars(),
                *args]
     if overrides is not None:
         assert tmp is not None, "overrides need a folder for their JSON file"
         tmp.mkdir(parents=True, exist_ok=True)
         path = tmp / "overrides.json"
-        path.write_text(json.dumps({"lab_overrides": overrides}, indent=2))
+        path.write_text(as_data.extra_vars({"lab_overrides": overrides}))
         command += ["-e", f"@{path}"]
     result = subprocess.run(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=timeout)
@@ -128,3 +129,10 @@ def run_all(jobs: dict[str, callable]) -> dict[str, Run]:
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}
         return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _base_temp_made_first(tmp_path_factory):
+    """The session's temporary folder made once, here: fixtures call tmp_path_factory.mktemp from run_all's
+    threads, and two threads making it at once collide (FileExistsError on xdist's popen-gw0)."""
+    tmp_path_factory.getbasetemp()

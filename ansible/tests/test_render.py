@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import ANSIBLE_DIR, INVENTORY, ROOT, TESTS_DIR, ansible_playbook, run_all
 
-from lab.provision import catalog
+from lab.provision import as_data, catalog
 
 SECRET = "render-test-secret"   # render.yml's stand-in for lab_ajp_secret
 # What a machine remembered of its kernel before the lab changed it (tasks/sysctl.yml).
@@ -66,7 +66,7 @@ def rendered(tmp_path_factory):
         # tuned's APR left out, as the lab leaves it out for a service on Tomcat 10.1 (lab/provision/service_fit.py)
         "service": lambda: render(base / "service", catalog.parse_overrides(["default:app_unpacked=false",
                                                                            "tuned:tomcat_ajp_connector=nio"]), "-e",
-                                  json.dumps(SERVICE_VARS)),
+                                  as_data.extra_vars(SERVICE_VARS)),
     })
 
 

@@ -22,7 +22,7 @@ import yaml
 from lab import machines, paths
 from lab.errors import LabError
 from lab.machines import reach
-from lab.provision import controller_java, knobs, profiler, scope
+from lab.provision import as_data, controller_java, knobs, profiler, scope
 from lab.provision import jars as app_jars
 
 ANSIBLE_DIR = paths.ANSIBLE_DIR
@@ -84,7 +84,7 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         path = Path(tmp) / "inventory.yml"
         path.write_text(yaml.safe_dump(local, sort_keys=False))
         values = Path(tmp) / "overrides.json"
-        values.write_text(json.dumps({"lab_overrides": overrides}))
+        values.write_text(as_data.extra_vars({"lab_overrides": overrides}))
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(path), "-e", f"@{values}",
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
                    *insist_memory_vars(insist_memory), *_json_vars(service_vars), *controller_java.extra_vars(),
@@ -139,7 +139,7 @@ def ansible_env() -> dict:
 
 
 def playbook_command(inventory: Path, overrides: dict[str, dict], extra: list[str] = ()) -> list[str]:
-    OVERRIDES.write_text(json.dumps({"lab_overrides": overrides}, indent=2))
+    OVERRIDES.write_text(as_data.extra_vars({"lab_overrides": overrides}))
     return [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
             "-e", f"@{OVERRIDES}", *extra, str(ANSIBLE_DIR / "site.yml")]
 
@@ -215,8 +215,8 @@ def start_services_vars(start_services: bool) -> list[str]:
 
 
 def _json_vars(values: dict | None) -> list[str]:
-    """Extra vars as one JSON -e (types kept: a null stays null, a list a list)."""
-    return ["-e", json.dumps(values)] if values else []
+    """A service's extra vars as one JSON -e (types kept: a null stays null, a list a list), as data (as_data)."""
+    return ["-e", as_data.extra_vars(values)] if values else []
 
 
 def insist_memory_vars(insist: bool) -> list[str]:

@@ -1,0 +1,38 @@
+"""A user's text reaches Ansible as data: knob values (--set, a knob set) and a service descriptor's properties,
+each holding a template that would run a command on the controller, as root, if Ansible rendered it. The real
+validation play runs (lab/provision/playbook.py validate, on this host as every run does first): no command runs,
+and the text is judged as typed. (Before lab/provision/as_data.py, each of the three markers below was made.)"""
+from __future__ import annotations
+
+import pytest
+
+from lab.experiment import service
+from lab.provision import playbook
+
+
+def sample_service() -> dict:
+    return service.ansible_vars(service.load(service.DEFAULT), {})
+
+
+def hostile(marker) -> str:
+    """A template running `touch MARKER` through the shell, without a space (a JVM option may hold none)."""
+    return "{{lookup('pipe','touch${IFS}" + str(marker) + "')}}"
+
+
+def test_a_template_in_a_jvm_option_or_a_property_is_passed_on_as_typed(tmp_path):
+    ran = {name: tmp_path / name for name in ("jvm", "property")}
+    svc_vars = sample_service()
+    svc_vars["lab_service"]["properties"]["lab.greeting"] = hostile(ran["property"])
+    playbook.validate({"memory_mb": 512}, {"tuned": {"jvm_extra_options": ["-Dlab.x=" + hostile(ran["jvm"])]}},
+                      service_vars=svc_vars)         # a system property and a Spring property: both valid as typed
+    assert not [name for name, marker in ran.items() if marker.exists()], "Ansible ran a user's text as a command"
+
+
+def test_a_template_in_a_knob_value_is_judged_as_typed(tmp_path):
+    marker = tmp_path / "timezone"
+    with pytest.raises(ValueError) as refused:
+        playbook.validate({"memory_mb": 512}, {"tuned": {"base_timezone": hostile(marker) + "UTC"}},
+                          service_vars=sample_service())
+    assert not marker.exists(), "Ansible ran a user's text as a command"
+    # rendered, the lookup gave '' and left a valid "UTC"; as typed, the name is refused with the text shown
+    assert "knob base_timezone" in str(refused.value) and "lookup('pipe'" in str(refused.value)
