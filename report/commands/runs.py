@@ -1,6 +1,7 @@
 """python -m report runs RESULTS [--label TEXT] [--since DATE] [--service NAME]: the index of runs
 (RESULTS/index.sqlite, rebuilt from the folders, which stay the truth) and a table of its folders, oldest first; a
-folder that cannot be read is named and skipped."""
+folder that cannot be read is named and skipped. A user who may not write RESULTS (the lab's, root's) gets the
+table all the same, read from the folders, and a warning that the index was left as it was."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from report.history import index
 from report.history.histories import Filters
+from report.output import warn
 from report.render.history import runs_table
 
 INDEX = "index.sqlite"
@@ -21,8 +23,13 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
 
 
 def refreshed(results: Path) -> tuple[list[index.Entry], dict[str, str]]:
-    """The index rebuilt from RESULTS' folders, and the folders skipped with why."""
-    skipped = index.rebuild(results, results / INDEX)
+    """The index rebuilt from RESULTS' folders, and the folders skipped with why; when it cannot be written, the
+    same entries from the folders (the index left as it was) and a warning that says why."""
+    try:
+        skipped = index.rebuild(results, results / INDEX)
+    except index.NotWritten as why:
+        warn(f"{why}; the runs are read from the folders, the index is left as it was")
+        return index.in_memory(results)
     return index.load(results / INDEX), skipped
 
 
@@ -42,6 +49,9 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             index.add(results / INDEX, args.add)
         except index.Unreadable as why:
             parser.error(f"{args.add}: {why}")
+        except index.NotWritten as why:
+            print(f"report: {why}", file=sys.stderr)       # as a document that cannot be written (output.py)
+            return 1
         return 0
     entries, skipped = refreshed(results)
     wanted = Filters(label=args.label, since=args.since, service=args.service)

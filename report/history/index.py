@@ -2,13 +2,23 @@
 verdict.json, sweep.json), kept in a SQLite file (results/index.sqlite). The folders stay the truth: the index is
 rebuilt from them at any time (`rebuild`), or brought up to date one folder at a time (`add`, at the end of a run);
 both give the same rows. A folder that cannot be read is named and skipped, never fatal.
+
+Several commands may write it at once (a run's end adds its folder while `runs` or `history` rebuild it): each
+writer holds the index's lock, a file beside it (`.index.sqlite.lock`, flock: released when its process ends), and
+a rebuild writes a file of its own name and moves it over the index, so a reader opens the old index or the new
+one, each whole. A user who may not write results/ gets NotWritten, which the commands turn into a message.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
 import sqlite3
-from collections.abc import Iterable
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -52,6 +62,15 @@ class Entry:
 
 class Unreadable(Exception):
     """A folder the index skips, and why."""
+
+
+class NotWritten(Exception):
+    """The index could not be written (results/ is another user's, a read-only or full disk, another writer that
+    never lets go); str(): the file and why. The index is as it was."""
+
+
+LOCK_WAIT_S = 120.0         # a rebuild of hundreds of folders takes seconds: longer is a writer that hangs
+BUSY_TIMEOUT_S = 30.0       # how long a reader waits for an add's commit (SQLite's own lock)
 
 
 def _json(path: Path) -> dict:
@@ -168,8 +187,8 @@ def scan(results: Path) -> tuple[list[Entry], dict[str, str]]:
     return sorted(entries, key=lambda e: (e.started, e.id)), skipped
 
 
-def _connect(db: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(db)
+def _connect(db: Path | str) -> sqlite3.Connection:
+    con = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S)
     con.executescript(SCHEMA)
     return con
 
@@ -186,46 +205,129 @@ def _put(con: sqlite3.Connection, e: Entry) -> None:
                     (e.id, name, f["kind"], f["estimate"], f["low"], f["high"], f["default"], f["tuned"]))
 
 
-def rebuild(results: Path, db: Path) -> dict[str, str]:
-    """The index made anew from every folder (written beside, then moved: a reader never sees half of it); the
-    folders skipped, with why."""
-    entries, skipped = scan(results)
-    work = db.with_suffix(".sqlite.new")
-    work.unlink(missing_ok=True)
-    with _connect(work) as con:
+def _fill(con: sqlite3.Connection, entries: Iterable[Entry]) -> None:
+    """The entries written in one transaction: all of them or none."""
+    with con:
         for e in entries:
             _put(con, e)
-    con.close()
-    work.replace(db)
+
+
+def _lock_path(db: Path) -> Path:
+    return db.with_name(f".{db.name}.lock")
+
+
+def _wait_for_lock(fd: int, db: Path) -> None:
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise NotWritten(f"{db} is still being written by another process after {LOCK_WAIT_S:.0f} s "
+                                 f"(its lock: {_lock_path(db)})") from None
+            time.sleep(0.05)
+
+
+@contextmanager
+def _not_written(db: Path) -> Iterator[None]:
+    """What the system says when the index cannot be written (EACCES, EROFS, a full disk), as NotWritten."""
+    try:
+        yield
+    except (OSError, sqlite3.Error) as e:
+        raise NotWritten(f"cannot write {db}: {getattr(e, 'strerror', None) or e}") from e
+
+
+@contextmanager
+def _locked(db: Path) -> Iterator[None]:
+    """The index's lock held: one writer at a time, across processes and threads (each open of the lock file
+    holds its own flock; the system releases it when its process ends)."""
+    with _not_written(db):
+        fd = os.open(_lock_path(db), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        _wait_for_lock(fd, db)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _replace(db: Path, entries: list[Entry]) -> None:
+    """The entries into a file of this writer's own name beside db, then moved over db (atomic: a reader that
+    opens db finds the whole old index or the whole new one). Under the lock: any other such file is a killed
+    writer's."""
+    for stale in db.parent.glob(f".{db.name}.*.new"):
+        stale.unlink(missing_ok=True)
+    work = db.with_name(f".{db.name}.{uuid.uuid4().hex}.new")
+    try:
+        con = _connect(work)
+        try:
+            _fill(con, entries)
+        finally:
+            con.close()
+        # an add cut short leaves its rollback journal for the old file: SQLite would play it into the new one
+        db.with_name(f"{db.name}-journal").unlink(missing_ok=True)
+        work.replace(db)
+    finally:
+        work.unlink(missing_ok=True)
+
+
+def rebuild(results: Path, db: Path) -> dict[str, str]:
+    """The index made anew from every folder, under the lock (the folders read after any writer before it, so the
+    last one leaves what they hold); the folders skipped, with why. NotWritten when it cannot be written."""
+    with _locked(db):
+        entries, skipped = scan(results)
+        with _not_written(db):
+            _replace(db, entries)
     return skipped
 
 
 def add(db: Path, folder: Path) -> Entry | None:
-    """One folder into the index (a finished run, series, sweep or tune); None when it is none of those."""
+    """One folder into the index (a finished run, series, sweep or tune); None when it is none of those.
+    NotWritten when the index cannot be written."""
     entry = read_folder(folder)
     if entry is not None:
-        with _connect(db) as con:
-            _put(con, entry)
-        con.close()
+        with _locked(db), _not_written(db):
+            con = _connect(db)
+            try:
+                _fill(con, [entry])
+            finally:
+                con.close()
     return entry
 
 
-def load(db: Path) -> list[Entry]:
-    """The index's entries, oldest first."""
-    con = _connect(db)
+def in_memory(results: Path) -> tuple[list[Entry], dict[str, str]]:
+    """What a rebuild and load would give, for a user who may not write the index: the folders through an index
+    in memory (the same rows, the same types), and the folders skipped."""
+    entries, skipped = scan(results)
+    con = _connect(":memory:")
     try:
-        figures: dict[str, dict] = {}
-        for row in con.execute("SELECT run_id, figure, kind, estimate, low, high, default_level, tuned_level "
-                               "FROM figures"):
-            figures.setdefault(row[0], {})[row[1]] = dict(zip(FIGURE_KEYS, row[2:], strict=True))
-        entries = [Entry(id=r[0], kind=r[1], label=r[2], status=r[3], started=r[4], design=r[5],
-                         configurations=json.loads(r[6]), load=json.loads(r[7]), cores=r[8], service=r[9],
-                         machine_kind=json.loads(r[10]), commit=r[11], knobs=json.loads(r[12]),
-                         versions=json.loads(r[13]), members=json.loads(r[14]), figures=figures.get(r[0], {}))
-                   for r in con.execute("SELECT * FROM runs")]
+        _fill(con, entries)
+        return _entries(con), skipped
     finally:
         con.close()
+
+
+def _entries(con: sqlite3.Connection) -> list[Entry]:
+    figures: dict[str, dict] = {}
+    for row in con.execute("SELECT run_id, figure, kind, estimate, low, high, default_level, tuned_level "
+                           "FROM figures"):
+        figures.setdefault(row[0], {})[row[1]] = dict(zip(FIGURE_KEYS, row[2:], strict=True))
+    entries = [Entry(id=r[0], kind=r[1], label=r[2], status=r[3], started=r[4], design=r[5],
+                     configurations=json.loads(r[6]), load=json.loads(r[7]), cores=r[8], service=r[9],
+                     machine_kind=json.loads(r[10]), commit=r[11], knobs=json.loads(r[12]),
+                     versions=json.loads(r[13]), members=json.loads(r[14]), figures=figures.get(r[0], {}))
+               for r in con.execute("SELECT * FROM runs")]
     return sorted(entries, key=lambda e: (e.started, e.id))
+
+
+def load(db: Path) -> list[Entry]:
+    """The index's entries, oldest first. Opened read-only: a reader creates nothing (no empty index where there
+    was none) and needs no right to write."""
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        return _entries(con)
+    finally:
+        con.close()
 
 
 def as_dicts(entries: Iterable[Entry]) -> list[dict]:
