@@ -36,3 +36,14 @@ def test_a_template_in_a_knob_value_is_judged_as_typed(tmp_path):
     assert not marker.exists(), "Ansible ran a user's text as a command"
     # rendered, the lookup gave '' and left a valid "UTC"; as typed, the name is refused with the text shown
     assert "knob base_timezone" in str(refused.value) and "lookup('pipe'" in str(refused.value)
+
+
+def test_a_jvm_option_that_writes_a_file_is_refused_before_any_jvm_runs(tmp_path):
+    """The controller's JVM check runs as root: with -Xlog:gc:file=F it wrote F (and renamed an existing F to F.0)."""
+    log = tmp_path / "gc.log"
+    log.write_text("a file of the user's\n")
+    with pytest.raises(ValueError) as refused:
+        playbook.validate({"memory_mb": 512}, {"tuned": {"jvm_extra_options": [f"-Xlog:gc:file={log}"]}},
+                          service_vars=sample_service())
+    assert "use instead: jvm_gc_log" in str(refused.value)
+    assert log.read_text() == "a file of the user's\n" and not (tmp_path / "gc.log.0").exists()

@@ -260,6 +260,18 @@ CASES += [
          ("jvm_extra_options",), 'item "Xss1m": must be one JVM option'),
     Case("two JVM options in one item", "jvm_items", "tuned", {"jvm_extra_options": ["-Xss512k -Xmx64m"]},
          ("jvm_extra_options",), "without spaces"),
+    # options that write or read a file, or run code, where the JVM runs (as root on this host first): each refused
+    # before the controller's JVM is asked, naming the knob to use (vars/main.yml knobs_jvm_refused_options)
+    Case("a GC log file as an extra option", "jvm_files", "default",
+         {"jvm_extra_options": ["-Xss512k", "-Xlog:gc*:file=/tmp/lab-refused-gc.log"]},
+         ("jvm_extra_options", "jvm_gc_log"), 'item "-Xlog:gc*:file=/tmp/lab-refused-gc.log": writes or reads a file'),
+    Case("an agent as an extra option", "jvm_files", "tuned", {"jvm_extra_options": ["-javaagent:/tmp/agent.jar"]},
+         ("jvm_extra_options",), "use instead: the profiler the lab attaches"),
+    Case("a command on OutOfMemoryError", "jvm_files_2", "default",
+         {"jvm_extra_options": ["-XX:OnOutOfMemoryError=/tmp/x"]}, ("jvm_extra_options", "jvm_exit_on_oom"),
+         "runs code"),
+    Case("options read from a file", "jvm_files_2", "tuned", {"jvm_extra_options": ["-XX:Flags=/etc/shadow"]},
+         ("jvm_extra_options",), "use instead: none (the lab makes and keeps the files a run needs)"),
     Case("JVM option the JVM does not know", "jvm", "default", {"jvm_extra_options": ["-XX:+UseNoSuchCollector"]},
          ("jvm_*",), "Unrecognized VM option 'UseNoSuchCollector'"),
     Case("initial heap above a maximum given as an extra option", "jvm", "tuned",
