@@ -16,7 +16,7 @@ from lab import maven, paths
 from lab.errors import BadInput
 from lab.experiment.load import plan_check, request_list
 from lab.machines import box
-from lab.provision import jarinfo
+from lab.provision import catalog, jarinfo
 
 GUEST_JAVA = max(box.SUITES)          # the newest OpenJDK a machine's box carries (jvm_version picks it)
 BOOT_LINES = ("2.7", "3")             # the kit's Spring Boot lines
@@ -128,14 +128,44 @@ def facts_checked(jar_path: Path, where: str, key: str = "jar") -> jarinfo.JarFa
     return facts
 
 
+# A Spring property in a knob's `lands:` (alone or as a JVM system property, -Dname)
+SPRING_PROPERTY = re.compile(r"(?:^|\s|-D)((?:server|spring|camel)\.[A-Za-z0-9.-]*[A-Za-z0-9])")
+# Properties the lab writes for every service whatever the knobs say (roles/app/templates/_kit.yml.j2).
+SET_BY_THE_LAB = {"server.address": "the lab binds the service to 127.0.0.1 (HTTPD and PCP reach it there)"}
+
+
+def knob_properties() -> dict[str, str]:
+    """{Spring property: the knob that sets it}, read from where each knob lands (ansible/knobs.yml `lands:`):
+    a descriptor setting one of them would win over the knob on both machines, and the verdict say "no difference"."""
+    owned = {}
+    for knob, spec in catalog.specs().items():
+        for prop in SPRING_PROPERTY.findall(str(spec.get("lands"))):
+            owned[prop] = knob
+    return owned
+
+
+def _canonical(key: str) -> str:
+    """A property's name as Spring's relaxed binding compares it (server.tomcat.maxConnections, max_connections and
+    max-connections are one property)."""
+    return re.sub(r"[-_]", "", key).lower()
+
+
 def properties(raw, where: str) -> dict:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise fail(where, "properties", "must be a mapping of Spring property → value")
+    by_knob = {_canonical(prop): knob for prop, knob in knob_properties().items()}
+    by_lab = {_canonical(prop): why for prop, why in SET_BY_THE_LAB.items()}
     for key, value in raw.items():
         if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9][\w.\[\]-]*", key):
             raise fail(where, f"properties.{key}", "not a Spring property name")
+        if _canonical(key) in by_knob:
+            knob = by_knob[_canonical(key)]
+            raise fail(where, f"properties.{key}", f"set by the knob {knob} (--set {knob}=… or a knob set): a "
+                       "descriptor's value would override it on both machines")
+        if _canonical(key) in by_lab:
+            raise fail(where, f"properties.{key}", f"set by the lab: {by_lab[_canonical(key)]}")
         if key.startswith(("server.port", "lab.kit.")):
             raise fail(where, f"properties.{key}", "set by the lab (port: in the descriptor; the kit's own keys)")
         if not isinstance(value, (str, int, float, bool)):
