@@ -16,7 +16,7 @@ from lab import maven, paths
 from lab.errors import BadInput
 from lab.experiment.load import plan_check, request_list
 from lab.machines import box
-from lab.provision import catalog, jarinfo
+from lab.provision import catalog, jarinfo, knobs
 
 GUEST_JAVA = max(box.SUITES)          # the newest OpenJDK a machine's box carries (jvm_version picks it)
 BOOT_LINES = ("2.7", "3")             # the kit's Spring Boot lines
@@ -24,6 +24,11 @@ RESERVED_PORTS = {22: "SSH", 80: "HTTPD", 443: "HTTPD's TLS front", 8009: "the A
                   9080: "the mock", 44321: "PCP's pmcd"}
 URL_PATH = re.compile(r"/[\w.~%/-]*")
 LOG_NAME = re.compile(r"[\w][\w.-]{0,59}")
+
+
+def kit_metrics_port() -> int:
+    """The port of the kit's metrics page on every machine, as the roles have it (group_vars/all/lab.yml)."""
+    return int(catalog.read_yaml(knobs.LAB_VARS)["lab_kit_metrics_port"])
 
 
 class DescriptorError(BadInput):
@@ -211,9 +216,10 @@ def mock(base: Path, raw, port: int, where: str) -> Mock | None:
     if not isinstance(ports, list) or any(isinstance(p, bool) or not isinstance(p, int) or not 1024 <= p <= 65535
                                           for p in ports) or len(set(ports)) != len(ports):
         raise fail(where, "mock.extra_ports", f"must be a list of different ports from 1024 to 65535, got {ports!r}")
+    reserved = {**RESERVED_PORTS, kit_metrics_port(): "the tuning kit's metrics page"}
     for p in ports:
-        if p in RESERVED_PORTS or p == port:
-            raise fail(where, "mock.extra_ports", f"{p} is {RESERVED_PORTS.get(p, 'the service')}'s port")
+        if p in reserved or p == port:
+            raise fail(where, "mock.extra_ports", f"{p} is {reserved.get(p, 'the service')}'s port")
     if stubs is not None:
         from mock_service import stub_files  # the mock's own reading: what the machines will serve
         try:

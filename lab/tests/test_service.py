@@ -86,6 +86,8 @@ def refusal(tmp_path, said, make_jar=None, fields=None):
     ({"properties": {"server.address": "0.0.0.0"}}, None, "properties.server.address: set by the lab: the lab binds"),
     ({"mock": {"builtin": False}}, None, "mock: neither stubs nor builtin"),
     ({"mock": {"stubs": "stubs", "extra_ports": [9966]}}, None, "mock.extra_ports: 9966 is the service's port"),
+    ({"mock": {"stubs": "stubs", "extra_ports": [9464]}}, None,
+     "mock.extra_ports: 9464 is the tuning kit's metrics page's port"),
     ({"mock": {"stubs": "nowhere"}}, None, "mock.stubs: "),
     ({"load": {"plan": "my.jmx", "users": 5}}, None, "load: must be {plan: FILE.jmx}"),
     ({"load": {"lab_plan": "yes"}}, None, "load: must be {plan: FILE.jmx}"),
