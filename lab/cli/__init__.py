@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from lab import lock, machines, steps
+from lab import lock, machines, redact, steps
 from lab.cli import commands
 from lab.cli.arguments import parser
 from lab.errors import LabError
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command.RUN_OPTIONS == "all":     # checked before the lock: bad input fails before anything waits
             args.options = run_options(args)
-        typed = "./start.sh " + " ".join(sys.argv[1:] if argv is None else argv)
+        typed = "./start.sh " + " ".join(redact.argv(sys.argv[1:] if argv is None else argv))
         with lock.hold(typed.strip(), log=steps.note) if command.TAKES_LOCK else contextlib.nullcontext():
             return command.main(args)
     except LabError as failure:           # the lab's own: one message naming the problem (lab/errors.py)

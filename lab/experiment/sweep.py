@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import runfolder
-from lab import steps
+from lab import redact, steps
 from lab.experiment import record as run_record
 from lab.experiment import reporting, run, service, trial
 from lab.experiment.options import Options
@@ -221,7 +221,7 @@ def execute(plan: Plan, opts: Options, s, log=steps.note, run_trial=trial.run_tr
     sweep_id = folder.name
     record = Record(folder, runfolder.stamped("sweep.json", {
         "sweep_id": sweep_id, "kind": plan.kind, "configuration": plan.configuration, "status": "running",
-        "started": run_record.utc_now(), "ended": None, "command": sys.argv[1:],
+        "started": run_record.utc_now(), "ended": None, "command": redact.argv(sys.argv[1:]),
         "axes": [{"side": a.side, "knob": a.knob, "values": list(a.values)} for a in plan.axes],
         "rule": {"best": "highest tuned-vs-default successful TPS ratio with tuned errors ≤ 0.1 %",
                  "max_error_pct": 0.1},

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import runfolder
-from lab import lock, machines, paths, steps
+from lab import lock, machines, paths, redact, steps
 from lab.experiment import (
     check,
     collect,
@@ -54,7 +54,7 @@ class TrialRun:
         self.record = record.Record(self.run_dir, runfolder.stamped("run.json", {
             "run_id": self.run_id, "label": label or None, "started": record.utc_now(), "ended": None,
             "status": "running", "phase": "start", "stopped_at": None, "error": None,
-            "git_commit": record.git_commit(), "command": sys.argv[1:], "design": t.record(),
+            "git_commit": record.git_commit(), "command": redact.argv(sys.argv[1:]), "design": t.record(),
             "load": record.load_record(opts),
             "overrides": t.given(), "host": record.host_facts(), "phases": {},
             **service_record(opts.service, t, self.overrides)}))

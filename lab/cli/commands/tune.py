@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lab import redact
 from lab.experiment import preflight, reporting, run
 from lab.experiment.options import Options, seconds
 from lab.experiment.tune import space
@@ -54,16 +55,16 @@ def study_url(url: str) -> str:
     if scheme == "sqlite":
         folder = Path(url.removeprefix("sqlite:///")).parent
         if not url.startswith("sqlite:///") or not folder.is_dir():
-            raise ValueError(f"--study {url}: sqlite:///PATH with PATH's folder existing")
+            raise ValueError(f"--study {redact.redacted(url)}: sqlite:///PATH with PATH's folder existing")
         return url
     if scheme.split("+")[0] == "postgresql":
         try:
             import psycopg2  # noqa: F401  (SQLAlchemy's default PostgreSQL driver)
         except ImportError:
-            raise ValueError(f"--study {url}: PostgreSQL needs its driver here (pip install psycopg2-binary in "
-                             ".venv)") from None
+            raise ValueError(f"--study {redact.redacted(url)}: PostgreSQL needs its driver here (pip install "
+                             "psycopg2-binary in .venv)") from None
         return url
-    raise ValueError(f"--study {url}: a storage URL, sqlite:///PATH or postgresql://USER@HOST/DB")
+    raise ValueError(f"--study {redact.redacted(url)}: a storage URL, sqlite:///PATH or postgresql://USER@HOST/DB")
 
 
 def plan_of(args):

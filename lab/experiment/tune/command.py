@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 import runfolder
+from lab import redact
 from lab.experiment import record as run_record
 from lab.experiment import reporting, run, trial
 from lab.experiment.options import Options
@@ -48,7 +49,7 @@ class Plan:
     study: str | None = None                # a study shared by several workers (storage URL); None: the folder's
 
     def storage(self, folder: Path) -> str:
-        return self.study or f"sqlite:///{folder / 'study.sqlite'}"
+        return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
 
     def trial_s(self, hold_s: int, ramp_up_s: int) -> int:
         return OVERHEAD_S + ramp_up_s + hold_s
@@ -121,7 +122,8 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
         "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
         "constraints": list(plan.constraints),
         "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
-        "control": plan.control, "name": plan.name or confirm.default_name(folder.name), "study": plan.study,
+        "control": plan.control, "name": plan.name or confirm.default_name(folder.name),
+        "study": redact.redacted(plan.study) if plan.study else None,
         "trials": [], "results": [], "best": None, "importance": {}, "finalist": None, "confirmations": [],
         "knob_set": None})
     _save(folder, data)
