@@ -79,6 +79,8 @@ def load(directory: str | Path) -> StubSet:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise StubError(f"{where}: not readable JSON ({e})") from None
+        except RecursionError:      # json's parser recurses per level: thousands of [ exhaust Python's stack
+            raise StubError(f"{where}: nested too deeply to be a stub (JSON of thousands of levels)") from None
         entries = document.get("mappings") if isinstance(document, dict) and "mappings" in document else [document]
         if not isinstance(entries, list):
             raise StubError(f"{where}: 'mappings' must be a list of stubs")

@@ -32,6 +32,12 @@ def refusal(folder) -> str:
 
 # --- refused when the stubs load, naming the file, the stub and the field ------------------------------------
 
+def test_a_file_nested_beyond_pythons_stack_is_refused_not_a_traceback(tmp_path):
+    (tmp_path / "mappings").mkdir()
+    (tmp_path / "mappings" / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert refusal(tmp_path) == "mappings/deep.json: nested too deeply to be a stub (JSON of thousands of levels)"
+
+
 def test_a_lognormal_sigma_that_overflows_is_refused(tmp_path):
     """The issue's stub: exp(N(ln 10, 800²)) overflows a float for a fifth of the draws; WireMock's own answer
     would be a delay of Long.MAX_VALUE ms. Half the delays would be above the hour: refused, sigma named."""
