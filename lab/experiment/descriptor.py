@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jinja2
 import jinja2.meta
+import jinja2.nodes
 
 from lab import maven, paths
 from lab.errors import BadInput
@@ -186,10 +187,46 @@ def template(base: Path, raw, where: str, catalog: set[str]) -> tuple[Path | Non
         return None, frozenset()
     path = file(base, raw, "template", where)
     try:
-        read = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(path.read_text(encoding="utf-8")))
+        tree = jinja2.Environment().parse(path.read_text(encoding="utf-8"))
     except jinja2.TemplateSyntaxError as e:
         raise fail(where, "template", f"{path}: not a Jinja template (line {e.lineno}: {e.message})") from None
-    return path, frozenset(read & catalog)
+    code = code_in(tree)
+    if code:
+        raise fail(where, "template", f"{path}: {code}: Ansible renders it on the lab's host, as root, so a template "
+                   "may only read values (knobs, the roles' variables) with the filters " + ", ".join(SAFE_FILTERS))
+    return path, frozenset(jinja2.meta.find_undeclared_variables(tree) & catalog)
+
+
+# What a service's template may do with the values it reads: nothing that calls, loads or reaches past a value
+# (Ansible's lookup('pipe', …) is a call; `x.__class__` reaches into Python).
+SAFE_FILTERS = ("default", "d", "int", "float", "string", "lower", "upper", "trim", "bool", "to_json", "join",
+                "replace", "round", "abs", "length", "first", "last", "min", "max")
+
+
+def code_in(tree: jinja2.nodes.Template) -> str | None:
+    """What in a parsed template would run code or read files where it is rendered, said with its line; None."""
+    for node in tree.find_all((jinja2.nodes.Call, jinja2.nodes.Filter, jinja2.nodes.Getattr, jinja2.nodes.Getitem,
+                               jinja2.nodes.Include, jinja2.nodes.Import, jinja2.nodes.FromImport,
+                               jinja2.nodes.Extends)):
+        line = f"line {node.lineno}"
+        if isinstance(node, jinja2.nodes.Call):
+            return f"{line}: a call ({_called(node.node)}(…))"
+        if isinstance(node, jinja2.nodes.Filter) and node.name not in SAFE_FILTERS:
+            return f"{line}: the filter {node.name}"
+        if isinstance(node, jinja2.nodes.Getattr) and node.attr.startswith("_"):
+            return f"{line}: the attribute {node.attr}"
+        if isinstance(node, jinja2.nodes.Getitem) and isinstance(node.arg, jinja2.nodes.Const) \
+                and str(node.arg.value).startswith("_"):
+            return f"{line}: the item {node.arg.value!r}"
+        if isinstance(node, (jinja2.nodes.Include, jinja2.nodes.Import, jinja2.nodes.FromImport,
+                             jinja2.nodes.Extends)):
+            return f"{line}: another template ({type(node).__name__.lower()})"
+    return None
+
+
+def _called(node) -> str:
+    return node.name if isinstance(node, jinja2.nodes.Name) else \
+        f"{_called(node.node)}.{node.attr}" if isinstance(node, jinja2.nodes.Getattr) else "…"
 
 
 def logs(raw, where: str) -> tuple[str, ...]:

@@ -108,6 +108,21 @@ def test_what_the_lab_cannot_run_is_refused_naming_the_field(tmp_path, fields, j
     refusal(tmp_path, said, jar, fields)
 
 
+@pytest.mark.parametrize(("text", "said"), [
+    ("x: {{ lookup('pipe', 'id') }}\n", "line 1: a call (lookup(…))"),
+    ("x: {{ query('file', '/etc/shadow') }}\n", "a call (query(…))"),
+    ("x: {{ ''.__class__ }}\n", "the attribute __class__"),
+    ("x: {{ app_log_dir['__class__'] }}\n", "the item '__class__'"),
+    ("x: {{ app_log_dir | b64decode }}\n", "the filter b64decode"),
+    ("{% include '/etc/passwd' %}\n", "another template (include)"),
+])
+def test_a_template_that_would_run_code_where_ansible_renders_it_is_refused(tmp_path, text, said):
+    """Ansible renders a service's template on the lab's host, as root: one that calls, includes or reaches into
+    Python is refused when the descriptor is read (before, it was rendered on the next provisioning)."""
+    (tmp_path / "t.yml.j2").write_text(text)
+    refusal(tmp_path, said, fields={"template": "t.yml.j2"})
+
+
 def test_a_template_must_be_jinja_and_says_which_knobs_it_reads(tmp_path):
     (tmp_path / "t.yml.j2").write_text("shop:\n  threads: {{ app_compose_pool_size }}\n  dir: {{ app_log_dir }}\n")
     path = descriptor(tmp_path, template="t.yml.j2")
