@@ -148,6 +148,23 @@ def test_an_interrupted_study_resumes_where_it_stopped(tmp_path):
                      HOLDS, 0.03)
 
 
+@pytest.mark.parametrize(("key", "theirs", "mine"), [
+    ("load", {"users": 150, "duration_s": 1200}, {"users": 50, "duration_s": 1200}),
+    ("service", "sample", "testapp"), ("objective", "tps", "p99"), ("constraints", ["errors<=0.1%"], []),
+    ("control", "tuned", "catalog"),
+])
+def test_a_worker_asking_another_question_of_a_shared_study_is_refused_naming_it(tmp_path, key, theirs, mine):
+    """A shared or resumed study is one question: outcomes of another load, service, objective, constraint or
+    control would mix in it (before: only the space and holds were compared)."""
+    storage = f"sqlite:///{tmp_path / 'study.sqlite'}"
+    question = {"load": {"users": 150, "duration_s": 1200}, "service": "sample", "objective": "tps",
+                "constraints": ["errors<=0.1%"], "control": "tuned"}
+    search.Tuner(space.parse(RAW, SPECS), storage, "shared", HOLDS, 0.03, question={**question, key: theirs})
+    search.Tuner(space.parse(RAW, SPECS), storage, "shared", HOLDS, 0.03, question=question)   # the same: joins
+    with pytest.raises(search.TuneError, match=f"begun with another {key}: .*this worker: "):
+        search.Tuner(space.parse(RAW, SPECS), storage, "shared", HOLDS, 0.03, question={**question, key: mine})
+
+
 # -- the command on a stand-in lab: its folder, tune.json, budget and resume --------------------------------------
 
 @pytest.fixture

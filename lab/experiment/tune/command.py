@@ -150,6 +150,12 @@ class _Machines:
 MACHINES: Lab = _Machines()
 
 
+def question(opts: Options, plan: Plan) -> dict:
+    """What, beside the space and holds, makes a study one question: every worker on it must ask the same."""
+    return {"load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
+            "objective": plan.objective, "constraints": list(plan.constraints), "control": plan.control}
+
+
 def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = True,
             resume_folder: Path | None = None, log=print, clock=time.monotonic, judge=None) -> tuple[int, Path]:
     """Runs trials on the lab while the budget has room for another whole one and the confirmations, then (proves)
@@ -157,7 +163,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     constraints it broke (default: the plan's gates judged by the report)."""
     folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
     tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.holds_s, plan.floor,
-                         rules=trials.rules(opts, s, lab.validate, plan.control))
+                         rules=trials.rules(opts, s, lab.validate, plan.control), question=question(opts, plan))
     evaluate = trials.evaluator(opts, s, lab.run_trial, folder.name, plan.objective,
                                 judge or trials.gate_judge(plan.constraints),
                                 on_run=lambda run_dir: (data["trials"].append(run_dir.name), _save(folder, data)),

@@ -77,10 +77,11 @@ class Tuner:
 
     def __init__(self, space: Space, storage: str, name: str, holds_s: tuple[int, ...], floor: float,
                  rules: Callable[[dict], str | None] | None = None, sampler: optuna.samplers.BaseSampler | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, question: dict | None = None) -> None:
         if not holds_s or list(holds_s) != sorted(set(holds_s)):
             raise TuneError(f"holds {holds_s}: one or more, shortest first")
         self.space, self.holds_s, self.floor, self.rules = space, tuple(holds_s), floor, rules
+        self.question = dict(question or {})
         for attempt in range(OPEN_ATTEMPTS):      # workers starting together race to make the storage's tables
             try:
                 self.study = optuna.create_study(
@@ -93,18 +94,24 @@ class Tuner:
                 if attempt == OPEN_ATTEMPTS - 1:
                     raise
                 time.sleep(0.5 * (attempt + 1))
-        self._check_same_space()
+        self._check_same_question()
 
-    def _check_same_space(self) -> None:
-        """A resumed study must search the space it was begun with."""
-        said = self.study.user_attrs.get("space")
-        mine = [dataclasses.asdict(p) for p in self.space.params]      # as the storage gives it back: JSON
-        if said is None:
-            self.study.set_user_attr("space", mine)
-            self.study.set_user_attr("holds_s", list(self.holds_s))
-        elif said != json.loads(json.dumps(mine)) or self.study.user_attrs.get("holds_s") != list(self.holds_s):
-            raise TuneError(f"study {self.study.study_name} was begun with another space or other holds: resume it "
-                            "with the same, or begin a new tune")
+    def _check_same_question(self) -> None:
+        """A resumed or shared study answers one question: its space and holds, and what the caller says makes the
+        question (tune/command.py: the load, the service, the objective, the constraints, the control). A worker
+        asking another is refused, naming the first difference; what a study began without is taken as this one's."""
+        mine = {**self.question, "space": [dataclasses.asdict(p) for p in self.space.params],
+                "holds_s": list(self.holds_s)}
+        mine = json.loads(json.dumps(mine))          # as the storage gives it back: JSON
+        said = self.study.user_attrs
+        for key, value in mine.items():
+            if key in said and said[key] != value:
+                raise TuneError(f"study {self.study.study_name} was begun with another {key.replace('_s', '')}: "
+                                f"{json.dumps(said[key])} (this worker: {json.dumps(value)}); resume it with the "
+                                "same, or begin a new tune")
+        for key, value in mine.items():
+            if key not in said:
+                self.study.set_user_attr(key, value)
 
     def propose(self) -> tuple[optuna.trial.Trial, dict]:
         """The sampler's next candidate that the knob rules accept; the refused are kept as failed trials (with
