@@ -34,11 +34,21 @@ def write(tmp_path, rows: str, files: dict | None = None):
     ("GET,/x,,1\n", "line 2: 4 columns, not 5"),
     ("GET,/x,,1,200\nPOST,/y,missing.json,1,201\n", "line 3: body_file 'missing.json': No such file"),
     ("# only a comment\n", "no request"),
+    # JMeter evaluates functions as root on the lab's host: only those computing a value are sent
+    ('GET,"/x${__groovy(System.exit(1))}",,1,200\n', "line 2: path calls JMeter's __groovy: JMeter would run it"),
+    ("POST,/y,body.json,1,201\n", "line 2: body_file 'body.json' calls JMeter's __FileToString"),
+    ('GET,"/x/${__setProperty(host,10.0.0.1)}",,1,200\n', "calls JMeter's __setProperty"),
+    ("POST,/y,../outside.json,1,201\n", "line 2: body_file '../outside.json' is outside the list's folder"),
+    ("POST,/y,/etc/hostname,1,201\n", "line 2: body_file '/etc/hostname' is outside the list's folder"),
     ("GET,/a,,1,200\nGET,/b,,1000,200\n", "requests.csv: the weights 1, 1000 need 1001 samplers to draw by (at most"),
 ])
 def test_a_list_the_lab_cannot_replay_is_refused_by_line(tmp_path, rows, said):
+    folder = tmp_path / "list"
+    folder.mkdir()
+    (tmp_path / "outside.json").write_text("{}")
+    files = {"body.json": '{"x": "${__FileToString(/etc/shadow)}"}'}
     with pytest.raises(plan_check.PlanError, match=re.escape(said)):
-        request_list.plan_xml(request_list.parse(write(tmp_path, rows)), "requests.csv")
+        request_list.plan_xml(request_list.parse(write(folder, rows, files)), "requests.csv")
 
 
 def test_weights_are_reduced_and_labels_read_without_their_functions(tmp_path):

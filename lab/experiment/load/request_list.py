@@ -6,9 +6,11 @@ method,path,body_file,weight,expected_status
 GET,"/shop/price/${__Random(1,1000)}",,60,200
 POST,/shop/orders,order.json,10,201
 ```
-- method: GET, POST, PUT, PATCH, DELETE or HEAD; path: from / (JMeter functions such as ${__Random(1,9)} allowed:
+- method: GET, POST, PUT, PATCH, DELETE or HEAD; path: from / (JMeter functions that compute a value, such as
+  ${__Random(1,9)}, allowed — VALUE_FUNCTIONS; one that runs code, reads files or sets properties is refused:
   quote a path with a comma, as CSV does);
-- body_file: a file beside the CSV sent as the body (Content-Type application/json when it parses as JSON), or empty;
+- body_file: a file in the CSV's folder sent as the body (Content-Type application/json when it parses as JSON), or
+  empty; the same functions only;
 - weight: a whole number ≥ 1, relative to the others; expected_status: the status a success answers with.
 
 The plan (`write_plan`) is a plan of the kind a user brings (plan_check.py): its target and size from the lab's
@@ -32,6 +34,15 @@ from lab.experiment.load.plan_check import PlanError
 COLUMNS = ("method", "path", "body_file", "weight", "expected_status")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 MAX_REPEATS = 200           # samplers in the Random Controller at most (weights reduced by their gcd)
+# JMeter evaluates ${__name(…)} in a sampler's path and body, as root on the lab's host. A request list may use the
+# functions that compute a value from nothing but their arguments; those that run code (__groovy, __javaScript,
+# __jexl3, __BeanShell, __eval), read or write files (__FileToString, __CSVRead, __StringToFile) or change the
+# lab's properties (__setProperty: the target's host) are refused.
+VALUE_FUNCTIONS = frozenset({"__Random", "__RandomString", "__RandomDate", "__UUID", "__counter", "__threadNum",
+                             "__time", "__timeShift", "__intSum", "__longSum", "__urlencode", "__urldecode",
+                             "__escapeHtml", "__unescapeHtml", "__char", "__P", "__property", "__dateTimeConvert",
+                             "__changeCase", "__digest"})
+FUNCTION_NAME = re.compile(r"\$\{(__\w+)")
 FUNCTION = re.compile(r"\$\{[^}]*}")
 
 
@@ -78,10 +89,20 @@ def parse(path: str | Path) -> list[Request]:
             raise PlanError(f"{where}: expected_status {status!r} must be an HTTP status from 100 to 599")
         body = None
         if body_file:
+            body_path = (path.parent / body_file).resolve()
+            if not body_path.is_relative_to(path.parent.resolve()):
+                raise PlanError(f"{where}: body_file {body_file!r} is outside the list's folder ({path.parent}): the "
+                                "lab sends only files kept beside the list")
             try:
-                body = (path.parent / body_file).read_text(encoding="utf-8")
+                body = body_path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
                 raise PlanError(f"{where}: body_file {body_file!r}: {getattr(e, 'strerror', None) or e}") from None
+        for what, text in (("path", target), (f"body_file {body_file!r}", body or "")):
+            refused = sorted({name for name in FUNCTION_NAME.findall(text) if name not in VALUE_FUNCTIONS})
+            if refused:
+                raise PlanError(f"{where}: {what} calls JMeter's {', '.join(refused)}: JMeter would run it on the "
+                                "lab's host, as root; a request list may use only functions that compute a value ("
+                                + ", ".join(sorted(VALUE_FUNCTIONS)) + ")")
         found.append(Request(method.upper(), target, body, _is_json(body), int(weight), int(status)))
     if not found:
         raise PlanError(f"{path}: no request")
