@@ -161,17 +161,15 @@ def properties(raw, where: str) -> dict:
         return {}
     if not isinstance(raw, dict):
         raise fail(where, "properties", "must be a mapping of Spring property → value")
-    by_knob = {_canonical(prop): knob for prop, knob in knob_properties().items()}
-    by_lab = {_canonical(prop): why for prop, why in SET_BY_THE_LAB.items()}
+    # {a property as relaxed binding compares it: why the descriptor may not set it}
+    owned = {**{_canonical(prop): f"set by the knob {knob} (--set {knob}=… or a knob set): a descriptor's value "
+                "would override it on both machines" for prop, knob in knob_properties().items()},
+             **{_canonical(prop): f"set by the lab: {why}" for prop, why in SET_BY_THE_LAB.items()}}
     for key, value in raw.items():
         if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9][\w.\[\]-]*", key):
             raise fail(where, f"properties.{key}", "not a Spring property name")
-        if _canonical(key) in by_knob:
-            knob = by_knob[_canonical(key)]
-            raise fail(where, f"properties.{key}", f"set by the knob {knob} (--set {knob}=… or a knob set): a "
-                       "descriptor's value would override it on both machines")
-        if _canonical(key) in by_lab:
-            raise fail(where, f"properties.{key}", f"set by the lab: {by_lab[_canonical(key)]}")
+        if _canonical(key) in owned:
+            raise fail(where, f"properties.{key}", owned[_canonical(key)])
         if key.startswith(("server.port", "lab.kit.")):
             raise fail(where, f"properties.{key}", "set by the lab (port: in the descriptor; the kit's own keys)")
         if not isinstance(value, (str, int, float, bool)):

@@ -212,6 +212,15 @@ def _fill(con: sqlite3.Connection, entries: Iterable[Entry]) -> None:
             _put(con, e)
 
 
+def _write(db: Path, entries: Iterable[Entry]) -> None:
+    """The entries into the SQLite file db (made with its tables when missing), in one transaction."""
+    con = _connect(db)
+    try:
+        _fill(con, entries)
+    finally:
+        con.close()
+
+
 def _lock_path(db: Path) -> Path:
     return db.with_name(f".{db.name}.lock")
 
@@ -259,11 +268,7 @@ def _replace(db: Path, entries: list[Entry]) -> None:
         stale.unlink(missing_ok=True)
     work = db.with_name(f".{db.name}.{uuid.uuid4().hex}.new")
     try:
-        con = _connect(work)
-        try:
-            _fill(con, entries)
-        finally:
-            con.close()
+        _write(work, entries)
         # an add cut short leaves its rollback journal for the old file: SQLite would play it into the new one
         db.with_name(f"{db.name}-journal").unlink(missing_ok=True)
         work.replace(db)
@@ -287,11 +292,7 @@ def add(db: Path, folder: Path) -> Entry | None:
     entry = read_folder(folder)
     if entry is not None:
         with _locked(db), _not_written(db):
-            con = _connect(db)
-            try:
-                _fill(con, [entry])
-            finally:
-                con.close()
+            _write(db, [entry])
     return entry
 
 
