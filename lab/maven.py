@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,10 @@ from lab import paths, shell
 
 MAVEN_WRAPPER = paths.ROOT / "app" / "mvnw"  # Maven 3.9 from the app's wrapper; needs only Java
 STAMP_NAME = ".lab-pom.sha256"              # in the folder: the hash of the pom it was built from
+# one assembly of a folder at a time in this process: a run assembles JMeter beside the boot while its load may ask
+# for it too, and a second assembly would remove the first one's half-built folder
+_ASSEMBLING: dict[Path, threading.Lock] = {}
+_LOCKS = threading.Lock()
 
 
 def pom_hash(pom: Path) -> str:
@@ -32,6 +37,14 @@ def assemble(pom: Path, home: Path, home_property: str, marker: str, error: type
              finish: Callable[[Path], None] = lambda building: None) -> Path:
     """Runs `mvn package -D<home_property>=<a fresh folder>` on pom, then finish(folder), checks marker is
     there, stamps it and moves it to home (a half-built folder never becomes home). Returns home."""
+    with _LOCKS:
+        mine = _ASSEMBLING.setdefault(home.resolve(), threading.Lock())
+    with mine:
+        return _assemble(pom, home, home_property, marker, error, finish)
+
+
+def _assemble(pom: Path, home: Path, home_property: str, marker: str, error: type[Exception],
+              finish: Callable[[Path], None]) -> Path:
     if is_built(home, pom, marker):
         return home
     maven = [str(MAVEN_WRAPPER)] if MAVEN_WRAPPER.exists() else ["mvn"]

@@ -105,8 +105,8 @@ def stacks(base: Path, raw, project: Path | None, where: str, names: tuple[str, 
 
 
 def build_project(base: Path, raw, where: str) -> Path | None:
-    """`build:` the Maven project (with its mvnw there or in a parent) that makes a build of `stacks:` when it is
-    missing or older than the project's sources: `mvnw package -pl STACK -am`."""
+    """`build:` the Maven project that makes a build of `stacks:` when it is missing or older than the project's
+    sources: `mvnw package -pl STACK -am`, with its own mvnw or the lab's Maven (never a parent folder's)."""
     if raw is None:
         return None
     project = file(base, raw, "build", where, directory=True)

@@ -221,6 +221,8 @@ def run_trial(opts: Options, t: design.Trial, s: settings.Settings, label: str, 
     try:
         started = time.monotonic()
         built = jars.jars_beside(log)       # Maven beside the box build and the boot
+        if not opts.reached:                # JMeter too (real hosts have booted already: nothing to overlap)
+            load.jmeter_beside(log)
         trial.machines()
         trial.provision(built)
         trial.equal_start_and_check()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from lab import machines, paths, shell
+from lab import machines, maven, paths, shell
 from lab.errors import LabError
 from lab.provision import catalog
 
@@ -42,8 +42,8 @@ def ensure_kit(log=print) -> Path:
 
 
 def ensure_build(project: Path, stack: str, jar: Path, log=print) -> Path:
-    """A build of a service's Maven project (its module `stack`), made with the Maven wrapper (in the project or a
-    folder above it) when missing or older than the project's sources: a descriptor's `build:` (service.py). One
+    """A build of a service's Maven project (its module `stack`), made with its Maven wrapper or the lab's (maven_for)
+    when missing or older than the project's sources: a descriptor's `build:` (service.py). One
     Maven at a time: two writing one jar leave it broken."""
     with _BUILDING:
         if _fresh(jar, [project], []):
@@ -51,10 +51,15 @@ def ensure_build(project: Path, stack: str, jar: Path, log=print) -> Path:
         return _build(project, stack, jar, log)
 
 
+def maven_for(project: Path) -> Path:
+    """The project's own Maven wrapper, else the lab's (app/mvnw): never a folder above the project's, which is not
+    the customer's to choose and would run as root whatever it holds."""
+    own = project / "mvnw"
+    return own if own.is_file() else maven.MAVEN_WRAPPER
+
+
 def _build(project: Path, stack: str, jar: Path, log) -> Path:
-    mvnw = next((d / "mvnw" for d in (project, *project.parents) if (d / "mvnw").is_file()), None)
-    if mvnw is None:
-        raise BuildError(f"building {jar.name}: no Maven wrapper (mvnw) in {project} or a folder above it")
+    mvnw = maven_for(project)
     log(f"building {jar.name} (Maven, {project.name} module {stack}, ~1–2 min)")
     shell.run([str(mvnw), "-B", "-ntp", "-q", "-f", str(project / "pom.xml"), "package", "-DskipTests", "-pl", stack,
                "-am"], f"building {jar.name} failed", error=BuildError, lines=40, cwd=project)

@@ -154,6 +154,7 @@ def test_a_run_whose_disk_fills_during_provisioning_says_so(small_fs, monkeypatc
     built = Future()
     built.set_result([])
     monkeypatch.setattr(jars, "jars_beside", lambda log=print: built)
+    monkeypatch.setattr(load, "jmeter_beside", lambda log=print: built)
     monkeypatch.setattr(trial.playbook, "run", lambda *a, **k: fill(fs))    # Ansible's log grows on the same disk
     monkeypatch.setattr(collect, "copy_serial_console", lambda vm, target: False)
     monkeypatch.setattr(reporting, "report_command", lambda *a, **k: pytest.fail("a report written on a full disk"))

@@ -193,11 +193,12 @@ def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
 
 
 def _no_jar_build(monkeypatch):
-    """run_trial starts the kit's build on a thread of its own: a test that never provisions must not leave one
-    running into the next test (it would call that test's stand-in for ensure_kit)."""
+    """run_trial starts the kit's build (and JMeter's assembly) on a thread of its own: a test that never provisions
+    must not leave one running into the next test (it would call that test's stand-in for ensure_kit)."""
     done = Future()
     done.set_result([])
     monkeypatch.setattr(jars, "jars_beside", lambda log=print: done)
+    monkeypatch.setattr(load, "jmeter_beside", lambda log=print: done)     # nor JMeter's assembly
 
 
 def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatch, tmp_path, capsys):

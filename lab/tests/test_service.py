@@ -7,7 +7,9 @@ import pytest
 import yaml
 from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
 
+from lab import maven
 from lab.experiment import service
+from lab.provision import jars
 
 ACTUATOR = ("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.65.jar", "spring-boot-actuator-2.7.3.jar")
 
@@ -135,7 +137,6 @@ def test_a_template_must_be_jinja_and_says_which_knobs_it_reads(tmp_path):
 def test_builds_a_maven_project_makes_are_read_once_made(tmp_path, monkeypatch):
     """stacks: + build: (the sample app's form): a missing build is made by the project when its facts are first
     needed (Maven, stood in for here), not when the descriptor is read."""
-    from lab.provision import jars
     (tmp_path / "proj").mkdir(parents=True)
     (tmp_path / "proj" / "pom.xml").write_text("<project/>")
     plan(tmp_path)
@@ -174,3 +175,20 @@ def test_a_missing_descriptor_names_the_services_there_are(tmp_path):
     (tmp_path / "bad.yml").write_text("name: [unclosed")
     with pytest.raises(service.ServiceError, match="not valid YAML"):
         service.load(str(tmp_path / "bad.yml"))
+
+
+def test_a_build_uses_the_projects_own_maven_or_the_labs_never_a_parent_folders(tmp_path, monkeypatch):
+    """Issue 53, item 3: a parent folder's mvnw is not the customer's project's and would run as root."""
+    parent = tmp_path / "someone-elses"
+    project = parent / "project"
+    project.mkdir(parents=True)
+    (parent / "mvnw").write_text("#!/bin/sh\ntouch \"$0.ran\"\n")
+    (parent / "mvnw").chmod(0o755)
+    assert jars.maven_for(project) == maven.MAVEN_WRAPPER
+    ran = []
+    monkeypatch.setattr(jars.shell, "run", lambda argv, *a, **k: ran.append(argv[0]))
+    with pytest.raises(jars.BuildError, match="left no"):
+        jars._build(project, "camel3", project / "target" / "x.jar", log=lambda line: None)
+    assert ran == [str(maven.MAVEN_WRAPPER)] and not (parent / "mvnw.ran").exists()
+    (project / "mvnw").write_text("#!/bin/sh\n")
+    assert jars.maven_for(project) == project / "mvnw"

@@ -16,6 +16,7 @@ two-sided), request_list (a service's request list → the plan that replays it)
 
 - `ensure_jmeter()` assembles JMeter from Maven Central (jmeter/pom.xml) into .lab/jmeter/home, once per
   content of that pom (a hash stamp), and returns the home.
+  `jmeter_beside()` does it on a thread while the machines come up.
 - `run()` starts JMeter as `wrap(argv)` (the orchestrator's wrap runs it inside the lab's namespace, where
   the guests are reachable) in a session of its own, so a Ctrl-C on the terminal reaches only us. Every
   `progress_every_s` it prints the phase (ramp-up/hold), elapsed and remaining time, and per machine the
@@ -42,6 +43,7 @@ from lab.experiment.load.jmeter import (
                              STAMP_NAME,
                              LoadError,
                              ensure_jmeter,
+                             jmeter_beside,
                              jmeter_command,
                              jmeter_version,
                              pom_hash,
@@ -61,5 +63,6 @@ from lab.experiment.load.runner import LoadResult, run
 
 __all__ = ["HOME", "JTL_COLUMNS", "JVM_OPTIONS", "LABELS", "LAB_PROPERTIES", "LOADS", "MACHINES", "MIX_KEYS", "PLAN",
            "POM", "STAMP_NAME", "STEPS_WARMUP_S", "JtlTail", "LoadError", "LoadResult", "Profile", "dashboards",
-           "ensure_jmeter", "jmeter_command", "jmeter_version", "named", "pom_hash", "read_jtl", "run", "split_records",
+           "ensure_jmeter", "jmeter_beside", "jmeter_command", "jmeter_version", "named", "pom_hash", "read_jtl", "run",
+           "split_records",
            "target_properties"]
