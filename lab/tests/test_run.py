@@ -29,6 +29,7 @@ from lab.experiment import (
 )
 from lab.machines import lifecycle, netns
 from lab.provision import jars, playbook, scope
+from runfolder import schema
 
 # --- options and ids -----------------------------------------------------------------------------------
 
@@ -216,6 +217,7 @@ def test_a_run_that_cannot_come_up_is_recorded_reported_and_torn_down(monkeypatc
     assert run.execute(options.checked(label="x", down=True), s=None, log=lambda line: None) == 1
     [run_dir] = (tmp_path / "results").iterdir()
     record = json.loads((run_dir / "run.json").read_text())
+    assert schema.problems("run.json", record) == [], "run.json as the run folder's contract says, failed or not"
     assert (record["status"], record["stopped_at"]) == ("failed", "up")
     assert "made with other settings" in record["error"]
     assert "up_s" in record["phases"]          # a phase that failed still says how long it took

@@ -7,6 +7,7 @@ import pytest
 from lab import paths
 from lab.experiment import options, sweep
 from lab.provision import catalog
+from runfolder import schema
 
 
 def test_one_axis_is_one_trial_per_value():
@@ -101,6 +102,7 @@ def test_a_sweep_runs_every_trial_and_reports_the_best(tmp_path, monkeypatch):
     assert sweep.execute(plan, options.checked(), None, log=lambda m: None, run_trial=stand_in.run_trial) == 0
     [folder] = [p for p in tmp_path.iterdir() if p.name.endswith("-sweep")]
     record = json.loads((folder / "sweep.json").read_text())
+    assert schema.problems("sweep.json", record) == [], "sweep.json as the run folder's contract says"
     assert record["status"] == "complete" and [p["exit_code"] for p in record["points"]] == [0, 0, 0]
     assert {series for _, series, _ in stand_in.ran} == {folder.name}     # the trials name their sweep
     summary = (folder / "sweep.md").read_text()

@@ -3,6 +3,7 @@ noise, a region that does not start): the space it searches, the search against 
 the knob rules, an interrupted study resumed."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import optuna
@@ -12,6 +13,7 @@ from lab.experiment import options
 from lab.experiment.tune import search, space, standin
 from lab.provision import catalog
 from lab.provision.configuration import Configuration
+from runfolder import schema
 
 SPECS = {"threads": {"type": "int", "range": [1, 5000]}, "workers": {"type": "int", "range": [1, 20000]},
          "heap": {"type": "int", "range": [32, 8192], "unset": "ergonomics"},
@@ -220,6 +222,7 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
                                   clock=lambda: runs.clock[0], judge=lambda run_dir: ())
     data = json.loads((folder / "tune.json").read_text())
     assert again == folder and code == 0 and data["status"] == "complete" and len(data["trials"]) > 5
+    assert schema.problems("tune.json", data) == [], "tune.json as the run folder's contract says"
     assert data["spent_s"] <= plan.budget_s, "a resumed tune goes on with what is left of its budget"
     assert [r["number"] for r in data["results"]] == sorted(r["number"] for r in data["results"])
     final = data["finalist"]
@@ -326,6 +329,31 @@ def test_a_tune_the_lab_cannot_run_is_refused_before_anything_starts(argv, said)
     with pytest.raises(ValueError) as refused:
         tune_command.plan_of(arguments.parser().parse_args(argv))
     assert said in str(refused.value)
+
+
+def test_a_damaged_tune_folder_is_refused_naming_what_is_wrong(tmp_path):
+    """Issue 53, item 7: a tune.json without its space (KeyError before), with a space entry of an unknown field
+    (TypeError before) or not JSON is a message naming the file and the field."""
+    from lab.cli import arguments
+    from lab.cli.commands import tune as tune_command
+    good = {"format_version": 2, "tune_id": tmp_path.name, "status": "interrupted", "started": "x", "ended": None,
+            "budget_s": 7200, "floor": 0.03, "holds_s": [60, 180], "objective": "tps", "constraints": [],
+            "control": "default", "trials": [], "results": [], "best": None, "confirmations": [],
+            "space": [{"knob": "tomcat_threads_max", "kind": "int", "low": 4, "high": 400, "log": True}]}
+
+    def refused(data) -> str:
+        (tmp_path / "tune.json").write_text(data if isinstance(data, str) else json.dumps(data))
+        with pytest.raises(ValueError) as e:
+            tune_command.plan_of(arguments.parser().parse_args(["tune", "--resume", str(tmp_path)]))
+        return str(e.value)
+
+    assert "space: missing" in refused({k: v for k, v in good.items() if k != "space"})
+    assert "budget_s: \"2h\" is not number" in refused({**good, "budget_s": "2h"})
+    assert "status: 'done' is not one of" in refused({**good, "status": "done"})
+    assert "space[0] is not a knob of a search" in refused({**good, "space": [{"knob": "x", "colour": "red"}]})
+    assert "tune.json: not JSON" in refused("{")
+    (tmp_path / "tune.json").write_text(json.dumps(good))
+    assert tune_command.plan_of(arguments.parser().parse_args(["tune", "--resume", str(tmp_path)])).holds_s == (60, 180)
 
 
 @pytest.mark.parametrize("option", [["--repeat", "2"], ["--aa"], ["--knob-set", "tuned=article-2018"],

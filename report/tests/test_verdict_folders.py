@@ -13,6 +13,8 @@ import pytest
 from arch.bootstrap import CircularBlockBootstrap
 from scipy import stats
 
+from runfolder import schema
+
 from .conftest import REPO
 from .synthetic import paired_samples
 
@@ -95,6 +97,7 @@ def ab_run(tmp_path_factory):
 def test_the_verdict_states_the_effect_with_its_interval(ab_run):
     summary = (ab_run / "summary.md").read_text()
     record = json.loads((ab_run / "verdict.json").read_text())
+    assert schema.problems("verdict.json", record) == [], "the verdict as the run folder's contract says"
     method = record["method"]
     n, estimate, low, high = independent_tps_interval(ab_run, method["block_windows"]["tps"], method["resamples"],
                                                       method["seed"])
@@ -147,6 +150,7 @@ def test_a_crossover_series_is_combined_by_configuration(tmp_path):
     series = tmp_path / "20261123T110000Z-series"
     out = python("-m", "report", "combine", str(series), str(straight), str(swapped)).stdout
     record = json.loads((series / "verdict.json").read_text())
+    assert schema.problems("verdict.json", record) == [], "a series' verdict as the run folder's contract says"
     single = [json.loads((f / "verdict.json").read_text())["effects"]["tps"]["estimate"] for f in (straight, swapped)]
     combined = record["effects"]["tps"]["estimate"]
     assert combined == pytest.approx(math.sqrt(single[0] * single[1]), rel=1e-9)   # the orientation means

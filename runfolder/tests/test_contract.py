@@ -3,6 +3,8 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
+
 import runfolder
 from runfolder import gates, summary, verdict
 
@@ -49,3 +51,60 @@ def test_the_contract_imports_neither_the_lab_nor_the_report():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not [n for n in names if n.split(".")[0] in ("lab", "report", "bench")], (path.name, names)
+
+
+# -- the schema: what each JSON file must hold (runfolder/schema.py) ---------------------------------------------
+
+RUN_V2 = {"format_version": 2, "run_id": "20261129T000000Z-x", "status": "complete", "started": "s", "ended": "e",
+          "error": None, "load": {}, "host": {}, "provider": "containers", "design": {"kind": "ab"}, "phases": {},
+          "command": []}
+
+
+def test_a_file_is_judged_by_its_own_version():
+    from runfolder import schema
+    assert schema.problems("run.json", RUN_V2) == []
+    old = {k: v for k, v in RUN_V2.items() if k not in ("format_version", "design", "phases", "command")}
+    assert schema.problems("run.json", old) == [], "a version 1 file needs none of version 2's fields"
+    assert schema.problems("run.json", {**old, "format_version": 2}) == [
+        "design: missing", "phases: missing", "command: missing"]
+    newer = {"format_version": runfolder.FORMATS["run.json"] + 1}
+    assert schema.problems("run.json", newer) == [], "a newer lab's file: its readers take what they know"
+
+
+def test_the_schema_names_each_field_it_finds_wrong():
+    from runfolder import schema
+    found = schema.problems("run.json", {**RUN_V2, "status": "done", "load": [], "ended": 3, "run_id": True})
+    assert found == ["run_id: true is not str", "status: 'done' is not one of complete, failed, interrupted, running",
+                     "ended: 3 is not str or null", "load: [] is not object"]
+    verdict_found = schema.problems("verdict.json", {"format_version": 2, "run_id": "r", "verdict": None, "design": {},
+                                                     "effects": {"tps": {"estimate": "x"}, "p99": None, "e": 1}})
+    assert verdict_found == ['effects.tps.estimate: "x" is not number or null', "effects.tps.low: missing",
+                             "effects.tps.high: missing", "effects.e: not an object"]
+    assert schema.problems("sweep.json", [1]) == ["not a JSON object (list)"]
+
+
+def test_read_returns_a_good_file_and_names_the_file_and_fields_of_a_bad_one(tmp_path):
+    from runfolder import schema
+    good = tmp_path / "run.json"
+    good.write_text(json.dumps(RUN_V2))
+    assert schema.read(good) == RUN_V2
+    good.write_text(json.dumps({**RUN_V2, "status": None}))
+    with pytest.raises(schema.ContractError, match=r"run.json: not a run.json this lab can read: status: null is not"):
+        schema.read(good)
+    good.write_text("{")
+    with pytest.raises(schema.ContractError, match="run.json: not JSON"):
+        schema.read(good)
+    with pytest.raises(schema.ContractError, match="cannot be read"):
+        schema.read(tmp_path / "tune.json")
+
+
+def test_every_recorded_run_folder_of_the_tests_keeps_the_contract():
+    """The recorded folders the report's tests read (written by earlier labs: version 1) still read."""
+    from runfolder import schema
+    fixtures = Path(runfolder.__file__).parent.parent / "report" / "tests" / "fixtures"
+    checked = 0
+    for path in sorted(fixtures.glob("*/*.json")):
+        if path.name in schema.FIELDS:
+            assert schema.problems(path.name, json.loads(path.read_text())) == [], path
+            checked += 1
+    assert checked >= 1

@@ -3,7 +3,6 @@ the floor, the budget; a resumed tune's own from its tune.json), then the search
 the tune folder indexed, the machines taken down when asked."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from lab import redact
@@ -11,6 +10,7 @@ from lab.experiment import preflight, reporting, run
 from lab.experiment.options import Options, seconds
 from lab.experiment.tune import space
 from lab.provision import catalog, knob_sets
+from runfolder import schema
 
 HELP = "search the knob space within a budget (optuna TPE, successive halving)"
 NEEDS_ROOT = True
@@ -67,18 +67,29 @@ def study_url(url: str) -> str:
     raise ValueError(f"--study {redact.redacted(url)}: a storage URL, sqlite:///PATH or postgresql://USER@HOST/DB")
 
 
+def saved_space(folder: Path, saved: list) -> tuple:
+    """A tune.json's space as Params; ValueError naming the entry a damaged or foreign file got wrong."""
+    params = []
+    for i, p in enumerate(saved):
+        try:
+            params.append(space.Param(**{**p, "choices": tuple(p.get("choices") or ())}))
+        except (TypeError, AttributeError) as e:
+            raise ValueError(f"--resume {folder}: tune.json space[{i}] is not a knob of a search ({e})") from None
+    return tuple(params)
+
+
 def plan_of(args):
     """The plan (a tune.command.Plan): a new tune's from its arguments, a resumed one's from its tune.json; ValueError
     naming the problem."""
     from lab.experiment.tune import command, confirm, trials  # optuna (0.2 s to import): only when a tune starts
     if args.resume is not None:
         try:
-            saved = json.loads((args.resume / "tune.json").read_text())
-        except (OSError, ValueError) as e:
-            raise ValueError(f"--resume {args.resume}: not a tune folder (tune.json: {e})") from None
+            saved = schema.read(args.resume / "tune.json")
+        except schema.ContractError as e:
+            raise ValueError(f"--resume {args.resume}: not a tune folder this lab can go on with ({e})") from None
         if args.space is not None:
             raise ValueError("--resume goes on with the tune's own space: leave --space out")
-        params = tuple(space.Param(**{**p, "choices": tuple(p.get("choices") or ())}) for p in saved["space"])
+        params = saved_space(args.resume, saved["space"])
         budget = args.budget if args.budget is not None else saved["budget_s"]
         if args.control is not None or args.name is not None or args.study is not None:
             raise ValueError("--resume goes on with the tune's own control, knob set name and study: leave "
