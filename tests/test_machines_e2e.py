@@ -6,6 +6,7 @@ Needs root and QEMU (KVM or TCG). Outside CI it skips loudly where the lab canno
 always runs. A whole pass took 43 minutes under TCG on a 2-core host (CI of 834dabb: the short run's provisioning
 11 min and check 4, the hosts run with the TLS load 11.6 min, since moved to containers).
 """
+import concurrent.futures
 import ipaddress
 import json
 import os
@@ -147,9 +148,12 @@ def test_each_machine_boots_only_what_it_uses(lab_up):
 
 
 def test_apt_works_inside_both(lab_up):
-    for name in ("default", "tuned"):
-        update = in_lab(name, "sudo apt-get update -q")
-        assert update.returncode == 0, update.stdout[-1500:] + update.stderr[-1500:]
+    """Both at once: under TCG one apt-get update takes ~50 s, and each machine has a host core of its own."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        updates = dict(zip(("default", "tuned"), pool.map(lambda name: in_lab(name, "sudo apt-get update -q"),
+                                                          ("default", "tuned")), strict=True))
+    for name, update in updates.items():
+        assert update.returncode == 0, name + ": " + update.stdout[-1500:] + update.stderr[-1500:]
 
 
 def test_egress_guard_is_loaded_in_the_lab_namespace(lab_up):
@@ -207,7 +211,8 @@ def test_a_second_up_changes_nothing(lab_up):
 # --- the whole pipeline: provision, a short load on both at once, collect, report --------------------------
 
 # Small enough for CI under TCG (DESIGN: 10–20 users, 2–3 minutes); the scenario's 150 users is a benchmark.
-SHORT_RUN = ["--users", "10", "--ramp-up", "30s", "--duration", "3m", "--label", "e2e", "--profile"]
+# 90 s held (3 min before): every check below holds on it, and under TCG each minute of load is ~1.5 of CI's
+SHORT_RUN = ["--users", "10", "--ramp-up", "20s", "--duration", "90s", "--label", "e2e", "--profile"]
 # What the report reads from each machine's PCP archive (every PCP name in report/, found as
 # report/tests/test_metric_list.py finds them; the JMeter charts come from the JTL), but what it reads from older
 # runs only (pcp_older_runs_only). The sample app's run holds all of it: the tuning kit serves it, as any service's.
@@ -242,7 +247,7 @@ def run_json(short_run):
 def test_run_is_recorded_complete(short_run):
     record = run_json(short_run)
     assert record["status"] == "complete" and not record.get("error"), record
-    assert record["load"]["users"] == 10 and record["load"]["duration_s"] == 180
+    assert record["load"]["users"] == 10 and record["load"]["duration_s"] == 90
     assert not record.get("collect_errors"), record["collect_errors"]
     for name in ("default", "tuned"):
         versions = record["machines"][name]["versions"]
@@ -255,10 +260,11 @@ def test_both_machines_served_requests(short_run):
         jtl = short_run["folder"] / name / "jmeter.jtl"
         assert jtl.is_file(), f"{name}: no JTL"
         ok = successful_samples(jtl)
-        # 10 users for 3 minutes against a service that answers in well under a second
-        assert ok >= 300, f"{name}: only {ok} successful requests"
+        # 10 users for 110 s against a service that answers in well under a second (300 for 210 s before; the
+        # default machine served 923 in 210 s under TCG, results/20261129T041614Z-e2e)
+        assert ok >= 150, f"{name}: only {ok} successful requests"
         access = (short_run["folder"] / name / "logs" / "httpd-access.log").read_text(errors="replace")
-        assert access.count(" 200 ") >= 300, f"{name}: HTTPD logged few successful requests"
+        assert access.count(" 200 ") >= 150, f"{name}: HTTPD logged few successful requests"
 
 
 def test_tuned_goes_through_ajp_with_apr_and_default_through_http(short_run):
@@ -296,7 +302,7 @@ def test_report_holds_every_chart_with_data(short_run):
     for name in ("default", "tuned"):
         machine = load_machine(run, name, run.warmup_s)
         for chart in CHARTS:
-            panel = chart.build(machine, 240.0)
+            panel = chart.build(machine, 130.0)     # about the samples' span: 110 s of load and the edges
             if chart.key == "errors" and panel.note == "no errors":
                 continue
             assert panel.series, f"{name}: chart {chart.key} has no data ({panel.note})"
@@ -328,9 +334,9 @@ def test_the_machines_traded_host_cores_half_way_through_the_measured_window(sho
     """Issue 36: a core's bias falls on both machines within one trial; each has its own cores back after."""
     record = run_json(short_run)
     swap = record["core_swap"]
-    assert swap["mode"] == "swap" and swap["at_s"] == 120 and not swap["error"], swap   # 30 s + (210 - 30) s / 2
+    assert swap["mode"] == "swap" and swap["at_s"] == 65 and not swap["error"], swap   # 20 s + (110 - 20) s / 2
     started = record["load"]["test_start_ms"] / 1000
-    assert started + 100 < swap["swapped_at"] < started + 140, (started, swap)
+    assert started + 45 < swap["swapped_at"] < started + 85, (started, swap)
     assert "host cores swapped between the machines" in (short_run["folder"] / "summary.md").read_text()
     if os.environ.get("LAB_E2E_RUN_FOLDER") is None:
         shown = {vm: vagrant.vcpu_placement(vm) for vm in record["placement"]}
@@ -352,7 +358,7 @@ def test_every_run_explains_itself(short_run):
         assert any("camel" in line for line in stacks), f"{name}: no Camel frame in the CPU profile"
         processes = (folder / name / "pcp" / "processes.csv").read_text()
         assert "mock_service" in processes and "pmcd" in processes, processes
-    assert record["load_generator"]["seconds"] >= 180, record["load_generator"]
+    assert record["load_generator"]["seconds"] >= 90, record["load_generator"]
     summary = (folder / "summary.md").read_text()
     cost = summary.split("## The lab's own cost")[1].split("\n## ")[0]
     assert cost.count("**instruments together** | **") == 2 and "not recorded" not in cost, cost
