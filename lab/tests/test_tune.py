@@ -51,6 +51,9 @@ def tuner(name: str, sampler=None, storage: str = "sqlite:///:memory:", seed: in
     ({"gc": {"low": 1, "high": 2}}, "gc: a str knob takes a list of values"),
     ({"pooling": [True]}, "pooling: a list of at least two different values"),
     ({"threads": {"low": 1, "high": 10, "scale": "log"}}, "threads: a range is {low, high"),
+    # issue 53, item 7: a traceback each before (unhashable type: 'list'; cannot convert float infinity to integer)
+    ({"gc": [["serial"], "parallel"]}, "gc: ['serial'] is not a value the knob takes"),
+    ({"threads": {"low": 4, "high": float("inf")}}, "threads: 4–inf is not a range"),
     ({}, "at least one knob"),
 ])
 def test_a_space_the_knobs_cannot_take_is_refused_naming_the_knob(raw, said):

@@ -4,6 +4,8 @@ of values (choices, true/false, null for the knob's "unset"), declared beside th
 what the knob takes. `parse()` refuses, naming the knob, a range the knob cannot take."""
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,13 +70,16 @@ def _takes(knob: str, spec: dict, value) -> bool:
     """Whether the knob itself takes the value (its type, range, choices, also, unset)."""
     if value is None:
         return "unset" in spec
+    if isinstance(value, (list, dict)):         # a space chooses among single values (a list is unhashable)
+        return False
     if value in (spec.get("also") or {}):
         return True
     kind = spec["type"]
     if kind == "bool":
         return isinstance(value, bool)
     if kind in ("int", "num"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == "int" and value != int(value)):
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or (kind == "int" and value != int(value))):
             return False
         low, high = spec.get("range", (float("-inf"), float("inf")))
         return low <= value <= high
