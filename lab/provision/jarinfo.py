@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -123,6 +124,8 @@ def read(path: str | Path) -> JarFacts:
             release = _java_release(jar, manifest.get("Spring-Boot-Classes", "BOOT-INF/classes/"), start, where)
     except zipfile.BadZipFile:
         raise JarError(f"{where}: not a jar (not a zip file)") from None
+    except (zlib.error, EOFError, RuntimeError, NotImplementedError) as e:    # damaged, encrypted or odd entries
+        raise JarError(f"{where}: an entry of the jar cannot be read ({e}): build the jar again") from None
     except OSError as e:
         raise JarError(f"{where}: cannot be read ({e.strerror or e})") from None
     server = next((kind for lib, kind in SERVERS.items() if lib in libs), None)

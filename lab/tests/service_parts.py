@@ -10,9 +10,9 @@ BOOT32 = {**BOOT2, "Main-Class": "org.springframework.boot.loader.launch.JarLaun
 
 
 def boot_jar(path, manifest=BOOT2, libs=("spring-boot-2.7.3.jar", "tomcat-embed-core-9.0.65.jar"),
-             major=61, start="shop/App.class"):
+             major=61, start="shop/App.class", compressed=False):
     """A jar shaped like spring-boot-maven-plugin's: manifest (wrapped at 72 bytes), Start-Class, BOOT-INF/lib."""
-    with zipfile.ZipFile(path, "w") as jar:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED) as jar:
         if manifest is not None:
             lines = "".join(f"{k}: {v}\r\n" for k, v in {"Manifest-Version": "1.0", **manifest}.items())
             wrapped = "".join(line[:72] + "\r\n " + line[72:] if len(line) > 74 else line

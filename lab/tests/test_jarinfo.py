@@ -1,6 +1,8 @@
 """A Spring Boot jar's facts read from the jar itself (lab/provision/jarinfo.py)."""
 from __future__ import annotations
 
+import zipfile
+
 import pytest
 from service_parts import BOOT2, BOOT32, boot_jar
 
@@ -42,6 +44,29 @@ def test_a_jar_without_a_web_server_and_the_version_from_its_spring_boot_jar(tmp
     assert jarinfo.read(jetty).server == "jetty"
 
 
+def damaged(jar):
+    """The jar with its manifest's deflated bytes overwritten (a stream zlib refuses)."""
+    data = bytearray(jar.read_bytes())
+    with zipfile.ZipFile(jar) as z:
+        info = z.getinfo("META-INF/MANIFEST.MF")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start:start + 8] = b"\xff" * 8
+    jar.write_bytes(bytes(data))
+    return jar
+
+
+def encrypted(jar):
+    """The jar with every entry flagged as encrypted (general purpose bit 0), as a password-protected zip has."""
+    data = bytearray(jar.read_bytes())
+    for signature, flag_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(signature)
+        while at != -1:
+            data[at + flag_at] |= 1
+            at = data.find(signature, at + 4)
+    jar.write_bytes(bytes(data))
+    return jar
+
+
 @pytest.mark.parametrize(("make", "said"), [
     (lambda p: p, "no such file"),
     (lambda p: (p.write_text("not a zip"), p)[1], "not a jar (not a zip file)"),
@@ -53,6 +78,9 @@ def test_a_jar_without_a_web_server_and_the_version_from_its_spring_boot_jar(tmp
     (lambda p: boot_jar(p, {k: v for k, v in BOOT2.items() if k != "Spring-Boot-Version"}, libs=()),
      "neither the manifest's Spring-Boot-Version nor a BOOT-INF/lib/spring-boot jar"),
     (lambda p: boot_jar(p, start=None), "its Start-Class shop.App is not in the jar (BOOT-INF/classes/shop/App.class)"),
+    # issue 53, item 7: tracebacks before (zlib.error, RuntimeError)
+    (lambda p: damaged(boot_jar(p, compressed=True)), "an entry of the jar cannot be read (Error -3"),
+    (lambda p: encrypted(boot_jar(p)), "an entry of the jar cannot be read (File "),
 ])
 def test_a_jar_the_lab_cannot_run_is_named_with_why(tmp_path, make, said):
     jar = make(tmp_path / "service.jar")

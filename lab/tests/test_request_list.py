@@ -30,6 +30,9 @@ def write(tmp_path, rows: str, files: dict | None = None):
     ("FETCH,/x,,1,200\n", "line 2: method 'FETCH' is not one of GET"),
     ("GET,x,,1,200\n", "line 2: path 'x' must start with /"),
     ("GET,/x,,0,200\n", "line 2: weight '0' must be a whole number of at least 1"),
+    ("GET,/x,,\u00b2,200\n", "line 2: weight '\u00b2' must be a whole number"),     # a ValueError before
+    ("GET,/x,,1,2\u00b900\n", "line 2: expected_status '2\u00b900' must be an HTTP status"),
+    ('GET,/x,"' + "a" * 140_000 + '",1,200\n', "not a request list CSV (field larger than field limit"),
     ("GET,/x,,1,700\n", "line 2: expected_status '700' must be an HTTP status"),
     ("GET,/x,,1\n", "line 2: 4 columns, not 5"),
     ("GET,/x,,1,200\nPOST,/y,missing.json,1,201\n", "line 3: body_file 'missing.json': No such file"),

@@ -68,6 +68,8 @@ def parse(path: str | Path) -> list[Request]:
         rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
     except (OSError, UnicodeDecodeError) as e:
         raise PlanError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+    except csv.Error as e:          # a field over csv's limit (128 KiB): a body belongs in a body_file
+        raise PlanError(f"{path}: not a request list CSV ({e}; a long body goes in a body_file)") from None
     if not rows or tuple(c.strip() for c in rows[0]) != COLUMNS:
         raise PlanError(f"{path}: line 1 must name the columns {','.join(COLUMNS)}")
     found = []
@@ -83,9 +85,9 @@ def parse(path: str | Path) -> list[Request]:
         if not target.startswith("/") or " " in target:
             raise PlanError(f"{where}: path {target!r} must start with / and hold no space (the lab sends it to "
                             "each machine through HTTPD)")
-        if not weight.isdigit() or int(weight) < 1:
+        if not (weight.isascii() and weight.isdigit()) or int(weight) < 1:     # "²" is a digit to Python
             raise PlanError(f"{where}: weight {weight!r} must be a whole number of at least 1")
-        if not status.isdigit() or not 100 <= int(status) <= 599:
+        if not (status.isascii() and status.isdigit()) or not 100 <= int(status) <= 599:
             raise PlanError(f"{where}: expected_status {status!r} must be an HTTP status from 100 to 599")
         body = None
         if body_file:

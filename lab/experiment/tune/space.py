@@ -5,7 +5,6 @@ what the knob takes. `parse()` refuses, naming the knob, a range the knob cannot
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from pathlib import Path
 
