@@ -240,6 +240,30 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
         confirm.check_name(data["name"], "20990101T000000Z-tune")
 
 
+def test_a_tune_that_fails_says_so_in_its_tune_json(tmp_path, sets, monkeypatch):
+    """Issue 53, item 7: the knob rules refusing every candidate (TuneError after MAX_REFUSED) leaves tune.json
+    "failed" with the error's name and message, not "running"."""
+    import json
+
+    from lab import paths
+    from lab.experiment.tune import command
+    tune_space = command_space()
+    runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2),
+                        paths.RESULTS, [0.0], command.OVERHEAD_S)
+
+    def refuse(o, s):
+        raise ValueError("every value refused")
+    monkeypatch.setattr(runs, "validate", refuse)
+    monkeypatch.setattr(search, "MAX_REFUSED", 5)
+    with pytest.raises(search.TuneError, match="refused 5 candidates in a row"):
+        command.execute(options.checked(profile=load_profile()), None, command.Plan(tune_space, (60, 180), 0.03,
+                        budget_s=6 * 3600), runs, log=lambda line: None, clock=lambda: runs.clock[0])
+    [folder] = [p for p in paths.RESULTS.iterdir() if p.name.endswith("-tune")]
+    data = json.loads((folder / "tune.json").read_text())
+    assert data["status"] == "failed" and data["error"].startswith("TuneError: the knob rules refused 5"), data
+    assert data["ended"] is not None and schema.problems("tune.json", data) == []
+
+
 def _worker(root, storage: str, seed: int, budget_s: int) -> str:
     """One worker of a shared study on its own stand-in twins (a process of its own)."""
     from lab import paths

@@ -82,6 +82,12 @@ def _save(folder: Path, data: dict) -> None:
     os.replace(tmp, folder / "tune.json")
 
 
+def _failed(folder: Path, data: dict, failure: BaseException) -> None:
+    """tune.json marked failed, with the exception's name and message (every finished trial stays kept)."""
+    data.update(status="failed", ended=run_record.utc_now(), error=f"{type(failure).__name__}: {failure}")
+    _save(folder, data)
+
+
 def _row(r: search.Result) -> dict:
     return {"number": r.number, "state": r.state, "hold_s": r.hold_s, "values": r.values,
             "outcome": dataclasses.asdict(r.outcome), "ended": r.ended}
@@ -162,8 +168,12 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     confirms the finalist and writes its knob set and tune.html; (exit code, folder). judge: run folder → the
     constraints it broke (default: the plan's gates judged by the report)."""
     folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
-    tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.holds_s, plan.floor,
-                         rules=trials.rules(opts, s, lab.validate, plan.control), question=question(opts, plan))
+    try:        # a study of another question is refused here: tune.json says so rather than "running"
+        tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.holds_s, plan.floor,
+                             rules=trials.rules(opts, s, lab.validate, plan.control), question=question(opts, plan))
+    except BaseException as failure:
+        _failed(folder, data, failure)
+        raise
     evaluate = trials.evaluator(opts, s, lab.run_trial, folder.name, plan.objective,
                                 judge or trials.gate_judge(plan.constraints),
                                 on_run=lambda run_dir: (data["trials"].append(run_dir.name), _save(folder, data)),
@@ -191,6 +201,11 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     except KeyboardInterrupt:
         code = 130
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
+    except BaseException as failure:        # named or not, tune.json says the tune failed and why, then it goes on up
+        data["spent_s"] = round(spent + clock() - began)
+        record(folder, data, tuner)
+        _failed(folder, data, failure)
+        raise
     data.update(status="interrupted" if code else "complete", ended=run_record.utc_now(),
                 spent_s=round(spent + clock() - began))
     record(folder, data, tuner)
