@@ -1,129 +1,99 @@
-"""What each JSON file of the contract holds: its fields, their JSON types, which must be there and since which
-format version. Small on purpose: the fields the lab and the report read back and rely on, not every field a
-file carries (a file may hold more; a reader takes what it knows).
+"""What each JSON file of the contract holds: the shape of every field a reader relies on (runfolder/shape.py: its
+JSON type, nested), the fields that must be there and since which format version, and the words a status may be.
+The report reads with these shapes (tolerantly: a field of another type is named and ignored); the lab reads a
+file it must go on with through read() (strictly); the tests hold every writer to problems() == [].
 
-    problems("run.json", data)     -> ["status: 'done' is not one of complete, failed, interrupted, running", …]
+    problems("run.json", data)     -> ["`status` is a number, not a string", "`design` is missing", …]
     read(folder / "tune.json")     -> the content, or ContractError naming the file and what is wrong with it
 
-A field added in version N is required only of files of version N or later: an old folder still reads.
+A field required since version N is required only of files of version N or later: an old folder still reads.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from runfolder import FORMATS, version
+from runfolder.shape import NUMBER, ListOf, MapOf, check
 
 
 class ContractError(ValueError):
     """A contract file that cannot be read as its contract says; the message names the file and the field."""
 
 
-TYPES = {"str": str, "int": int, "number": (int, float), "bool": bool, "object": dict, "array": list,
-         "null": type(None)}
-
-
-@dataclass(frozen=True)
-class Field:
-    types: tuple[str, ...]           # JSON types (TYPES' names); a bool is never taken for a number
-    since: int = 1                   # the format version that made it required
-    choices: tuple[str, ...] = ()    # where a string is one of a few words
-    required: bool = True            # False: checked where present (a series' verdict has no run status)
-
-
 STATUS = ("complete", "failed", "interrupted", "running")
-TEXT_OR_NONE = ("str", "null")
 
-FIELDS: dict[str, dict[str, Field]] = {
-    "run.json": {
-        "format_version": Field(("int",), since=2),
-        "run_id": Field(("str",)),
-        "status": Field(("str",), choices=STATUS),
-        "started": Field(TEXT_OR_NONE),
-        "ended": Field(TEXT_OR_NONE),
-        "error": Field(TEXT_OR_NONE),
-        "load": Field(("object",)),
-        "host": Field(("object",)),
-        "provider": Field(TEXT_OR_NONE, required=False),     # known once the machines are (a failed up: none)
-        "design": Field(("object",), since=2),
-        "phases": Field(("object",), since=2),
-        "command": Field(("array",), since=2),
-    },
-    "verdict.json": {
-        "format_version": Field(("int",), since=2),
-        "run_id": Field(("str",)),
-        "status": Field(("str", "null"), required=False),    # a series' combined verdict has no run status
-        "verdict": Field(TEXT_OR_NONE),
-        "effects": Field(("object",)),
-        "design": Field(("object",)),
-    },
-    "sweep.json": {
-        "format_version": Field(("int",), since=2),
-        "sweep_id": Field(("str",)),
-        "status": Field(("str",), choices=STATUS),
-        "started": Field(TEXT_OR_NONE),
-        "ended": Field(TEXT_OR_NONE),
-        "axes": Field(("array",)),
-        "points": Field(("array",)),
-    },
-    "tune.json": {
-        "format_version": Field(("int",), since=2),
-        "tune_id": Field(("str",)),
-        "status": Field(("str",), choices=STATUS),
-        "started": Field(TEXT_OR_NONE),
-        "ended": Field(TEXT_OR_NONE),
-        "budget_s": Field(("number",)),
-        "floor": Field(("number",)),
-        "holds_s": Field(("array",)),
-        "space": Field(("array",)),
-        "objective": Field(("str",)),
-        "constraints": Field(("array",)),
-        "control": Field(("str",)),
-        "trials": Field(("array",)),
-        "results": Field(("array",)),
-        "best": Field(("object", "null")),
-        "confirmations": Field(("array",)),
-    },
+_LOAD = {"name": str, "model": str, "users": NUMBER, "ramp_up_s": NUMBER, "duration_s": NUMBER, "warmup_s": NUMBER,
+         "rate_per_s": NUMBER, "step_s": NUMBER, "step_rates": ListOf(NUMBER), "p99_target_ms": NUMBER,
+         "keep_alive": bool, "scheme": str, "mix": MapOf(NUMBER), "test_start_ms": NUMBER,
+         "engines": ListOf({"name": str, "address": str})}
+# the keys: lab/experiment/record.py and docs/ARCHITECTURE.md (run.json)
+RUN = {
+    "format_version": int, "run_id": str, "label": str, "command": ListOf(str), "status": str, "phase": str,
+    "stopped_at": str, "started": str, "ended": str, "error": str, "incomplete": ListOf(str), "phases": MapOf(NUMBER),
+    "git_commit": str, "provider": str, "accelerator": str, "inventory": str,
+    "design": {"kind": str, "configurations": MapOf(str), "machines": MapOf(str), "trial": int, "trials": int,
+               "series": str},
+    "load": {**_LOAD, "profile": _LOAD},
+    "host": {"cpus": NUMBER, "memory_mb": NUMBER},
+    "finish_errors": MapOf(str), "collect_errors": MapOf((str, list)), "loadgen_problems": MapOf(str),
+    "liveness": MapOf({"probes": int, "failed": int, "dead_at": NUMBER, "back_at": NUMBER, "deaths": int}),
+    "service_starts": {"spread_s": NUMBER},
+    "core_swap": {"mode": str, "why": str, "at_s": NUMBER, "after_s": NUMBER, "swapped_at": NUMBER, "error": str},
+    "load_generator": dict, "knob_diff": dict,
+    "machines": MapOf({"knobs": dict, "versions": dict}),
 }
-# an effect of verdict.json: what the lab's readers (runfolder.verdict) take from each
-EFFECT = {"estimate": Field(("number", "null")), "low": Field(("number", "null")), "high": Field(("number", "null"))}
+EFFECT = {"kind": str, "default": NUMBER, "tuned": NUMBER, "estimate": NUMBER, "low": NUMBER, "high": NUMBER,
+          "detectable": bool, "why_not": str}
+VERDICT = {"format_version": int, "run_id": str, "status": str, "verdict": str, "design": {"kind": str},
+           "effects": MapOf(EFFECT)}
+SWEEP = {"format_version": int, "kind": str, "sweep_id": str, "status": str, "configuration": str,
+         "warmup_s": NUMBER, "load": dict, "rule": {"max_error_pct": NUMBER, "best": str},
+         "points": ListOf({"label": str, "about": str, "values": dict, "tier": str, "run_dir": str, "exit_code": int})}
+_OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str}
+_ROW = {"number": int, "state": str, "hold_s": NUMBER, "values": dict, "outcome": _OUTCOME, "ended": str}
+_RATIO = {"estimate": NUMBER, "low": NUMBER, "high": NUMBER}
+TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "ended": str, "error": str,
+        "budget_s": NUMBER, "spent_s": NUMBER, "holds_s": ListOf(NUMBER), "floor": NUMBER, "space": ListOf(dict),
+        "load": dict, "service": str, "objective": str, "constraints": ListOf(str), "control": str, "name": str,
+        "trials": ListOf(str), "results": ListOf(_ROW), "best": _ROW, "importance": MapOf(NUMBER),
+        "finalist": {**_ROW, "counted": bool},
+        "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,
+                                 "verdict": str}),
+        "knob_set": str}
+
+SHAPES = {"run.json": RUN, "verdict.json": VERDICT, "sweep.json": SWEEP, "tune.json": TUNE}
+# field → the format version since which it must be there (not null); a run that failed before its machines were
+# known has no provider, a series' verdict no status of its own, a running one no end: those are not required
+REQUIRED: dict[str, dict[str, int]] = {
+    "run.json": {"run_id": 1, "status": 1, "started": 1, "load": 1, "host": 1,
+                 "format_version": 2, "design": 2, "phases": 2, "command": 2},
+    "verdict.json": {"run_id": 1, "design": 1, "effects": 1, "format_version": 2},
+    "sweep.json": {"kind": 1, "sweep_id": 1, "status": 1, "configuration": 1, "points": 1, "format_version": 2},
+    "tune.json": {"tune_id": 1, "status": 1, "holds_s": 1, "floor": 1, "space": 1, "results": 1,
+                  "format_version": 2, "budget_s": 2, "trials": 2, "confirmations": 2},
+}
+# files whose `status` is a run's (a series' verdict has none; a run's verdict repeats its run's)
+STATUS_OF = ("run.json", "verdict.json", "sweep.json", "tune.json")
 
 
-def _is(value, types: tuple[str, ...]) -> bool:
-    if isinstance(value, bool):
-        return "bool" in types
-    return any(isinstance(value, TYPES[t]) for t in types)
-
-
-def _against(data: dict, fields: dict[str, Field], have: int, where: str = "") -> list[str]:
-    found = []
-    for name, f in fields.items():
-        if name not in data:
-            if f.required and have >= f.since:
-                found.append(f"{where}{name}: missing")
-            continue
-        value = data[name]
-        if not _is(value, f.types):
-            found.append(f"{where}{name}: {json.dumps(value)[:40]} is not {' or '.join(f.types)}")
-        elif f.choices and isinstance(value, str) and value not in f.choices:
-            found.append(f"{where}{name}: {value!r} is not one of {', '.join(f.choices)}")
-    return found
+def required(name: str, of_version: int = 1) -> tuple[str, ...]:
+    """The fields a file `name` of that format version must hold."""
+    return tuple(field for field, since in REQUIRED[name].items() if of_version >= since)
 
 
 def problems(name: str, data) -> list[str]:
     """What in `data` breaks the contract of file `name` (empty: nothing), judged by the data's own version."""
     if not isinstance(data, dict):
-        return [f"not a JSON object ({type(data).__name__})"]
+        return ["`(the whole file)` is not an object"]
     have = version(data)
     if have > FORMATS[name]:
         return []            # a newer lab's file: its readers take what they know (runfolder's rule)
-    found = _against(data, FIELDS[name], have)
-    if name == "verdict.json" and isinstance(data.get("effects"), dict):
-        for effect, record in data["effects"].items():
-            if record is not None:      # None: an effect the data could not give (a series' p99 of no samples)
-                found += ([f"effects.{effect}: not an object"] if not isinstance(record, dict)
-                          else _against(record, EFFECT, have, f"effects.{effect}."))
+    _, found = check(data, SHAPES[name])        # a field of another type is named there: not missing as well
+    found += [f"`{field}` is missing" for field in required(name, have) if data.get(field) is None]
+    status = data.get("status")
+    if name in STATUS_OF and isinstance(status, str) and status not in STATUS:
+        found.append(f"`status` is {status!r}, not one of {', '.join(STATUS)}")
     return found
 
 

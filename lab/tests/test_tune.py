@@ -374,9 +374,9 @@ def test_a_damaged_tune_folder_is_refused_naming_what_is_wrong(tmp_path):
             tune_command.plan_of(arguments.parser().parse_args(["tune", "--resume", str(tmp_path)]))
         return str(e.value)
 
-    assert "space: missing" in refused({k: v for k, v in good.items() if k != "space"})
-    assert "budget_s: \"2h\" is not number" in refused({**good, "budget_s": "2h"})
-    assert "status: 'done' is not one of" in refused({**good, "status": "done"})
+    assert "`space` is missing" in refused({k: v for k, v in good.items() if k != "space"})
+    assert "`budget_s` is a string, not a number" in refused({**good, "budget_s": "2h"})
+    assert "`status` is 'done', not one of" in refused({**good, "status": "done"})
     assert "space[0] is not a knob of a search" in refused({**good, "space": [{"knob": "x", "colour": "red"}]})
     assert "tune.json: not JSON" in refused("{")
     (tmp_path / "tune.json").write_text(json.dumps(good))

@@ -12,7 +12,7 @@ from typing import Any
 from report.output import warn
 from report.read.records import read_record
 from report.read.runinfo import RunInfo, boxes
-from report.read.shape import NUMBER, MapOf, check
+from runfolder.shape import NUMBER, MapOf, check
 
 HOLD_FACTOR = 2.0         # holds within this factor of each other count as the same load
 # per load model, what sizes it (steps: its hold is the stage length, compared as a hold)

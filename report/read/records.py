@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from report.output import warn
-from report.read.shape import MapOf, check
+from runfolder import schema
+from runfolder.shape import check
 
 VERDICT_JSON = "verdict.json"
-NUMBER = (int, float)
-_EFFECT = {"kind": str, "default": NUMBER, "tuned": NUMBER, "estimate": NUMBER, "low": NUMBER, "high": NUMBER,
-           "detectable": bool, "why_not": str}
-# what readers of a verdict.json use (calibration, compare, sweep), with the types they need
-VERDICT = {"run_id": str, "status": str, "verdict": str, "design": {"kind": str}, "effects": MapOf(_EFFECT)}
+# what readers of a verdict.json use (calibration, compare, sweep), with the types they need: the contract's
+VERDICT = schema.VERDICT
 
 
 def read_record(folder: str | Path) -> dict[str, Any] | None:

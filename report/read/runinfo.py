@@ -7,30 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from report import MACHINES
-from report.read.shape import ListOf, MapOf, check
+from runfolder import schema
+from runfolder.shape import check
 
-NUMBER = (int, float)
-_LOAD = {"name": str, "model": str, "users": NUMBER, "ramp_up_s": NUMBER, "duration_s": NUMBER, "warmup_s": NUMBER,
-         "rate_per_s": NUMBER, "step_s": NUMBER, "step_rates": ListOf(NUMBER), "p99_target_ms": NUMBER,
-         "keep_alive": bool, "scheme": str, "mix": MapOf(NUMBER), "test_start_ms": NUMBER,
-         "engines": ListOf({"name": str, "address": str})}
-# What the report reads of run.json and the type each field must have (report/read/shape.py); the keys:
-# lab/experiment/record.py and docs/ARCHITECTURE.md (run.json)
-RUN_JSON = {
-    "run_id": str, "label": str, "status": str, "stopped_at": str, "started": str, "ended": str, "error": str,
-    "incomplete": ListOf(str),
-    "git_commit": str, "provider": str, "accelerator": str, "inventory": str,
-    "design": {"kind": str, "configurations": MapOf(str), "machines": MapOf(str), "trial": int, "trials": int,
-               "series": str},
-    "load": {**_LOAD, "profile": _LOAD},
-    "host": {"cpus": NUMBER, "memory_mb": NUMBER},
-    "finish_errors": MapOf(str), "collect_errors": MapOf((str, list)), "loadgen_problems": MapOf(str),
-    "liveness": MapOf({"probes": int, "failed": int, "dead_at": NUMBER, "back_at": NUMBER, "deaths": int}),
-    "service_starts": {"spread_s": NUMBER},
-    "core_swap": {"mode": str, "why": str, "at_s": NUMBER, "after_s": NUMBER, "swapped_at": NUMBER, "error": str},
-    "load_generator": dict, "knob_diff": dict,
-    "machines": MapOf({"knobs": dict, "versions": dict}),
-}
+# What the report reads of run.json and the type each field must have: the run folder's contract
+RUN_JSON = schema.RUN
 
 
 class RunInfo:

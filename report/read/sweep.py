@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from report.read.records import read_record
-from report.read.shape import ListOf, read_checked
+from runfolder import schema
+from runfolder.shape import read_checked
 
 SWEEP_JSON = "sweep.json"
 
@@ -30,18 +31,15 @@ class Trial:
         return bool(self.effect("tps"))
 
 
-NUMBER = (int, float)
-# what the report reads of sweep.json (lab/experiment/sweep.py writes it), with the types it needs
-SHAPE = {"kind": str, "sweep_id": str, "status": str, "configuration": str, "warmup_s": NUMBER, "load": dict,
-         "rule": {"max_error_pct": NUMBER, "best": str},
-         "points": ListOf({"label": str, "about": str, "values": dict, "tier": str, "run_dir": str, "exit_code": int})}
+# what the report reads of sweep.json (lab/experiment/sweep.py writes it), with the types it needs: the contract's
+SHAPE = schema.SWEEP
 
 
 class BadSweep(ValueError):
     """sweep.json cannot be read or lacks what the report needs; str(): the file and the fields."""
 
 
-REQUIRED = ("kind", "sweep_id", "status", "configuration", "points")
+REQUIRED = schema.required("sweep.json")
 POINT_REQUIRED = ("label", "about")
 
 

@@ -5,21 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from report.read.shape import NUMBER, ListOf, MapOf, read_checked
+from runfolder import schema
+from runfolder.shape import read_checked
 
 TUNE_JSON = "tune.json"
-OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str}
-ROW = {"number": int, "state": str, "hold_s": NUMBER, "values": dict, "outcome": OUTCOME, "ended": str}
-RATIO = {"estimate": NUMBER, "low": NUMBER, "high": NUMBER}
-# what the report reads of tune.json, with the types it needs
-SHAPE = {"tune_id": str, "status": str, "started": str, "ended": str, "budget_s": NUMBER, "spent_s": NUMBER,
-         "holds_s": ListOf(NUMBER), "floor": NUMBER, "space": ListOf(dict), "load": dict, "service": str,
-         "control": str, "name": str, "trials": ListOf(str), "results": ListOf(ROW), "best": ROW,
-         "importance": MapOf(NUMBER), "finalist": {**ROW, "counted": bool},
-         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": RATIO, "p99": RATIO,
-                                  "verdict": str}),
-         "knob_set": str}
-REQUIRED = ("tune_id", "status", "holds_s", "floor", "space", "results")
+# what the report reads of tune.json, with the types it needs: the run folder's contract
+SHAPE = schema.TUNE
+REQUIRED = schema.required("tune.json")
 
 
 class BadTune(ValueError):

@@ -66,7 +66,7 @@ def test_a_file_is_judged_by_its_own_version():
     old = {k: v for k, v in RUN_V2.items() if k not in ("format_version", "design", "phases", "command")}
     assert schema.problems("run.json", old) == [], "a version 1 file needs none of version 2's fields"
     assert schema.problems("run.json", {**old, "format_version": 2}) == [
-        "design: missing", "phases: missing", "command: missing"]
+        "`design` is missing", "`phases` is missing", "`command` is missing"]
     newer = {"format_version": runfolder.FORMATS["run.json"] + 1}
     assert schema.problems("run.json", newer) == [], "a newer lab's file: its readers take what they know"
 
@@ -74,13 +74,23 @@ def test_a_file_is_judged_by_its_own_version():
 def test_the_schema_names_each_field_it_finds_wrong():
     from runfolder import schema
     found = schema.problems("run.json", {**RUN_V2, "status": "done", "load": [], "ended": 3, "run_id": True})
-    assert found == ["run_id: true is not str", "status: 'done' is not one of complete, failed, interrupted, running",
-                     "ended: 3 is not str or null", "load: [] is not object"]
+    assert found == ["`run_id` is true or false, not a string", "`ended` is a number, not a string",
+                     "`load` is a list, not an object",
+                     "`status` is 'done', not one of complete, failed, interrupted, running"]
     verdict_found = schema.problems("verdict.json", {"format_version": 2, "run_id": "r", "verdict": None, "design": {},
                                                      "effects": {"tps": {"estimate": "x"}, "p99": None, "e": 1}})
-    assert verdict_found == ['effects.tps.estimate: "x" is not number or null', "effects.tps.low: missing",
-                             "effects.tps.high: missing", "effects.e: not an object"]
-    assert schema.problems("sweep.json", [1]) == ["not a JSON object (list)"]
+    assert verdict_found == ["`effects.tps.estimate` is a string, not a number",
+                             "`effects.e` is a number, not an object"]
+    assert schema.problems("sweep.json", [1]) == ["`(the whole file)` is not an object"]
+
+
+def test_the_report_reads_with_the_contracts_shapes():
+    """One schema: the report's readers of run.json, verdict.json, sweep.json and tune.json use the contract's."""
+    from report.read import records, runinfo, sweep, tune
+    from runfolder import schema
+    assert runinfo.RUN_JSON is schema.RUN and records.VERDICT is schema.VERDICT
+    assert sweep.SHAPE is schema.SWEEP and tune.SHAPE is schema.TUNE
+    assert tune.REQUIRED == schema.required("tune.json") and sweep.REQUIRED == schema.required("sweep.json")
 
 
 def test_read_returns_a_good_file_and_names_the_file_and_fields_of_a_bad_one(tmp_path):
@@ -89,7 +99,7 @@ def test_read_returns_a_good_file_and_names_the_file_and_fields_of_a_bad_one(tmp
     good.write_text(json.dumps(RUN_V2))
     assert schema.read(good) == RUN_V2
     good.write_text(json.dumps({**RUN_V2, "status": None}))
-    with pytest.raises(schema.ContractError, match=r"run.json: not a run.json this lab can read: status: null is not"):
+    with pytest.raises(schema.ContractError, match=r"run.json: not a run.json this lab can read: `status` is missing"):
         schema.read(good)
     good.write_text("{")
     with pytest.raises(schema.ContractError, match="run.json: not JSON"):
@@ -104,7 +114,7 @@ def test_every_recorded_run_folder_of_the_tests_keeps_the_contract():
     fixtures = Path(runfolder.__file__).parent.parent / "report" / "tests" / "fixtures"
     checked = 0
     for path in sorted(fixtures.glob("*/*.json")):
-        if path.name in schema.FIELDS:
+        if path.name in schema.SHAPES:
             assert schema.problems(path.name, json.loads(path.read_text())) == [], path
             checked += 1
     assert checked >= 1

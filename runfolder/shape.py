@@ -1,6 +1,7 @@
-"""The shape a JSON file of a run folder must have where the report reads it (run.json, verdict.json): each field's
-type, checked before any of it is used, so a field of another type is named (file, field) instead of failing
-somewhere deep in the report. Fields not in a shape are not checked (the report does not read them)."""
+"""The shape a JSON file of a run folder must have where it is read (run.json, verdict.json, sweep.json, tune.json):
+each field's type, checked before any of it is used, so a field of another type is named (file, field) instead of
+failing somewhere deep in a reader. Fields not in a shape are not checked (no reader relies on them). The shapes
+themselves: runfolder/schema.py."""
 from __future__ import annotations
 
 from typing import Any
@@ -87,7 +88,7 @@ def check(value: Any, shape: Shape, where: str = "") -> tuple[Any, list[str]]:
 
 
 def read_checked(path, shape: Shape, required: tuple[str, ...], bad: type[Exception]) -> tuple[Any, list[str]]:
-    """A JSON file the report reads whole (sweep.json, tune.json): (its value without what does not fit, [problem]),
+    """A JSON file read whole (sweep.json, tune.json): (its value without what does not fit, [problem]),
     a required field missing named too; `bad` raised, naming the file, when it cannot be read at all."""
     import json
     try:
