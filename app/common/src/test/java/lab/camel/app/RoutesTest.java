@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.http.HttpResponse;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 import ch.qos.logback.classic.Logger;
@@ -13,6 +15,8 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import com.fasterxml.jackson.databind.JsonNode;
 import lab.camel.app.audit.AuditLog;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Route;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -196,5 +200,20 @@ class RoutesTest extends AbstractAppTest {
         HttpResponse<String> r = http("GET", "/actuator/health", null);
         assertEquals(200, r.statusCode());
         assertEquals("UP", json(r.body()).get("status").asText());
+    }
+
+    /** The routes each stack runs, as their metrics name them: Camel 4 inlines each REST entry into its API route. */
+    @Test
+    void theRoutesAreTheApisTheBackendsAndOnCamel3TheRestEntries() {
+        CamelContext camel = context.getBean(CamelContext.class);
+        Set<String> ids = camel.getRoutes().stream().map(Route::getRouteId).collect(Collectors.toCollection(TreeSet::new));
+        Set<String> expected = new TreeSet<>(List.of("api-get-customer", "api-customer-summary", "api-create-customer",
+                "api-delete-customer", "backend-get-customer", "backend-get-orders", "backend-get-account",
+                "backend-create-customer", "backend-delete-customer"));
+        if (camel.getVersion().startsWith("3.")) {
+            expected.addAll(List.of("rest-get-customer", "rest-customer-summary", "rest-create-customer",
+                    "rest-delete-customer"));
+        }
+        assertEquals(expected, ids, "Camel " + camel.getVersion());
     }
 }
