@@ -84,6 +84,9 @@ def add_run_options(add) -> None:
     add("--plan", type=Path, default=None, metavar="FILE.jmx",
         help="with --service: this JMeter plan of yours instead of the descriptor's load.plan (it must read the lab's "
              "properties host, users, ramp_up_s, duration_s: checked before anything starts)")
+    add("--allow-plan-code", action="store_true",
+        help="with --service or --plan: take a plan that runs code in JMeter (JSR223, BeanShell, OS Process, "
+             "__groovy, …), which the lab refuses otherwise: JMeter runs as root on this host")
     add("--hosts", type=Path, default=None, metavar="INVENTORY",
         help="run on real hosts instead of the VMs: an Ansible inventory naming `default` and `tuned` (and "
              "optionally a `loadgen` group for JMeter's remote engines); see README, Real hosts")

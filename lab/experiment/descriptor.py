@@ -273,8 +273,9 @@ def health(raw: dict, actuator: bool | None, where: str) -> str:
     return url_path(raw.get("health", "/actuator/health"), "health", where)
 
 
-def load(base: Path, raw, where: str, name: str) -> tuple[plan_check.PlanFacts | None, bool]:
-    """`load:` → (the service's own plan, checked; whether it runs the lab's own plan instead)."""
+def load(base: Path, raw, where: str, name: str, allow_code: bool = False) -> tuple[plan_check.PlanFacts | None, bool]:
+    """`load:` → (the service's own plan, checked; whether it runs the lab's own plan instead). allow_code: the
+    user's --allow-plan-code."""
     if raw is None:
         return None, False
     if raw == {"lab_plan": True}:       # jmeter/plan.jmx: the sample app's API, every load model
@@ -288,6 +289,6 @@ def load(base: Path, raw, where: str, name: str) -> tuple[plan_check.PlanFacts |
         source = file(base, raw[key], f"load.{key}", where)
         if key == "requests":       # the lab writes the plan that replays it, beside its other state
             source = request_list.write_plan(source, paths.STATE_DIR / "services" / name / "requests.jmx")
-        return plan_check.check(source), False
+        return plan_check.check(source, allow_code), False
     except plan_check.PlanError as e:
         raise fail(where, f"load.{key}", str(e)) from None

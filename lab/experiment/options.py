@@ -132,6 +132,10 @@ def contradictions(args) -> list[str]:
         problems.append("--gate judges one run or one series: a sweep's or a tune's trials each have their own "
                         "verdict (a tune's constraints: --constraint GATE; judge one run with ./start.sh gate FOLDER "
                         "--gate …)")
+    if getattr(args, "allow_plan_code", False) and getattr(args, "service_name", None) is None \
+            and getattr(args, "plan", None) is None:
+        problems.append("--allow-plan-code takes a plan of yours that runs code in JMeter: it goes with --service or "
+                        "--plan (the lab's own plan runs none)")
     if args.profile and any(o.split("=", 1)[0].split(":")[-1].strip() == "profiler_events" for o in args.overrides):
         problems.append("--profile and --set profiler_events=… both choose what the profiler samples: use one")
     return problems

@@ -155,8 +155,9 @@ def _builds(base: Path, raw: dict, where: str, name: str) -> tuple[dict, Path | 
     return stacks, project
 
 
-def load(name_or_path: str = DEFAULT) -> Service:
-    """The descriptor, checked; ServiceError naming the file, the field and why otherwise."""
+def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
+    """The descriptor, checked; ServiceError naming the file, the field and why otherwise. allow_plan_code: the
+    user's --allow-plan-code (its plan may run code in JMeter: load/plan_check.py)."""
     source = find(name_or_path)
     where = str(source)
     raw = _read(source)
@@ -177,7 +178,7 @@ def load(name_or_path: str = DEFAULT) -> Service:
     if not isinstance(check, dict) or set(check) - {"path", "status"} or "path" not in check:
         raise descriptor.fail(where, "check", "must be {path: /…, status: 200}")
     template, template_knobs = descriptor.template(base, raw.get("template"), where, set(catalog.specs()))
-    plan, lab_plan = descriptor.load(base, raw.get("load"), where, name)
+    plan, lab_plan = descriptor.load(base, raw.get("load"), where, name, allow_plan_code)
     return Service(
         name=name, source=source, builds=builds, project=project, port=port, proxy_path=proxy,
         health=descriptor.health(raw, actuator, where),
