@@ -43,7 +43,7 @@ def write(tmp_path, rows: str, files: dict | None = None):
     ('GET,"/x/${__setProperty(host,10.0.0.1)}",,1,200\n', "calls JMeter's __setProperty"),
     ("POST,/y,../outside.json,1,201\n", "line 2: body_file '../outside.json' is outside the list's folder"),
     ("POST,/y,/etc/hostname,1,201\n", "line 2: body_file '/etc/hostname' is outside the list's folder"),
-    ("GET,/a,,1,200\nGET,/b,,1000,200\n", "requests.csv: the weights 1, 1000 need 1001 samplers to draw by (at most"),
+    ("GET,/a,,1,200\nGET,/b,,1000,200\n", "requests.csv: the weights 1, 1000 need 1001 units to draw by (at most"),
 ])
 def test_a_list_the_lab_cannot_replay_is_refused_by_line(tmp_path, rows, said):
     folder = tmp_path / "list"
@@ -63,6 +63,16 @@ def test_weights_are_reduced_and_labels_read_without_their_functions(tmp_path):
     assert got[1].body == '{"item": 1}' and got[1].json_body and not got[0].json_body
 
 
+def test_a_heavy_body_stands_once_in_the_plan_whatever_its_weight(tmp_path):
+    """Issue 53, item 10: a 100 KB body at weight 199 made a 20 MB plan (a sampler copy per unit of weight)."""
+    body = '{"blob": "' + "x" * 100_000 + '"}'
+    source = write(tmp_path, "POST,/shop/orders,big.json,199,201\nGET,/shop/a,,1,200\n", {"big.json": body})
+    text = request_list.plan_xml(request_list.parse(source), "requests.csv")
+    assert text.count("x" * 100_000) == 1 and len(text) < len(body) + 60_000
+    assert text.count("<HTTPSamplerProxy ") == 2 and "${__V(lab_pick_${__Random(1,200)})}" in text
+    assert text.count('>0</stringProp><stringProp name="Argument.metadata">') == 199, "199 units draw row 0"
+
+
 def test_a_descriptors_request_list_becomes_a_plan_the_lab_checks(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "STATE_DIR", tmp_path / "state")
     boot_jar(tmp_path / "shop.jar", BOOT32, ("spring-boot-3.5.7.jar", "tomcat-embed-core-10.1.48.jar"))
@@ -70,7 +80,7 @@ def test_a_descriptors_request_list_becomes_a_plan_the_lab_checks(tmp_path, monk
     (tmp_path / "shop.yml").write_text("name: shop\njar: shop.jar\nhealth: /h\nload: {requests: requests.csv}\n")
     svc = service.load(str(tmp_path / "shop.yml"))
     assert svc.plan.path == str(tmp_path / "state" / "services" / "shop" / "requests.jmx")
-    assert svc.plan.samplers == ("GET /shop/a",) * 3 + ("GET /shop/b",)
+    assert svc.plan.samplers == ("GET /shop/a", "GET /shop/b")      # each row once, its weight in the draw
     assert {"host", "users", "ramp_up_s", "duration_s"} <= set(svc.plan.reads)
     (tmp_path / "shop.yml").write_text("name: shop\njar: shop.jar\nhealth: /h\nload: {requests: a.csv, plan: b}\n")
     with pytest.raises(service.ServiceError, match="load: must be {plan: FILE.jmx}"):

@@ -15,8 +15,9 @@ POST,/shop/orders,order.json,10,201
 
 The plan (`write_plan`) is a plan of the kind a user brings (plan_check.py): its target and size from the lab's
 properties, so the lab runs it two-sided like any (user_plan.py). Each row is one sampler, labelled
-"METHOD path" (the report's per-label verdicts), with a Response Assertion on its status; a Random Controller
-picks among the rows, each repeated in proportion to its weight (weights reduced by their greatest common divisor).
+"METHOD path" (the report's per-label verdicts), with a Response Assertion on its status, each once in the plan
+(its body too, however heavy its weight): a Switch Controller runs the row a random unit of weight names (the weights
+reduced by their greatest common divisor, each unit a variable `lab_pick_K` holding its row's index).
 `parse()` refuses, naming the file, the line and the column, what it cannot replay.
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ from lab.experiment.load.plan_check import PlanError
 
 COLUMNS = ("method", "path", "body_file", "weight", "expected_status")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
-MAX_REPEATS = 200           # samplers in the Random Controller at most (weights reduced by their gcd)
+MAX_REPEATS = 200           # units of weight at most (weights reduced by their gcd): one small variable each
 # JMeter evaluates ${__name(…)} in a sampler's path and body, as root on the lab's host. A request list may use the
 # functions that compute a value from nothing but their arguments; those that run code (__groovy, __javaScript,
 # __jexl3, __BeanShell, __eval), read or write files (__FileToString, __CSVRead, __StringToFile) or change the
@@ -122,13 +123,13 @@ def _is_json(body: str | None) -> bool:
 
 
 def repeats(requests: list[Request], where: str = "the request list") -> list[int]:
-    """How many times each request stands in the Random Controller: its weight over the weights' gcd; PlanError
-    when that needs more than MAX_REPEATS samplers."""
+    """How many units of weight each request has: its weight over the weights' gcd; PlanError when they come to
+    more than MAX_REPEATS."""
     divisor = math.gcd(*(r.weight for r in requests))
     counts = [r.weight // divisor for r in requests]
     if sum(counts) > MAX_REPEATS:
         weights = ", ".join(str(r.weight) for r in requests)
-        raise PlanError(f"{where}: the weights {weights} need {sum(counts)} samplers to draw by (at most "
+        raise PlanError(f"{where}: the weights {weights} need {sum(counts)} units to draw by (at most "
                         f"{MAX_REPEATS}): round them, e.g. to percentages")
     return counts
 
@@ -163,14 +164,29 @@ def _sampler(r: Request) -> str:
             '<intProp name="Assertion.test_type">8</intProp></ResponseAssertion><hashTree/></hashTree>')
 
 
+def _picks(counts: list[int]) -> str:
+    """User Defined Variables lab_pick_1…N: the index of the row each unit of weight draws."""
+    rows = [i for i, n in enumerate(counts) for _ in range(n)]
+    variables = "".join(f'<elementProp name="lab_pick_{k}" elementType="Argument"><stringProp name="Argument.name">'
+                        f'lab_pick_{k}</stringProp><stringProp name="Argument.value">{row}</stringProp>'
+                        '<stringProp name="Argument.metadata">=</stringProp></elementProp>'
+                        for k, row in enumerate(rows, start=1))
+    return ('<Arguments guiclass="ArgumentsPanel" testclass="Arguments" testname="the row of each unit of weight" '
+            f'enabled="true"><collectionProp name="Arguments.arguments">{variables}</collectionProp></Arguments>'
+            '<hashTree/>')
+
+
 def plan_xml(requests: list[Request], source: str) -> str:
     """A JMeter plan replaying the requests by weight, reading the lab's properties."""
-    samplers = "".join(_sampler(r) * n for r, n in zip(requests, repeats(requests, source), strict=True))
+    counts = repeats(requests, source)
+    samplers = "".join(_sampler(r) for r in requests)
+    pick = f"${{__V(lab_pick_${{__Random(1,{sum(counts)})}})}}"
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!-- Written by the lab from {escape(source)} (lab/experiment/load/request_list.py): do not edit, edit the list. -->
 <jmeterTestPlan version="1.2" properties="5.0" jmeter="5.6.3"><hashTree>
 <TestPlan guiclass="TestPlanGui" testclass="TestPlan" testname="request list" enabled="true">
 <boolProp name="TestPlan.serialize_threadgroups">false</boolProp></TestPlan><hashTree>
+{_picks(counts)}
 <ConfigTestElement guiclass="HttpDefaultsGui" testclass="ConfigTestElement" testname="target" enabled="true">
 <elementProp name="HTTPsampler.Arguments" elementType="Arguments"><collectionProp name="Arguments.arguments"/>
 </elementProp><stringProp name="HTTPSampler.domain">${{__P(host,127.0.0.1)}}</stringProp>
@@ -190,8 +206,8 @@ def plan_xml(requests: list[Request], source: str) -> str:
 <stringProp name="ThreadGroup.duration">${{__jexl3(${{__P(ramp_up_s,10)}} + ${{__P(duration_s,60)}})}}</stringProp>
 <stringProp name="ThreadGroup.delay">0</stringProp>
 <boolProp name="ThreadGroup.same_user_on_next_iteration">true</boolProp></ThreadGroup><hashTree>
-<RandomController guiclass="RandomControlGui" testclass="RandomController" testname="one request by weight"
- enabled="true"><intProp name="InterleaveControl.style">1</intProp></RandomController>
+<SwitchController guiclass="SwitchControllerGui" testclass="SwitchController" testname="one request by weight"
+ enabled="true"><stringProp name="SwitchController.value">{pick}</stringProp></SwitchController>
 <hashTree>{samplers}</hashTree></hashTree></hashTree></hashTree></jmeterTestPlan>
 """
 
