@@ -213,7 +213,7 @@ def test_rules_that_would_cut_the_ssh_session_are_refused_before_they_apply(tmp_
 def test_a_load_generators_pmcd_listens_on_the_loopback_only(tmp_path):
     """roles/loadgen's task, run on a copy of Debian's /etc/default/pmcd: PMCD_LOCAL=1, and pmcd restarted."""
     role = ANSIBLE_DIR / "roles" / "loadgen"
-    task = next(t for t in yaml.safe_load((role / "tasks" / "main.yml").read_text())
+    task = next(t for t in yaml.safe_load((role / "tasks" / "pmcd.yml").read_text())
                 if t["name"].startswith("Keep pmcd local"))
     defaults = tmp_path / "pmcd"
     defaults.write_text("# Debian's, shortened\n# PMCD_LOCAL=0\nPMCD_MAXPENDING=5\n")

@@ -72,16 +72,38 @@ def url_path(value, key: str, where: str) -> str:
     return value
 
 
-def file(base: Path, value, key: str, where: str, directory: bool = False, exists: bool = True) -> Path:
+@dataclass(frozen=True)
+class Home:
+    """Where a descriptor's paths are read from (its folder) and the folder they must stay inside (its `root:`, else
+    that same folder): a path that leads out of it, by .., an absolute path or a symlink, is refused."""
+    base: Path
+    root: Path
+
+
+def home(base: Path, raw, where: str) -> Home:
+    """The descriptor's Home: `root:` a folder (relative to the descriptor) holding it and every path it names."""
+    base = base.resolve()
+    if raw is None:
+        return Home(base, base)
+    root = file(Home(base, Path("/")), raw, "root", where, directory=True)
+    if not base.is_relative_to(root):
+        raise fail(where, "root", f"{root} does not hold the descriptor's own folder {base}")
+    return Home(base, root)
+
+
+def file(home: Home, value, key: str, where: str, directory: bool = False, exists: bool = True) -> Path:
     if not isinstance(value, str) or not value.strip():
         raise fail(where, key, "must be a path (relative to the descriptor)")
-    path = (base / value).resolve()
+    path = (home.base / value).resolve()          # symlinks followed: where the file really is
+    if not path.is_relative_to(home.root):
+        raise fail(where, key, f"{value} is {path}, outside {home.root}: a descriptor's paths stay in its folder, or "
+                   "in the folder its root: names (the lab copies them to the machines and into run folders)")
     if exists and not (path.is_dir() if directory else path.is_file()):
         raise fail(where, key, f"{path}: no such {'directory' if directory else 'file'}")
     return path
 
 
-def jar(base: Path, raw, where: str, name: str) -> Path:
+def jar(base: Home, raw, where: str, name: str) -> Path:
     """`jar:` a path, or {maven: group:artifact:version[:classifier]} resolved from Maven Central."""
     if not isinstance(raw, dict):
         return file(base, raw, "jar", where)
@@ -93,7 +115,7 @@ def jar(base: Path, raw, where: str, name: str) -> Path:
         raise fail(where, "jar.maven", str(e)) from None
 
 
-def stacks(base: Path, raw, project: Path | None, where: str, names: tuple[str, ...]) -> dict[str, Path]:
+def stacks(base: Home, raw, project: Path | None, where: str, names: tuple[str, ...]) -> dict[str, Path]:
     """`stacks:` {name: jar}: the service's builds, the knob app_stack choosing one per machine (names: its
     choices). A build's jar may be missing only where `build:` makes it."""
     if not isinstance(raw, dict) or not raw:
@@ -104,7 +126,7 @@ def stacks(base: Path, raw, project: Path | None, where: str, names: tuple[str, 
     return {key: file(base, value, f"stacks.{key}", where, exists=project is None) for key, value in raw.items()}
 
 
-def build_project(base: Path, raw, where: str) -> Path | None:
+def build_project(base: Home, raw, where: str) -> Path | None:
     """`build:` the Maven project that makes a build of `stacks:` when it is missing or older than the project's
     sources: `mvnw package -pl STACK -am`, with its own mvnw or the lab's Maven (never a parent folder's)."""
     if raw is None:
@@ -177,7 +199,7 @@ def properties(raw, where: str) -> dict:
     return dict(raw)
 
 
-def template(base: Path, raw, where: str, catalog: set[str]) -> tuple[Path | None, frozenset[str]]:
+def template(base: Home, raw, where: str, catalog: set[str]) -> tuple[Path | None, frozenset[str]]:
     """`template:` a Jinja template of Spring properties (YAML) the lab renders on each machine with the knobs,
     and the catalog's knobs it reads: those, and only those, of the knobs that reach a service through its
     template (`needs: template`) this service takes."""
@@ -238,7 +260,7 @@ def logs(raw, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def mock(base: Path, raw, port: int, where: str) -> Mock | None:
+def mock(base: Home, raw, port: int, where: str) -> Mock | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or set(raw) - {"stubs", "extra_ports", "builtin"}:
@@ -273,7 +295,7 @@ def health(raw: dict, actuator: bool | None, where: str) -> str:
     return url_path(raw.get("health", "/actuator/health"), "health", where)
 
 
-def load(base: Path, raw, where: str, name: str, allow_code: bool = False) -> tuple[plan_check.PlanFacts | None, bool]:
+def load(base: Home, raw, where: str, name: str, allow_code: bool = False) -> tuple[plan_check.PlanFacts | None, bool]:
     """`load:` → (the service's own plan, checked; whether it runs the lab's own plan instead). allow_code: the
     user's --allow-plan-code."""
     if raw is None:

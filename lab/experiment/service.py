@@ -4,6 +4,7 @@ of its code changed (issue 38). The lab's own sample Camel app is one descriptor
 
 ```yaml
 name: petclinic-rest                  # [a-z0-9-], the run folder's label and the report's title
+root: ..                              # the folder every path below stays inside (absent: this file's own folder)
 jar: build/petclinic-rest.jar         # the executable jar, relative to this file, or {maven: group:artifact:version}
 # stacks: {camel3: a.jar, camel4: b.jar}   # or builds of it, the knob app_stack choosing one per machine,
 # build: ../app                       # made by this Maven project (mvnw package -pl STACK -am) when missing or old
@@ -46,8 +47,8 @@ from lab.provision import catalog, jarinfo, jars
 
 SERVICES = paths.ROOT / "services"
 DEFAULT = "sample"                    # services/sample.yml: the lab's own Camel app
-FIELDS = {"name", "jar", "stacks", "build", "port", "proxy_path", "health", "check", "start_timeout_s", "properties",
-          "template", "logging", "logs", "cds", "mock", "load"}
+FIELDS = {"name", "root", "jar", "stacks", "build", "port", "proxy_path", "health", "check", "start_timeout_s",
+          "properties", "template", "logging", "logs", "cds", "mock", "load"}
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 ServiceError = descriptor.DescriptorError
 _FACTS: dict[tuple[str, float], jarinfo.JarFacts] = {}     # jar (path, mtime) → its facts, read once
@@ -138,7 +139,7 @@ def _read(source: Path) -> dict:
     return raw
 
 
-def _builds(base: Path, raw: dict, where: str, name: str) -> tuple[dict, Path | None]:
+def _builds(base: descriptor.Home, raw: dict, where: str, name: str) -> tuple[dict, Path | None]:
     if ("jar" in raw) == ("stacks" in raw):
         raise descriptor.fail(where, "jar", "the service's executable jar: give jar (one) or stacks (builds of it)")
     if "jar" in raw:
@@ -164,7 +165,7 @@ def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
     name = raw.get("name")
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise descriptor.fail(where, "name", f"must be 1–40 lower-case letters, digits or '-', got {name!r}")
-    base = source.resolve().parent
+    base = descriptor.home(source.resolve().parent, raw.get("root"), where)
     builds, project = _builds(base, raw, where, name)
     svc = Service(name=name, source=source, builds=builds, project=project)
     actuator = svc.facts.actuator if project is None else None   # a build `build:` makes is read once it is made

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -192,3 +193,27 @@ def test_a_build_uses_the_projects_own_maven_or_the_labs_never_a_parent_folders(
     assert ran == [str(maven.MAVEN_WRAPPER)] and not (parent / "mvnw.ran").exists()
     (project / "mvnw").write_text("#!/bin/sh\n")
     assert jars.maven_for(project) == project / "mvnw"
+
+
+@pytest.mark.parametrize(("field", "value"), [("logging", "../outside/logback.xml"), ("logging", "/etc/hostname"),
+                                              ("logging", "link.xml"), ("template", "../outside/t.yml.j2")])
+def test_a_path_outside_the_descriptors_folder_is_refused_unless_its_root_holds_it(tmp_path, field, value):
+    """Issue 53, item 3: `logging: /root/.ssh/id_ed25519` was copied to both machines and into the run folder."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "logback.xml").write_text("<configuration/>")
+    (tmp_path / "outside" / "t.yml.j2").write_text("server: {}\n")
+    home = tmp_path / "svc"
+    home.mkdir()
+    boot_jar(home / "shop.jar", BOOT32, ("spring-boot-3.5.7.jar", "tomcat-embed-core-10.1.48.jar"))
+    (home / "link.xml").symlink_to(tmp_path / "outside" / "logback.xml")        # a symlink leads out too
+    fields = {"name": "shop", "jar": "shop.jar", "health": "/h", field: value}
+    (home / "shop.yml").write_text(yaml.safe_dump(fields))
+    said = rf"{field}: {re.escape(value)} is .*, outside {re.escape(str(home))}"
+    with pytest.raises(service.ServiceError, match=said):
+        service.load(str(home / "shop.yml"))
+    if value != "/etc/hostname":            # a root: holding both takes it
+        (home / "shop.yml").write_text(yaml.safe_dump({**fields, "root": ".."}))
+        assert service.load(str(home / "shop.yml")).name == "shop"
+    (home / "shop.yml").write_text(yaml.safe_dump({**fields, "root": "../outside"}))
+    with pytest.raises(service.ServiceError, match="root: .* does not hold the descriptor's own folder"):
+        service.load(str(home / "shop.yml"))

@@ -18,7 +18,9 @@ SAMPLE_JAR = paths.ROOT / "app" / "camel3" / "target" / "camel-tuning-app-camel3
 
 def write(tmp_path, **fields) -> str:
     path = tmp_path / "svc.yml"
-    path.write_text(yaml.safe_dump({"name": "sample-check", "jar": str(SAMPLE_JAR), "health": "/actuator/health",
+    # the lab's own jar, outside this folder: the descriptor says so with a root: holding both
+    path.write_text(yaml.safe_dump({"name": "sample-check", "root": "/", "jar": str(SAMPLE_JAR),
+                                    "health": "/actuator/health",
                                     "start_timeout_s": 180, "mock": {"builtin": True},
                                     "properties": {"lab.backend.url": "{mock}", "lab.audit.enabled": False},
                                     **fields}))
