@@ -55,6 +55,14 @@ KNOWN = {"top": {"request", "response", "priority", "name", "id", "uuid", "persi
                       "fixedDelayMilliseconds", "delayDistribution"}}
 
 
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class StubError(ValueError):
     """A stub the mock cannot serve as WireMock would; the message names the file, the stub and the field."""
 
@@ -240,6 +248,9 @@ def _response(stub: Stub, response: dict, where: str, files_dir: Path) -> None:
                 isinstance(v, (str, int, float)) and not isinstance(v, bool) and "\n" not in str(v)
                 and "\r" not in str(v) for v in values):
             raise StubError(f"{where}: response.headers.{name}: not a header name with text values")
+        if not all(_latin1(str(v)) for v in values):
+            raise StubError(f"{where}: response.headers.{name}: {values!r} holds characters an HTTP header cannot "
+                            "carry (ISO-8859-1 only): percent-encode them, or put the text in the body")
         if name.lower() == "content-type":
             content_type = str(values[0])
         elif name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):

@@ -233,6 +233,9 @@ def test_the_same_seed_gives_the_same_delays(tmp_path):
     ({"request": {"url": "/a"}, "response": {}, "priority": 0},
      "mappings/bad.json: priority: must be a whole number from 1, got 0"),
     ({"request": {"url": "/a"}, "respons": {}}, "mappings/bad.json: respons: not a WireMock field"),
+    # issue 53, item 7: a UnicodeEncodeError traceback before
+    ({"request": {"url": "/a"}, "response": {"headers": {"X-Name": "caf\u00e9 \u2615"}}},
+     "mappings/bad.json: response.headers.X-Name: ['caf\u00e9 \u2615'] holds characters an HTTP header cannot carry"),
     ("{not json", "mappings/bad.json: not readable JSON"),
 ])
 def test_a_stub_the_mock_would_answer_otherwise_than_wiremock_is_refused_by_name(tmp_path, mapping, said):
