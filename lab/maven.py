@@ -3,11 +3,11 @@ pom: the pom's hash is stamped in the folder, and a folder stamped by another po
 artifact by its coordinates (a service's jar: artifact())."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import shutil
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,10 +15,6 @@ from lab import paths, shell
 
 MAVEN_WRAPPER = paths.ROOT / "app" / "mvnw"  # Maven 3.9 from the app's wrapper; needs only Java
 STAMP_NAME = ".lab-pom.sha256"              # in the folder: the hash of the pom it was built from
-# one assembly of a folder at a time in this process: a run assembles JMeter beside the boot while its load may ask
-# for it too, and a second assembly would remove the first one's half-built folder
-_ASSEMBLING: dict[Path, threading.Lock] = {}
-_LOCKS = threading.Lock()
 
 
 def pom_hash(pom: Path) -> str:
@@ -37,9 +33,12 @@ def assemble(pom: Path, home: Path, home_property: str, marker: str, error: type
              finish: Callable[[Path], None] = lambda building: None) -> Path:
     """Runs `mvn package -D<home_property>=<a fresh folder>` on pom, then finish(folder), checks marker is
     there, stamps it and moves it to home (a half-built folder never becomes home). Returns home."""
-    with _LOCKS:
-        mine = _ASSEMBLING.setdefault(home.resolve(), threading.Lock())
-    with mine:
+    # one assembly of a folder at a time, across threads and processes (a run assembles JMeter beside the boot while
+    # its load may ask for it; test workers share a checkout): a second one would remove the first's half-built
+    # folder, or replace the home under a JMeter starting from it. flock: each open() is its own lock holder.
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / f"{home.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         return _assemble(pom, home, home_property, marker, error, finish)
 
 

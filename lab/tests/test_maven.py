@@ -1,7 +1,9 @@
 """A folder assembled from a pom (lab/maven.py): once, also when two threads of one run ask for it at once (JMeter
-assembled beside the boot while the load may ask for it)."""
+assembled beside the boot while the load may ask for it) or two processes do (test workers sharing a checkout)."""
+import multiprocessing
 import threading
 import time
+from pathlib import Path
 
 from lab import maven
 
@@ -40,4 +42,33 @@ def test_two_threads_assembling_one_home_run_maven_once(tmp_path, monkeypatch):
     assert not failed and got == [home, home]
     assert len(runs) == 1, f"Maven ran {len(runs)} times"
     assert (home / "bin" / "marker").read_text() == "built" and maven.is_built(home, pom, "bin/marker")
-    assert [p.name for p in home.parent.iterdir()] == ["home"], "a half-built folder was left"
+    assert sorted(p.name for p in home.parent.iterdir()) == ["home", "home.lock"], "a half-built folder was left"
+
+
+def test_two_processes_assembling_one_home_run_maven_once(tmp_path, monkeypatch):
+    """A fresh clone's test workers both asked for JMeter: the second replaced the home under the first's JMeter
+    ("Could not access …/lib/ext", CI of 3262e8d's clone)."""
+    pom = tmp_path / "pom.xml"
+    pom.write_text("<project/>")
+    home = tmp_path / "state" / "home"
+    runs = tmp_path / "runs.txt"
+
+    def fake_maven(argv, what, error, cwd, **_):
+        building = Path(next(a.split("=", 1)[1] for a in argv if a.startswith("-Dlab.home=")))
+        with open(runs, "a") as f:
+            f.write("ran\n")
+        time.sleep(0.5)
+        (building / "bin").mkdir(parents=True)
+        (building / "bin" / "marker").write_text("built")
+
+    monkeypatch.setattr(maven.shell, "run", fake_maven)
+    fork = multiprocessing.get_context("fork")       # the children keep the stand-in Maven
+    workers = [fork.Process(target=maven.assemble, args=(pom, home, "lab.home", "bin/marker", Broken))
+               for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    assert [w.exitcode for w in workers] == [0, 0]
+    assert runs.read_text() == "ran\n", "Maven ran in both processes"
+    assert maven.is_built(home, pom, "bin/marker")
