@@ -283,7 +283,9 @@ def test_pcp_archives_hold_the_expected_metrics(short_run):
         pcp = short_run["folder"] / name / "pcp"
         assert (pcp / "archive.0").is_file() and (pcp / "archive.meta").is_file(), sorted(pcp.iterdir())
         metrics = read_metrics(pcp / "metrics.csv")           # the report's own reader
-        missing = [m for m in CHART_METRICS if len(metrics.by_metric.get(m, ((),))[0]) < 30]
+        # values (pcp's interval: 5 s) over most of the ~120 s recorded: 25 of the host's, 19–20 of the JVM's and the
+        # machine's own, which answer once the app has started (30 of 48 and 41–44 when the load held 3 min)
+        missing = [m for m in CHART_METRICS if len(metrics.by_metric.get(m, ((),))[0]) < 15]
         assert not missing, f"{name}: too few values of {missing} (seen: {sorted(metrics.by_metric)})"
         # the machine's manifest (written by Ansible) named what to export; all of it came back
         assert collect.read_manifest(pcp.parent)["pcp"]["metrics"], f"{name}: no manifest in its config/"
