@@ -48,6 +48,7 @@ OTHER_PROTOCOLS = ("TCPSampler", "JDBCSampler", "SmtpSampler", "FTPSampler", "LD
 CODE_FUNCTIONS = ("__groovy", "__javaScript", "__BeanShell", "__eval", "__evalVar", "__FileToString",
                   "__StringFromFile", "__CSVRead", "__StringToFile", "__XPath", "__setProperty", "__machineIP")
 JEXL = ("__jexl2", "__jexl3")
+FUNCTION_NAME = re.compile(r"\$\{(__\w+)")        # a JMeter function a text calls: ${__name(…)} or ${__name}
 ALLOW_CODE = "--allow-plan-code"
 
 
@@ -126,8 +127,9 @@ def _code(root: ET.Element, text: str, parents: dict) -> str | None:
         kind = element.get("testclass") or ""
         if (kind in CODE_ELEMENTS or kind.startswith(CODE_PREFIXES)) and _enabled(element, parents):
             return f"{element.get('testname') or kind!r} ({kind}) runs code"
+    called = set(FUNCTION_NAME.findall(text))
     for name in CODE_FUNCTIONS:
-        if re.search(rf"\$\{{{re.escape(name)}\(", text):
+        if name in called:
             return f"it calls JMeter's {name}, which runs code or reaches the host's files or properties"
     for name in JEXL:
         for expression in _calls(text, name):

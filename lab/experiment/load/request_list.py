@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from lab.experiment.load.plan_check import PlanError
+from lab.experiment.load.plan_check import FUNCTION_NAME, PlanError
 
 COLUMNS = ("method", "path", "body_file", "weight", "expected_status")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
@@ -43,7 +43,6 @@ VALUE_FUNCTIONS = frozenset({"__Random", "__RandomString", "__RandomDate", "__UU
                              "__time", "__timeShift", "__intSum", "__longSum", "__urlencode", "__urldecode",
                              "__escapeHtml", "__unescapeHtml", "__char", "__P", "__property", "__dateTimeConvert",
                              "__changeCase", "__digest"})
-FUNCTION_NAME = re.compile(r"\$\{(__\w+)")
 FUNCTION = re.compile(r"\$\{[^}]*}")
 
 
