@@ -82,10 +82,10 @@ def _save(folder: Path, data: dict) -> None:
     os.replace(tmp, folder / "tune.json")
 
 
-def _failed(folder: Path, data: dict, failure: BaseException) -> None:
-    """tune.json marked failed, with the exception's name and message (every finished trial stays kept)."""
+def _failed(data: dict, failure: BaseException) -> dict:
+    """tune.json's content marked failed, with the exception's name and message (every finished trial stays kept)."""
     data.update(status="failed", ended=run_record.utc_now(), error=f"{type(failure).__name__}: {failure}")
-    _save(folder, data)
+    return data
 
 
 def _row(r: search.Result) -> dict:
@@ -172,7 +172,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.holds_s, plan.floor,
                              rules=trials.rules(opts, s, lab.validate, plan.control), question=question(opts, plan))
     except BaseException as failure:
-        _failed(folder, data, failure)
+        _save(folder, _failed(data, failure))
         raise
     evaluate = trials.evaluator(opts, s, lab.run_trial, folder.name, plan.objective,
                                 judge or trials.gate_judge(plan.constraints),
@@ -203,8 +203,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
     except BaseException as failure:        # named or not, tune.json says the tune failed and why, then it goes on up
         data["spent_s"] = round(spent + clock() - began)
-        record(folder, data, tuner)
-        _failed(folder, data, failure)
+        record(folder, _failed(data, failure), tuner)
         raise
     data.update(status="interrupted" if code else "complete", ended=run_record.utc_now(),
                 spent_s=round(spent + clock() - began))
