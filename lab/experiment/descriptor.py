@@ -80,7 +80,7 @@ class Home:
     root: Path
 
 
-def home(base: Path, raw, where: str) -> Home:
+def home_of(base: Path, raw, where: str) -> Home:
     """The descriptor's Home: `root:` a folder (relative to the descriptor) holding it and every path it names."""
     base = base.resolve()
     if raw is None:
@@ -103,10 +103,10 @@ def file(home: Home, value, key: str, where: str, directory: bool = False, exist
     return path
 
 
-def jar(base: Home, raw, where: str, name: str) -> Path:
+def jar(home: Home, raw, where: str, name: str) -> Path:
     """`jar:` a path, or {maven: group:artifact:version[:classifier]} resolved from Maven Central."""
     if not isinstance(raw, dict):
-        return file(base, raw, "jar", where)
+        return file(home, raw, "jar", where)
     if set(raw) != {"maven"} or not isinstance(raw["maven"], str):
         raise fail(where, "jar", "a path, or {maven: group:artifact:version[:classifier]} (from Maven Central)")
     try:       # kept beside the lab's other state: resolved once
@@ -115,7 +115,7 @@ def jar(base: Home, raw, where: str, name: str) -> Path:
         raise fail(where, "jar.maven", str(e)) from None
 
 
-def stacks(base: Home, raw, project: Path | None, where: str, names: tuple[str, ...]) -> dict[str, Path]:
+def stacks(home: Home, raw, project: Path | None, where: str, names: tuple[str, ...]) -> dict[str, Path]:
     """`stacks:` {name: jar}: the service's builds, the knob app_stack choosing one per machine (names: its
     choices). A build's jar may be missing only where `build:` makes it."""
     if not isinstance(raw, dict) or not raw:
@@ -123,15 +123,15 @@ def stacks(base: Home, raw, project: Path | None, where: str, names: tuple[str, 
     for key in raw:
         if key not in names:
             raise fail(where, f"stacks.{key}", f"not a choice of the knob app_stack ({', '.join(names)})")
-    return {key: file(base, value, f"stacks.{key}", where, exists=project is None) for key, value in raw.items()}
+    return {key: file(home, value, f"stacks.{key}", where, exists=project is None) for key, value in raw.items()}
 
 
-def build_project(base: Home, raw, where: str) -> Path | None:
+def build_project(home: Home, raw, where: str) -> Path | None:
     """`build:` the Maven project that makes a build of `stacks:` when it is missing or older than the project's
     sources: `mvnw package -pl STACK -am`, with its own mvnw or the lab's Maven (never a parent folder's)."""
     if raw is None:
         return None
-    project = file(base, raw, "build", where, directory=True)
+    project = file(home, raw, "build", where, directory=True)
     if not (project / "pom.xml").is_file():
         raise fail(where, "build", f"{project}: no pom.xml (a Maven project whose modules are the stacks)")
     return project
@@ -199,13 +199,13 @@ def properties(raw, where: str) -> dict:
     return dict(raw)
 
 
-def template(base: Home, raw, where: str, catalog: set[str]) -> tuple[Path | None, frozenset[str]]:
+def template(home: Home, raw, where: str, catalog: set[str]) -> tuple[Path | None, frozenset[str]]:
     """`template:` a Jinja template of Spring properties (YAML) the lab renders on each machine with the knobs,
     and the catalog's knobs it reads: those, and only those, of the knobs that reach a service through its
     template (`needs: template`) this service takes."""
     if raw is None:
         return None, frozenset()
-    path = file(base, raw, "template", where)
+    path = file(home, raw, "template", where)
     try:
         tree = jinja2.Environment().parse(path.read_text(encoding="utf-8"))
     except jinja2.TemplateSyntaxError as e:
@@ -260,12 +260,12 @@ def logs(raw, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def mock(base: Home, raw, port: int, where: str) -> Mock | None:
+def mock(home: Home, raw, port: int, where: str) -> Mock | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or set(raw) - {"stubs", "extra_ports", "builtin"}:
         raise fail(where, "mock", "must be a mapping of stubs, extra_ports, builtin")
-    stubs = file(base, raw["stubs"], "mock.stubs", where, directory=True) if "stubs" in raw else None
+    stubs = file(home, raw["stubs"], "mock.stubs", where, directory=True) if "stubs" in raw else None
     builtin = flag(raw, "builtin", f"{where}: mock")
     if stubs is None and not builtin:
         raise fail(where, "mock", "neither stubs nor builtin: nothing would answer the service's calls")
@@ -295,7 +295,7 @@ def health(raw: dict, actuator: bool | None, where: str) -> str:
     return url_path(raw.get("health", "/actuator/health"), "health", where)
 
 
-def load(base: Home, raw, where: str, name: str, allow_code: bool = False) -> tuple[plan_check.PlanFacts | None, bool]:
+def load(home: Home, raw, where: str, name: str, allow_code: bool = False) -> tuple[plan_check.PlanFacts | None, bool]:
     """`load:` → (the service's own plan, checked; whether it runs the lab's own plan instead). allow_code: the
     user's --allow-plan-code."""
     if raw is None:
@@ -308,7 +308,7 @@ def load(base: Home, raw, where: str, name: str, allow_code: bool = False) -> tu
                    "(the lab's own plan, jmeter/plan.jmx, which calls the sample app's API)")
     key = next(iter(raw))
     try:
-        source = file(base, raw[key], f"load.{key}", where)
+        source = file(home, raw[key], f"load.{key}", where)
         if key == "requests":       # the lab writes the plan that replays it, beside its other state
             source = request_list.write_plan(source, paths.STATE_DIR / "services" / name / "requests.jmx")
         return plan_check.check(source, allow_code), False

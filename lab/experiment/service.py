@@ -139,16 +139,16 @@ def _read(source: Path) -> dict:
     return raw
 
 
-def _builds(base: descriptor.Home, raw: dict, where: str, name: str) -> tuple[dict, Path | None]:
+def _builds(home: descriptor.Home, raw: dict, where: str, name: str) -> tuple[dict, Path | None]:
     if ("jar" in raw) == ("stacks" in raw):
         raise descriptor.fail(where, "jar", "the service's executable jar: give jar (one) or stacks (builds of it)")
     if "jar" in raw:
         if "build" in raw:
             raise descriptor.fail(where, "build", "makes the builds of stacks:, not a jar: (build it yourself)")
-        return {"": descriptor.jar(base, raw["jar"], where, name)}, None
-    project = descriptor.build_project(base, raw.get("build"), where)
+        return {"": descriptor.jar(home, raw["jar"], where, name)}, None
+    project = descriptor.build_project(home, raw.get("build"), where)
     app_stack = catalog.specs()["app_stack"]
-    stacks = descriptor.stacks(base, raw["stacks"], project, where, tuple(app_stack["choices"]))
+    stacks = descriptor.stacks(home, raw["stacks"], project, where, tuple(app_stack["choices"]))
     default = app_stack["default"]
     if default not in stacks:
         raise descriptor.fail(where, "stacks", f"must name a build {default}: what a machine runs unless the knob "
@@ -165,8 +165,8 @@ def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
     name = raw.get("name")
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise descriptor.fail(where, "name", f"must be 1–40 lower-case letters, digits or '-', got {name!r}")
-    base = descriptor.home(source.resolve().parent, raw.get("root"), where)
-    builds, project = _builds(base, raw, where, name)
+    home = descriptor.home_of(source.resolve().parent, raw.get("root"), where)
+    builds, project = _builds(home, raw, where, name)
     svc = Service(name=name, source=source, builds=builds, project=project)
     actuator = svc.facts.actuator if project is None else None   # a build `build:` makes is read once it is made
     port = descriptor.whole(raw, "port", 8080, 1024, 65535, where)
@@ -178,8 +178,8 @@ def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
     check = raw.get("check", {"path": proxy, "status": 200})
     if not isinstance(check, dict) or set(check) - {"path", "status"} or "path" not in check:
         raise descriptor.fail(where, "check", "must be {path: /…, status: 200}")
-    template, template_knobs = descriptor.template(base, raw.get("template"), where, set(catalog.specs()))
-    plan, lab_plan = descriptor.load(base, raw.get("load"), where, name, allow_plan_code)
+    template, template_knobs = descriptor.template(home, raw.get("template"), where, set(catalog.specs()))
+    plan, lab_plan = descriptor.load(home, raw.get("load"), where, name, allow_plan_code)
     return Service(
         name=name, source=source, builds=builds, project=project, port=port, proxy_path=proxy,
         health=descriptor.health(raw, actuator, where),
@@ -188,9 +188,9 @@ def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
         start_timeout_s=descriptor.whole(raw, "start_timeout_s", 600, 30, 3600, where),
         properties=descriptor.properties(raw.get("properties"), where),
         template=template, template_knobs=template_knobs,
-        logging=descriptor.file(base, raw["logging"], "logging", where) if "logging" in raw else None,
+        logging=descriptor.file(home, raw["logging"], "logging", where) if "logging" in raw else None,
         logs=descriptor.logs(raw.get("logs"), where), cds=descriptor.flag(raw, "cds", where),
-        mock=descriptor.mock(base, raw.get("mock"), port, where), plan=plan, lab_plan=lab_plan)
+        mock=descriptor.mock(home, raw.get("mock"), port, where), plan=plan, lab_plan=lab_plan)
 
 
 def footprint_path(svc: Service) -> Path:
