@@ -8,6 +8,11 @@ noise; every noise is an AR(1) process, so per-second figures are autocorrelated
   ratio is exactly that factor);
 - errors: each side fails a request with its own expected probability (`error_default`, `error_tuned`).
 
+Shared by both machines (what a paired statistic cancels and a per-machine one does not): a warm-up (`warmup_s`,
+`warmup_depth`: both start at 1 − depth of their rate, latencies (1 + 2·depth) times longer, and settle
+exponentially within warmup_s) and a drift over the run (`drift`: the rate's log moves by that much from the
+first second to the last). Neither changes the truth: both sides are scaled alike.
+
 Between runs (Kalibera & Jones 2013: each JVM invocation is a random effect), a run can carry its own true
 effect on top of that truth: with `run_sd_tps`, `run_sd_latency` (log scale) or `run_sd_error_pt` (percentage
 points) above 0, the run draws u ~ N(0, sd²) per figure (run_effects) and tuned's rate is multiplied by exp(u),
@@ -42,13 +47,24 @@ def run_effects(seed, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0):
             "latency": rng.normal(0.0, run_sd_latency)}
 
 
+def shared_course(seconds, warmup_s=0.0, warmup_depth=0.0, drift=0.0):
+    """(rate factor, latency factor) per second that both machines share: a warm-up settling exponentially (to
+    5 % of its depth at warmup_s) and a drift of the rate's log from the first second to the last."""
+    t = np.arange(seconds, dtype=float)
+    left = warmup_depth * np.exp(-3.0 * t / warmup_s) if warmup_s > 0 else np.zeros(seconds)
+    course = np.exp(drift * (t / max(seconds - 1, 1) - 0.5))
+    return (1.0 - left) * course, 1.0 + 2.0 * left
+
+
 def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_factor=1.0,
                    error_default=0.02, error_tuned=0.02, phi=0.8, common_sigma=0.25, own_sigma=0.15,
-                   median_ms=200.0, t0=1_795_000_000.0, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0):
+                   median_ms=200.0, t0=1_795_000_000.0, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0,
+                   warmup_s=0.0, warmup_depth=0.0, drift=0.0):
     """{'default': Samples, 'tuned': Samples} of one simulated run started at t0 on both machines."""
     rng = np.random.default_rng(seed)
     u = run_effects(seed, run_sd_tps, run_sd_error_pt, run_sd_latency)
     common = ar1(rng, seconds, phi, common_sigma)
+    shared_rate, shared_latency = shared_course(seconds, warmup_s, warmup_depth, drift)
     sides = {}
     tuned_error = float(np.clip(error_tuned + u["error_pt"] / 100.0, 0.0, 0.95)) if run_sd_error_pt else error_tuned
     for name, factor, lat_factor, error in (("default", 1.0, 1.0, error_default),
@@ -56,7 +72,7 @@ def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_f
                                              latency_factor * np.exp(u["latency"]), tuned_error)):
         own = ar1(rng, seconds, phi, own_sigma)
         sigma = np.hypot(common_sigma, own_sigma)
-        offered = lognormal_rate(rate * factor, common + own, sigma)
+        offered = shared_rate * lognormal_rate(rate * factor, common + own, sigma)
         # errors: autocorrelated bursts around the side's probability; successes: the rate that succeeded
         p_error = np.clip(lognormal_rate(error, ar1(rng, seconds, phi, 0.5), 0.5), 0.0, 1.0)
         requests = rng.poisson(offered / (1.0 - error))
@@ -69,7 +85,8 @@ def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_f
             starts.append(t0 + second + np.sort(rng.random(k)))
             ok.append(rng.random(k) >= p_error[second])
             # lognormal latencies whose level drifts over time; the same law on both sides, tuned scaled
-            elapsed.append(np.round(lat_factor * median_ms * np.exp(latency_level[second] + rng.normal(0, 0.5, k))))
+            elapsed.append(np.round(lat_factor * median_ms * shared_latency[second]
+                                    * np.exp(latency_level[second] + rng.normal(0, 0.5, k))))
         start = np.concatenate(starts)
         n = len(start)
         sides[name] = Samples(start=start, elapsed_ms=np.maximum(np.concatenate(elapsed), 1.0),

@@ -1,0 +1,149 @@
+"""Coverage and width of the report's intervals on synthetic paired runs with a known truth (issue 52; a benchmark,
+not a CI stage: ~10 min for the default 200 runs a row on 2 cores).
+
+    .venv/bin/python -m bench.coverage [--runs 200] [--seconds 180] [--rows stationary,warm-up,...] [--label L]
+
+Each row simulates `--runs` seeded runs (report/tests/synthetic.py: both machines' rates share an AR(1)
+slowdown, each has its own AR(1) noise, Poisson counts, lognormal latencies whose level drifts, error bursts;
+a row adds a shared warm-up, a shared drift, a machine bias or a between-run effect) and analyses each as
+`report run` does (report/stats/uncertainty.py, 500 resamples a run). Per figure it prints how often the 95 %
+interval held the truth (coverage: the target is 95 %), the median half-width (ratios: % on the log scale,
+errors: points) and the median block length and degrees of freedom. Series rows combine trials as `report
+combine` does (crossover, report/stats/combine.py). Results: results/<stamp>-bench-coverage/coverage.json.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import multiprocessing
+import statistics
+import sys
+
+from lab import paths
+from report.stats.combine import combine
+from report.stats.runs import LoadedRun
+from report.stats.uncertainty import FIGURES, analyse, paired_windows
+from report.tests.synthetic import paired_samples
+
+RESAMPLES = 500
+WARM_UP = dict(warmup_s=60.0, warmup_depth=0.6)
+EFFECT = dict(effect=1.1, latency_factor=0.8, error_tuned=0.05)
+BETWEEN = dict(run_sd_tps=0.05, run_sd_latency=0.05, run_sd_error_pt=0.5)
+# row → (trials per run: 1 a single run, 2 or 4 a crossover series; the truth's parameters)
+ROWS = {
+    "stationary": (1, {}),
+    "warm-up": (1, WARM_UP),
+    "drift": (1, dict(drift=0.4)),
+    "effect + warm-up": (1, {**EFFECT, **WARM_UP}),
+    "machine bias +10 %": (1, dict(bias=1.1)),
+    "between-run effect": (1, BETWEEN),
+    "series of 2 (bias + between)": (2, dict(bias=1.1, **BETWEEN)),
+    "series of 4 (bias + between)": (4, dict(bias=1.1, **BETWEEN)),
+}
+
+
+def truth_of(params: dict) -> dict[str, float]:
+    """What the interval should hold: the configuration's effect (with a bias, on one run: effect × bias; a
+    crossover series removes the bias)."""
+    latency = params.get("latency_factor", 1.0)
+    return {"tps": params.get("effect", 1.0), "error_pct": 100.0 * (params.get("error_tuned", 0.02)
+                                                                    - params.get("error_default", 0.02)),
+            "p50": latency, "p95": latency, "p99": latency}
+
+
+def one_run(seed: int, seconds: int, params: dict):
+    sides = paired_samples(seed, seconds=seconds, **params)
+    t0 = max(s.start[0] for s in sides.values())
+    return analyse(paired_windows(sides, t0, t0 + seconds - 1), resamples=RESAMPLES, seed=seed)
+
+
+def _as_trial(seed: int, swapped: bool, analysis) -> LoadedRun:
+    machines = {"default": "tuned", "tuned": "default"} if swapped else {"default": "default", "tuned": "tuned"}
+    run = type("Run", (), {"get": lambda self, *k, default=None:
+                           {"machines": machines} if k == ("design",) else default, "status": "complete"})()
+    return LoadedRun(folder=f"trial-{seed}", run=run, machines={}, analysis=analysis)
+
+
+def simulate(job: tuple[str, int, int]) -> dict[str, dict]:
+    """One run (or series) of a row → {figure: {low, high, estimate, block, df}}."""
+    row, seed, seconds = job
+    trials, params = ROWS[row]
+    if trials == 1:
+        a = one_run(seed, seconds, {**params, "bias": params.get("bias", 1.0)})
+        return {f: {"low": a.effects[f].low, "high": a.effects[f].high, "estimate": a.effects[f].estimate,
+                    "block": a.block(f), "df": a.df(f)} for f in FIGURES}
+    runs = []
+    for k in range(trials):
+        swapped = k % 2 == 1
+        bias = params.get("bias", 1.0)
+        p = {**params, "bias": 1.0 / bias if swapped else bias}
+        runs.append(_as_trial(seed * 10 + k, swapped, one_run(seed * 10 + k, seconds, p)))
+    combined = combine(runs)
+    return {f: {"low": c.effect.low, "high": c.effect.high, "estimate": c.effect.estimate, "block": None,
+                "df": c.effect.df} for f, c in combined.items()}
+
+
+def summarise(row: str, results: list[dict]) -> dict[str, dict]:
+    trials, params = ROWS[row]
+    truth = truth_of(params if trials > 1 else {**params, "effect": params.get("effect", 1.0)
+                                                * params.get("bias", 1.0)})
+    out = {}
+    for f in FIGURES:
+        held = [r[f] for r in results if r[f]["low"] is not None and not math.isnan(r[f]["low"])]
+        if not held:
+            out[f] = {"n": 0}
+            continue
+        ratio = f != "error_pct"
+        halves = [(math.log(h["high"] / h["low"]) / 2 if ratio else (h["high"] - h["low"]) / 2) for h in held]
+        out[f] = {"n": len(held), "truth": truth[f],
+                  "coverage": sum(h["low"] <= truth[f] <= h["high"] for h in held) / len(held),
+                  "half_width": statistics.median(halves),
+                  "block": statistics.median(h["block"] for h in held) if held[0]["block"] else None,
+                  "df": statistics.median(h["df"] for h in held if h["df"] is not None and not math.isnan(h["df"]))
+                  if any(h["df"] is not None and not math.isnan(h["df"]) for h in held) else None}
+    return out
+
+
+def table(summary: dict[str, dict]) -> str:
+    lines = ["| row | figure | runs | coverage | median half-width | block | df |", "|---|---|---|---|---|---|---|"]
+    for row, figures in summary.items():
+        for f, s in figures.items():
+            if not s.get("n"):
+                continue
+            width = f"±{100 * s['half_width']:.1f} %" if f != "error_pct" else f"±{s['half_width']:.2f} pt"
+            block = "" if s["block"] is None else f"{s['block']:g}"
+            df = "" if s["df"] is None else f"{s['df']:.0f}"
+            lines.append(f"| {row} | {f} | {s['n']} | {100 * s['coverage']:.1f} % | {width} | {block} | {df} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--seconds", type=int, default=180)
+    parser.add_argument("--rows", default=",".join(ROWS))
+    parser.add_argument("--label", default="")
+    args = parser.parse_args(argv)
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown:
+        parser.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
+    summary = {}
+    with multiprocessing.Pool(2) as pool:
+        for row in rows:
+            results = pool.map(simulate, [(row, seed, args.seconds) for seed in range(args.runs)], chunksize=4)
+            summary[row] = summarise(row, results)
+            print(table({row: summary[row]}).split("\n", 2)[-1], flush=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = paths.RESULTS / f"{stamp}-bench-coverage{'-' + args.label if args.label else ''}"
+    folder.mkdir(parents=True)
+    (folder / "coverage.json").write_text(json.dumps({"runs": args.runs, "seconds": args.seconds,
+                                                      "resamples": RESAMPLES, "rows": summary}, indent=1))
+    print(f"\n{table(summary)}\n\n{folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
