@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 
 from report.output import WriteFailed, write_files
+from report.read.calibrations import matching_aa
 from report.read.records import VERDICT_JSON
 from report.render.combine import FOREST, forest_png, record, render, verdict_sentence
 from report.render.html import render_html
 from report.render.verdict import verdict_json
+from report.stats import between
+from report.stats.between import Calibration
 from report.stats.combine import combine
-from report.stats.runs import load_runs
+from report.stats.runs import LoadedRun, load_runs
 
 
 def write(series_folder: str | Path, trial_folders: list[str]) -> tuple[Path, str]:
@@ -20,15 +23,28 @@ def write(series_folder: str | Path, trial_folders: list[str]) -> tuple[Path, st
     returns (summary path, verdict sentence)."""
     series_folder = Path(series_folder)
     trials = load_runs(trial_folders)
-    results = combine(trials)
+    calibration = series_calibration(trials)
+    results = combine(trials, calibration)
     sentence = verdict_sentence(results, trials)
     summary = render(series_folder, trials, results)
     page = render_html(f"Camel Tuning Lab — {series_folder.name}", summary,
                        [(FOREST, forest_png(trials, results))], {}, charts_title="At a glance")
-    verdict = verdict_json(record(series_folder, trials, results, sentence))
+    verdict = verdict_json(record(series_folder, trials, results, sentence, calibration))
     # all rendered: the three files all or none, verdict.json last (report/output.py)
     write_files(series_folder, {"summary.md": summary, "report.html": page, VERDICT_JSON: verdict})
     return series_folder / "summary.md", sentence
+
+
+def series_calibration(trials: list[LoadedRun]) -> Calibration | None:
+    """The A/A runs beside the trials that match their load (as `report run` looks them up for one run); none for an
+    A/A series, which is a calibration itself."""
+    if not trials or all(t.design.get("kind") == "aa" for t in trials):
+        return None
+    first = trials[0]
+    lookup = matching_aa(first.folder, first.run)
+    own = {Path(t.folder).resolve().name for t in trials}
+    lookup.matching = [a for a in lookup.matching if a.run_id not in own]
+    return between.calibrate(lookup)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

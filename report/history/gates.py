@@ -7,7 +7,9 @@ What a gate reads:
   run too noisy to tell fails, and says "not shown" (the estimate alone would pass a noisy run half the time);
 - an error difference (`errors<=+0.5pt`): the same, on the difference's interval;
 - a level (`errors<=0.1%`, `p99<=2s`, `tps>=30/s`): the tuned configuration's own figure over the measured
-  window, which the verdict gives without an interval, judged as it is.
+  window, judged on its own 95 % interval's bound in the same way (verdict.json `tuned_ci`: the block bootstrap of
+  that machine's windows, so an error burst widens it): a 0.2 % error rate measured on a short run does not pass
+  `errors<=0.1%` by luck; a verdict without that interval (an older folder, too few windows) shows nothing.
 """
 from __future__ import annotations
 
@@ -74,11 +76,7 @@ def judge(gate: Gate, effects: dict) -> Outcome:
     """One gate on a verdict's effects (verdict.json "effects")."""
     f = effects.get(gate.figure) or {}
     if gate.reads == "level":
-        level = f.get("tuned")
-        if level is None:
-            return Outcome(gate, False, None, f"no level of {gate.figure} for the tuned configuration in this verdict")
-        ok = level <= gate.value if gate.op == "<=" else level >= gate.value
-        return Outcome(gate, ok, level, f"tuned's {gate.figure} {level:g}")
+        return _judge_level(gate, f)
     if any(f.get(k) is None for k in ("estimate", "low", "high")):
         return Outcome(gate, False, None, f"no interval of {gate.figure} in this verdict: nothing shown")
     est, low, high, unit = as_change(f)
@@ -89,6 +87,22 @@ def judge(gate: Gate, effects: dict) -> Outcome:
               f"judged on the {'lower' if gate.op == '>=' else 'upper'} bound")
     if not ok and estimate_ok:
         detail += "; the estimate passes but the interval does not: not shown"
+    return Outcome(gate, ok, bound, detail)
+
+
+def _judge_level(gate: Gate, f: dict) -> Outcome:
+    level, ci = f.get("tuned"), f.get("tuned_ci") or {}
+    if level is None:
+        return Outcome(gate, False, None, f"no level of {gate.figure} for the tuned configuration in this verdict")
+    if ci.get("low") is None or ci.get("high") is None:
+        return Outcome(gate, False, None, f"tuned's {gate.figure} {level:g} without an interval in this verdict: "
+                                          "nothing shown")
+    bound = ci["high"] if gate.op == "<=" else ci["low"]
+    ok = bound <= gate.value if gate.op == "<=" else bound >= gate.value
+    detail = (f"tuned's {gate.figure} {level:g} (95 % CI {ci['low']:g} … {ci['high']:g}): judged on the "
+              f"{'upper' if gate.op == '<=' else 'lower'} bound")
+    if not ok and (level <= gate.value if gate.op == "<=" else level >= gate.value):
+        detail += "; the level passes but the interval does not: not shown"
     return Outcome(gate, ok, bound, detail)
 
 

@@ -10,16 +10,21 @@ from typing import Any
 
 from report.render.html import Figure
 from report.render.lines import line_lines
-from report.render.verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, spread_text
+from report.render.verdict import FIGURE_NAMES, NO_ERRORS, effect_text, pct, power_words, spread_text
+from report.stats import between
+from report.stats.between import Calibration
 from report.stats.combine import AGREEMENT_P, Combined
 from report.stats.runs import LoadedRun
 from report.stats.uncertainty import CI, FIGURES, Effect
 
 
 def _between_words(c: Combined) -> str:
-    """'; between trials τ = ±6.0 % (DerSimonian–Laird), in the interval (×1.4)', or that there is none."""
+    """'; between trials τ = ±6.0 % (DerSimonian–Laird), in the interval (×1.4)', the A/A calibration used instead,
+    or that there is none."""
     if math.isnan(c.tau2):
-        return ""
+        if c.effect.intervals.startswith("calibrated"):
+            return f"; too few trials for their own between-trial variance: {c.effect.intervals}"
+        return "; within-trial noise only (too few trials for a between-trial variance, no matching A/A runs)"
     if c.tau2 == 0:
         return "; no between-trial variance beyond their own noise (DerSimonian–Laird τ = 0)"
     return (f"; between trials τ = {spread_text(c.figure, math.sqrt(c.tau2))} (DerSimonian–Laird), included in the "
@@ -36,8 +41,8 @@ def agreement_words(c: Combined) -> str:
         return "agreement not tested (a trial's resampled figure does not vary)"
     if c.bias is not None:
         return ("one trial per orientation: agreement cannot be tested beyond the machine bias it estimates, nor "
-                "the between-trial variance estimated: within-trial noise only (--repeat 4 or more tests both)")
-    return "one trial: agreement is not tested, the between-trial variance not estimated"
+                f"the between-trial variance estimated (--repeat 4 or more tests both){_between_words(c)}")
+    return f"one trial: agreement is not tested, the between-trial variance not estimated{_between_words(c)}"
 
 
 def agreement_cell(c: Combined) -> str:
@@ -46,7 +51,8 @@ def agreement_cell(c: Combined) -> str:
         widened = f"; interval ×{c.inflated:.1f} for τ" if c.tau2 > 0 else ""
         return (f"agree (p = {c.q_p:.2f}){widened}" if c.q_p >= AGREEMENT_P
                 else f"DISAGREE (p = {c.q_p:.3f}){widened}")
-    return "not testable" + (" (one trial per orientation)" if c.bias is not None and c.q_df < 1 else "")
+    calibrated = "; A/A's τ in the interval" if c.effect.intervals.startswith("calibrated") else ""
+    return "not testable" + (" (one trial per orientation)" if c.bias is not None and c.q_df < 1 else "") + calibrated
 
 
 def verdict_sentence(results: dict[str, Combined], trials: list[LoadedRun]) -> str:
@@ -66,7 +72,7 @@ def verdict_sentence(results: dict[str, Combined], trials: list[LoadedRun]) -> s
     if tps.effect.detectable:
         head = f"tuned: {pct(tps.effect.estimate)} successful TPS ({ci})"
     else:
-        head = f"no difference in successful TPS detectable ({ci})"
+        head = f"no difference in successful TPS detectable ({ci}{power_words(tps.effect)})"
     text = f"{head}, combined over {counted} in {orientations}; {agreement_words(tps)}"
     if tps.bias is not None and tps.bias.has_interval:
         text += (f"; machine tuned vs machine default: {pct(tps.bias.estimate)} "
@@ -90,7 +96,9 @@ def render(series_folder: str | Path, trials: list[LoadedRun], results: dict[str
              "out of the combined figure (A/A series are not swapped: their columns are the machines). The "
              "trials' intervals here are drawn with seeds of their own (independent resamples), so their last "
              "digits can differ from each trial's own report. With more trials than fitted terms, the combined "
-             "intervals also hold the variance between trials (random effects, DerSimonian–Laird); the "
+             "intervals also hold the variance between trials (random effects, DerSimonian–Laird); with fewer, "
+             "that of the matching A/A runs beside the trials where there are some (as a single run's report "
+             "does); which, per figure: the agreement column and verdict.json `intervals`. The "
              "within-trial ones alone: verdict.json `ci_within`. Method: report/README.md (Uncertainty, Crossover).",
              "",
              "## Combined", "",
@@ -117,21 +125,29 @@ def render(series_folder: str | Path, trials: list[LoadedRun], results: dict[str
 
 
 def record(series_folder: str | Path, trials: list[LoadedRun], results: dict[str, Combined],
-           sentence: str) -> dict[str, Any]:
-    """The series' verdict.json."""
+           sentence: str, calibration: Calibration | None = None) -> dict[str, Any]:
+    """The series' verdict.json (calibration: the matching A/A runs looked up for it, None for an A/A series)."""
     def eff(e: Effect | None) -> dict[str, Any] | None:
         if e is None:
             return None
         within = dict(zip(("low", "high"), e.within, strict=True)) if e.has_interval else None
         return {"kind": e.kind, "estimate": None if math.isnan(e.estimate) else e.estimate,
                 "low": e.low if e.has_interval else None, "high": e.high if e.has_interval else None,
-                "detectable": e.detectable, "why_not": e.why_not or None, "ci_within": within}
+                "detectable": e.detectable, "why_not": e.why_not or None, "ci_within": within,
+                "intervals": e.intervals if e.has_interval else None,
+                "min_detectable": None if math.isnan(e.min_detectable) else e.min_detectable}
+    def level(c: Combined) -> dict[str, Any]:
+        """The tuned configuration's level over the trials and its interval (level gates)."""
+        shown = c.level is not None and not math.isnan(c.level.low)
+        return {"tuned": None if c.level is None else c.level.tuned,
+                "tuned_ci": {"low": c.level.low, "high": c.level.high} if shown else None}
     kind = "aa-series" if all(t.design["kind"] == "aa" for t in trials) else "crossover"
     return {"run_id": Path(series_folder).name, "design": {"kind": kind, "trials": len(trials)},
             "verdict": sentence, "trials": [Path(t.folder).name for t in trials],
             "swapped": [t.swapped for t in trials],
-            "effects": {f: eff(c.effect) for f, c in results.items()},
+            "effects": {f: {**eff(c.effect), **level(c)} for f, c in results.items()},
             "machine_bias": {f: eff(c.bias) for f, c in results.items()},
+            "calibration": between.record(calibration) if calibration is not None else None,
             "agreement": {f: {"q": None if math.isnan(c.q) else c.q, "df": c.q_df,
                               "p": None if math.isnan(c.q_p) else c.q_p,
                               "tau2": None if math.isnan(c.tau2) else c.tau2} for f, c in results.items()}}

@@ -18,7 +18,7 @@ from report.read.runinfo import RunInfo, design
 from report.stats.between import Calibration
 from report.stats.between import record as calibration_record
 from report.stats.machine import Machine
-from report.stats.uncertainty import CI, FIGURES, WINDOW_S, Analysis, Effect, kind_of
+from report.stats.uncertainty import CI, FIGURES, POWER, WINDOW_S, Analysis, Effect, kind_of
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}
@@ -73,7 +73,17 @@ def _tps_words(effect: Effect, subject: str) -> str:
         return f"{subject}: successful TPS {effect_text(effect)}"
     if effect.detectable:
         return f"{subject}: {pct(effect.estimate)} successful TPS ({effect_text(effect, with_estimate=False)})"
-    return f"no difference in successful TPS detectable ({effect_text(effect, with_estimate=False)})"
+    interval = effect_text(effect, with_estimate=False)
+    return f"no difference in successful TPS detectable ({interval}{power_words(effect)})"
+
+
+def power_words(effect: Effect) -> str:
+    """'; none larger than ±9 % at 80 % power': what 'no difference' can say at this interval's width."""
+    size = effect.min_detectable
+    if math.isnan(size):
+        return ""
+    shown = f"±{100 * (size - 1):.0f} %" if effect.kind == "ratio" else f"±{size:.2f} pt"
+    return f"; none larger than {shown} at {100 * POWER:.0f} % power"
 
 
 def steady_words(machines: dict[str, Machine]) -> str:
@@ -209,7 +219,8 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
               "effects": {}, "steady": {}, "stopped": {}}
     if analysis is not None:
         record["method"] = {"window_s": WINDOW_S, "windows": analysis.paired.n, "start": analysis.paired.start,
-                            "block_windows": dict(analysis.blocks), "resamples": analysis.resamples,
+                            "block_windows": dict(analysis.blocks),
+                            "level_block_windows": dict(analysis.level_blocks), "resamples": analysis.resamples,
                             "seed": analysis.seed, "df": {f: analysis.df(f) for f in FIGURES}}
         for figure in FIGURES:
             e = analysis.effects[figure]
@@ -217,13 +228,22 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
                 "kind": e.kind, "default": num(e.default), "tuned": num(e.tuned), "estimate": num(e.estimate),
                 "low": num(e.low) if e.has_interval else None, "high": num(e.high) if e.has_interval else None,
                 "detectable": e.detectable, "why_not": e.why_not or None, "df": num(e.df) if e.has_interval else None,
-                "ci_within": dict(zip(("low", "high"), map(num, e.within), strict=True)) if e.has_interval else None}
+                "ci_within": dict(zip(("low", "high"), map(num, e.within), strict=True)) if e.has_interval else None,
+                "intervals": e.intervals if e.has_interval else None, "min_detectable": num(e.min_detectable),
+                "tuned_ci": level_interval(e)}
     for m in machines.values():
         if m.steady is not None:
             record["steady"][m.name] = {"settled": m.steady.settled, "start_s": json_number(m.steady.start_s),
                                         "drift": json_number(m.steady.drift), "why": m.steady.why or None}
         record["stopped"][m.name] = None if m.stop is None else m.stop.at - m.t0
     return record
+
+
+def level_interval(e) -> dict[str, float] | None:
+    """The tuned configuration's own level's interval (what a level gate judges), or None without one."""
+    if math.isnan(e.tuned_low) or math.isnan(e.tuned_high):
+        return None
+    return {"low": e.tuned_low, "high": e.tuned_high}
 
 
 def verdict_json(record: dict[str, Any]) -> str:

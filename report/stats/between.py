@@ -146,8 +146,14 @@ def widen_effect(effect: Effect, cal: FigureCalibration) -> bool:
         return False    # no interval, no calibration of this figure; or no errors on either machine: exactly none
     se = within_se(effect.kind, effect.low, effect.high, effect.df)
     effect.within_low, effect.within_high = effect.low, effect.high
-    effect.low, effect.high, effect.df = widen(effect.kind, effect.estimate, se, effect.df, cal.tau2, cal.k)
+    if cal.tau2 > 0:        # (τ₀² = 0: the interval as it was, not as recomputed to the last bit)
+        effect.low, effect.high, effect.df = widen(effect.kind, effect.estimate, se, effect.df, cal.tau2, cal.k)
+    effect.intervals = calibrated_words(cal)
     return True
+
+
+def calibrated_words(cal: FigureCalibration) -> str:
+    return f"calibrated (A/A runs {', '.join(cal.trials)})"
 
 
 def apply(analysis: Analysis | None, calibration: Calibration) -> None:

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from report.stats.between import dl_regression, on_scale, widen, within_se
+from report.stats.between import (
+    Calibration,
+    FigureCalibration,
+    calibrated_words,
+    dl_regression,
+    on_scale,
+    widen,
+    within_se,
+)
 from report.stats.runs import LoadedRun, back, log_or_raw
 from report.stats.uncertainty import FIGURES, Effect, interval, kind_of
 
@@ -39,6 +47,7 @@ class Combined:
     tau2: float = math.nan              # DerSimonian–Laird's between-trial variance (analysis scale)
     inflated: float = 1.0               # the interval's widening by it, against the within-trial interval
     per_trial: list[Effect | None] = field(default_factory=list)   # the trials' own Effects
+    level: Effect | None = None         # the tuned configuration's own level over the trials (level gates)
 
 
 def _orientation_means(values: np.ndarray, signs: np.ndarray) -> tuple[Any, Any]:
@@ -49,8 +58,9 @@ def _orientation_means(values: np.ndarray, signs: np.ndarray) -> tuple[Any, Any]
     return values.mean(axis=0), np.full(values.shape[1:], np.nan) if values.ndim > 1 else math.nan
 
 
-def combine_figure(trials: list[LoadedRun], figure: str) -> Combined:
-    """The crossover combination of one figure over the trials that have an interval for it."""
+def combine_figure(trials: list[LoadedRun], figure: str, cal: FigureCalibration | None = None) -> Combined:
+    """The crossover combination of one figure over the trials that have an interval for it; the between-trial
+    variance its own (random effects) where the trials can estimate it, else the matching A/A calibration's."""
     usable = [t for t in trials if t.analysis is not None and t.analysis.effects[figure].has_interval]
     kind = kind_of(figure)
     per_trial = [t.analysis.effects[figure] if t.analysis is not None else None for t in trials]
@@ -79,7 +89,58 @@ def combine_figure(trials: list[LoadedRun], figure: str) -> Combined:
         b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
         combined.bias = b
     _random_effects(combined, points, np.nanvar(reps, axis=1, ddof=1), signs)
+    if not math.isnan(combined.tau2):
+        combined.effect.intervals = f"random-effects ({len(usable)} trials)"
+    elif cal is not None:
+        _calibrated(combined, cal, signs)
+    combined.level = tuned_level(usable, figure)
     return combined
+
+
+def _calibrated(combined: Combined, cal: FigureCalibration, signs: np.ndarray) -> None:
+    """Too few trials for their own τ² (one per orientation): the matching A/A trials' between-run variance joins
+    the interval, Σ c_i² τ² for the effect Σ c_i L_i. Both orientations cancel the twins' bias, so the A/A's τ² around
+    its own mean (DerSimonian–Laird, k ≥ 2) is the one that applies; one orientation (or one A/A trial): τ₀²,
+    around no difference, which keeps the bias in."""
+    e = combined.effect
+    if not cal.k or not e.has_interval or (e.kind == "difference" and e.default == e.tuned == 0):
+        return
+    c_effect, _ = _coefficients(signs)
+    around_mean = combined.bias is not None and cal.k >= 2
+    tau2, tau2_df = (cal.tau2_dl, cal.k - 1) if around_mean else (cal.tau2, cal.k)
+    se = within_se(e.kind, e.low, e.high, e.df)
+    e.within_low, e.within_high = e.low, e.high
+    if tau2 > 0:
+        e.low, e.high, e.df = widen(e.kind, e.estimate, se, e.df, tau2 * float(np.sum(c_effect ** 2)), tau2_df)
+    e.intervals = calibrated_words(cal)
+
+
+def tuned_level(trials: list[LoadedRun], figure: str) -> Effect | None:
+    """The tuned configuration's level over the trials (on both machines in a crossover), for level gates: the
+    mean of the trials' levels on the figure's scale, its interval from their within-run intervals plus the
+    between-trial variance (Hedges' unweighted moments: the levels' variance less the mean within-run variance,
+    k ≥ 2), t with Satterthwaite's degrees of freedom.
+    None when a trial has no interval of its level."""
+    kind = kind_of(figure)
+    effects = [t.analysis.effects[figure] for t in trials]
+    if not effects or any(math.isnan(e.tuned_low) for e in effects):
+        return None
+    values = np.array([on_scale(kind, e.tuned) for e in effects])
+    se = np.array([within_se(kind, e.tuned_low, e.tuned_high, t.analysis.level_df(figure))
+                   for e, t in zip(effects, trials, strict=True)])
+    k = len(values)
+    level = Effect(figure, kind, math.nan, back(kind, float(values.mean())))
+    level.estimate = level.tuned
+    if not np.all(np.isfinite(values)):
+        return None
+    if np.all(se == 0):                 # no errors in any trial: exactly none
+        level.low = level.high = level.tuned
+        return level
+    tau2 = max(0.0, float(values.var(ddof=1) - np.mean(se * se))) if k >= 2 else 0.0
+    within = float(np.sqrt(np.sum(se * se))) / k
+    df = float(sum(t.analysis.level_df(figure) for t in trials))
+    level.low, level.high, level.df = widen(kind, level.tuned, within, df, tau2 / k, max(k - 1, 1))
+    return level
 
 
 def _coefficients(signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,5 +179,7 @@ def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, sig
             combined.inflated = (on_scale(e.kind, e.high) - on_scale(e.kind, e.estimate)) / half
 
 
-def combine(trials: list[LoadedRun]) -> dict[str, Combined]:
-    return {figure: combine_figure(trials, figure) for figure in FIGURES}
+def combine(trials: list[LoadedRun], calibration: Calibration | None = None) -> dict[str, Combined]:
+    """Every figure combined; calibration: the A/A trials matching the series' load (none for an A/A series)."""
+    return {figure: combine_figure(trials, figure, calibration.figures[figure] if calibration else None)
+            for figure in FIGURES}

@@ -27,8 +27,10 @@ RESAMPLES = 2000
 SEED = 20261123           # fixed: the same run folder gives the same interval every time
 CONFIDENCE = 0.95
 CI = f"{CONFIDENCE * 100:.0f} % CI"     # how every table and sentence names the interval
+POWER = 0.80              # the power at which a verdict states the smallest difference it could have detected
 MIN_WINDOWS = 10          # fewer paired windows: no interval
-BLOCK_FACTOR = 2          # × Politis–White's length: with 1× the intervals covered only 84–91 % (tests)
+BLOCK_FACTOR = {"tps": 4, "errors": 8, "latency": 3}   # × Politis–White's length of the paired influence series,
+#   by the coverage measured (bench/coverage.py, report/README.md)
 LATENCY_BIN = 1.01        # latency histogram bins for resampling: 1 % wide (log-spaced)
 PERCENTILES = (50, 95, 99)
 MIN_TAIL_SAMPLES = 10     # a latency percentile p needs ≥ this many successes above it: n ≥ 10 / (1 − p/100)
@@ -96,33 +98,74 @@ def paired_windows(samples_by_side: dict[str, Samples | None], start: float, end
 GROUPS = {"tps": ("tps",), "errors": ("error_pct",), "latency": ("p50", "p95", "p99")}
 
 
-def _series(paired: Paired, group: str) -> list[np.ndarray]:
-    """The per-window series whose autocorrelation sets a figure group's block length."""
-    out = []
-    for side in paired.sides.values():
-        if group == "tps":
-            out.append(side.successes)
-        elif group == "errors":
-            out.append(side.requests - side.successes)
-        else:       # mean successful latency per window; windows without a success take the overall mean
-            counts = side.latency_hist.sum(axis=1)
-            sums = side.latency_hist @ side.bin_ms
-            overall = sums.sum() / counts.sum() if counts.sum() else 0.0
-            out.append(np.where(counts > 0, sums / np.maximum(counts, 1), overall))
-    return [x for x in out if np.ptp(x) > 0]
+def influence(paired: Paired, group: str) -> list[np.ndarray]:
+    """The per-window influence series of the group's paired statistics (tuned vs default): how much each window
+    moves the statistic, to first order. Its autocorrelation is what the bootstrap's blocks must keep: what both
+    machines share (a warm-up, a drift, the host's slowdown) cancels in it, as it does in the statistic.
+    - TPS, log(T/D) of the successes' sums: t_i/t̄ − d_i/d̄;
+    - errors, the difference of the failed shares F/R: (f_i − e·r_i)/r̄ of tuned less the same of default;
+    - latency, log(q_t/q_d) of each percentile: (p·s_i − b_i)/(S·g) of tuned less default's, with b_i the window's
+      successes at or below the side's percentile and g the density of log latency there (the histogram's)."""
+    d, t = (side_influence(paired.sides[name], group) for name in MACHINES)
+    return [tuned - default for tuned, default in zip(t, d, strict=True) if np.ptp(tuned - default) > 0]
+
+
+def side_influence(side: Side, group: str) -> list[np.ndarray]:
+    """One machine's influence series of the group's figures (its own level: what a level gate judges)."""
+    if group == "tps":
+        mean = side.successes.mean()
+        return [side.successes / mean if mean else np.zeros(len(side.successes))]
+    if group == "errors":
+        return [_error_influence(side)]
+    return [_quantile_influence(side, p) for p in PERCENTILES]
+
+
+def _error_influence(side: Side) -> np.ndarray:
+    mean_requests = side.requests.mean()
+    if not mean_requests:
+        return np.zeros(len(side.requests))
+    failures = side.requests - side.successes
+    share = failures.sum() / side.requests.sum()
+    return (failures - share * side.requests) / mean_requests
+
+
+QUANTILE_BINS = 5          # the density of log latency at a percentile: the histogram's bins within ±5 of its own
+
+
+def _quantile_influence(side: Side, p: float) -> np.ndarray:
+    counts = side.latency_hist.sum(axis=0)
+    total = counts.sum()
+    if not total:
+        return np.zeros(side.latency_hist.shape[0])
+    cum = np.cumsum(counts)
+    at = int(np.searchsorted(cum, max(1.0, math.ceil(p / 100.0 * total - 1e-9)) - 1e-6))
+    lo, hi = max(0, at - QUANTILE_BINS), min(len(counts), at + QUANTILE_BINS + 1)
+    density = counts[lo:hi].sum() / (total * (hi - lo) * math.log(LATENCY_BIN))
+    below = side.latency_hist[:, :at + 1].sum(axis=1)
+    return (p / 100.0 * side.successes - below) / (total * density)
 
 
 def block_length(paired: Paired, group: str = "tps") -> int:
     """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
-    length, the largest over the group's per-window series of both machines (TPS: successes; errors:
-    failures; latency: mean successful latency); 1 ≤ b ≤ n/3."""
-    columns = _series(paired, group)
-    if not columns or paired.n < 4:
+    length of the group's paired influence series (influence(); the largest over the latency percentiles');
+    1 ≤ b ≤ n/3."""
+    return _block_of(influence(paired, group), paired.n, BLOCK_FACTOR[group])
+
+
+def level_block_length(paired: Paired, group: str = "tps") -> int:
+    """The same rule on the tuned machine's own influence series: the blocks of its level's interval, which
+    nothing cancels (the host's slowdown, a warm-up and a drift are all in it)."""
+    columns = [c for c in side_influence(paired.sides["tuned"], group) if np.ptp(c) > 0]
+    return _block_of(columns, paired.n, BLOCK_FACTOR[group])
+
+
+def _block_of(columns: list[np.ndarray], n: int, factor: float) -> int:
+    if not columns or n < 4:
         return 1
     lengths = optimal_block_length(np.column_stack(columns))["circular"].to_numpy()
     lengths = lengths[np.isfinite(lengths)]
-    b = math.ceil(BLOCK_FACTOR * lengths.max()) if len(lengths) else 1
-    return int(min(max(b, 1), max(1, paired.n // 3)))
+    b = math.ceil(factor * lengths.max()) if len(lengths) else 1
+    return int(min(max(b, 1), max(1, n // 3)))
 
 
 def resample_indices(n: int, block: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
@@ -189,6 +232,10 @@ class Effect:
     df: float = math.nan          # degrees of freedom of the t quantile behind low … high
     within_low: float = math.nan  # the within-run interval, once low … high also hold the between-run variance
     within_high: float = math.nan     # (report/stats/between.py)
+    intervals: str = "within-run"     # what low … high include: within-run | calibrated (A/A runs …) |
+    #                                   random-effects (k trials)
+    tuned_low: float = math.nan   # the tuned configuration's own level's interval (what a level gate judges:
+    tuned_high: float = math.nan  # errors<=0.1%, p99<=2s, tps>=30/s), within-run
 
     @property
     def within(self) -> tuple[float, float]:
@@ -198,6 +245,18 @@ class Effect:
     @property
     def has_interval(self) -> bool:
         return not self.why_not and not math.isnan(self.low)
+
+    @property
+    def min_detectable(self) -> float:
+        """The smallest difference this interval detects with 80 % power (two-sided, 95 %): (t₀.₉₇₅ + t₀.₈₀)·se on the
+        figure's scale, se the interval's half-width over t₀.₉₇₅; a ratio's as a ratio (1.09: ±9 %), a
+        difference's in points; nan without an interval."""
+        if not self.has_interval or self.df is None or math.isnan(self.df) or (self.kind == "ratio" and self.low <= 0):
+            return math.nan
+        lo, hi = (math.log(self.low), math.log(self.high)) if self.kind == "ratio" else (self.low, self.high)
+        se = (hi - lo) / 2.0 / t_quantile(self.df)
+        size = (t_quantile(self.df) + float(stats.t.ppf(POWER, max(1.0, self.df)))) * se
+        return math.exp(size) if self.kind == "ratio" else size
 
     @property
     def detectable(self) -> bool:
@@ -216,6 +275,7 @@ class Analysis:
     seed: int
     effects: dict[str, Effect] = field(default_factory=dict)             # figure -> Effect
     replicates: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # side -> figure -> (resamples,)
+    level_blocks: dict[str, int] = field(default_factory=dict)       # figure group -> the tuned level's block
 
     def block(self, figure: str) -> int:
         return next(self.blocks[g] for g, figures in GROUPS.items() if figure in figures)
@@ -223,6 +283,10 @@ class Analysis:
     def df(self, figure: str) -> int:
         """Degrees of freedom of the figure's t quantile: independent blocks in the window, less one."""
         return max(1, self.paired.n // self.block(figure) - 1)
+
+    def level_df(self, figure: str) -> int:
+        block = next(self.level_blocks.get(g, 1) for g, figures in GROUPS.items() if figure in figures)
+        return max(1, self.paired.n // block - 1)
 
 
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
@@ -245,6 +309,25 @@ def interval(center: float, replicates: np.ndarray, df: int, log_scale: bool,
     if log_scale:
         return center * math.exp(-half), center * math.exp(half)
     return center - half, center + half
+
+
+def error_level_interval(failed: float, requests: float, replicates: np.ndarray,
+                         confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The tuned machine's error rate (%) with Wilson's score interval (1927) on the requests' effective number: the
+    block bootstrap's variance of the rate over the binomial one is the design effect of its bursts (Kish), ≥ 1, by
+    which the requests count less. Wilson's interval stays inside 0 … 100 % and is not empty at 0 failures, where a
+    bootstrap (every resample 0) would be: a rare error rate's upper bound is what a level gate judges."""
+    if requests <= 0:
+        return math.nan, math.nan
+    rate = failed / requests
+    binomial = rate * (1.0 - rate) / requests
+    finite = replicates[np.isfinite(replicates)] / 100.0
+    boot = float(finite.var(ddof=1)) if len(finite) > 1 else 0.0
+    n = requests / max(1.0, boot / binomial) if binomial > 0 else requests
+    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
+    return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)
 
 
 def kind_of(figure: str) -> str:
@@ -282,6 +365,7 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED) -> Ana
     few = paired.n < MIN_WINDOWS
     analysis = Analysis(paired=paired, blocks={g: 1 if few else block_length(paired, g) for g in GROUPS},
                         resamples=resamples, seed=seed)
+    levels: dict[str, np.ndarray] = {}       # figure -> the tuned level's replicates
     if not few:
         analysis.replicates = {name: {} for name in paired.sides}
         for group, figures in GROUPS.items():
@@ -289,6 +373,13 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED) -> Ana
             weights = window_weights(indices, paired.n)
             for name, side in paired.sides.items():
                 analysis.replicates[name].update(side_figures(side, weights, paired.seconds, figures))
+            analysis.level_blocks[group] = level_block_length(paired, group)
+            if analysis.level_blocks[group] == analysis.blocks[group]:
+                levels.update({f: analysis.replicates["tuned"][f] for f in figures})
+            else:
+                indices = resample_indices(paired.n, analysis.level_blocks[group], resamples, seed)
+                levels.update(side_figures(paired.sides["tuned"], window_weights(indices, paired.n), paired.seconds,
+                                           figures))
     empty = np.full(resamples, np.nan)
     for figure in FIGURES:
         d, t = (points[name][figure] for name in MACHINES)
@@ -304,5 +395,12 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED) -> Ana
                 e.why_not = f"needs ≥ {need:,} successful requests per machine ({', '.join(short)})"
         if e.why_not:
             e.low = e.high = math.nan
+        elif figure == "error_pct" and not math.isnan(t) and figure in levels:
+            tuned = points["tuned"]
+            e.tuned_low, e.tuned_high = error_level_interval(tuned["requests"] - tuned["successes"],
+                                                             tuned["requests"], levels[figure])
+        elif not math.isnan(t) and figure in levels:
+            e.tuned_low, e.tuned_high = interval(t, levels[figure], analysis.level_df(figure),
+                                                 log_scale=kind_of(figure) == "ratio" and t > 0)
         analysis.effects[figure] = e
     return analysis

@@ -8,6 +8,11 @@ noise; every noise is an AR(1) process, so per-second figures are autocorrelated
   ratio is exactly that factor);
 - errors: each side fails a request with its own expected probability (`error_default`, `error_tuned`).
 
+Each machine's own noise may have an autocorrelation of its own (`own_phi`, else phi) and lean against the
+other's (`rivalry`, their correlation: on the lab's 2-core hosts the twins compete for the cores, and the
+per-second log TPS of native containers at 150 users had a difference's σ 0.33–0.48 > each side's 0.25–0.39, its
+lag-1 autocorrelation 0.27–0.36 against 0.68–0.78 of their sum: results/20261128T*-s50-*-ct*).
+
 Shared by both machines (what a paired statistic cancels and a per-machine one does not): a warm-up (`warmup_s`,
 `warmup_depth`: both start at 1 − depth of their rate, latencies (1 + 2·depth) times longer, and settle
 exponentially within warmup_s) and a drift over the run (`drift`: the rate's log moves by that much from the
@@ -59,18 +64,23 @@ def shared_course(seconds, warmup_s=0.0, warmup_depth=0.0, drift=0.0):
 def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_factor=1.0,
                    error_default=0.02, error_tuned=0.02, phi=0.8, common_sigma=0.25, own_sigma=0.15,
                    median_ms=200.0, t0=1_795_000_000.0, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0,
-                   warmup_s=0.0, warmup_depth=0.0, drift=0.0):
+                   warmup_s=0.0, warmup_depth=0.0, drift=0.0, own_phi=None, rivalry=0.0):
     """{'default': Samples, 'tuned': Samples} of one simulated run started at t0 on both machines."""
     rng = np.random.default_rng(seed)
     u = run_effects(seed, run_sd_tps, run_sd_error_pt, run_sd_latency)
     common = ar1(rng, seconds, phi, common_sigma)
     shared_rate, shared_latency = shared_course(seconds, warmup_s, warmup_depth, drift)
+    own_phi = phi if own_phi is None else own_phi
+    rival = None            # default's own noise, which tuned's leans against (rivalry < 0: one core, two machines)
     sides = {}
     tuned_error = float(np.clip(error_tuned + u["error_pt"] / 100.0, 0.0, 0.95)) if run_sd_error_pt else error_tuned
     for name, factor, lat_factor, error in (("default", 1.0, 1.0, error_default),
                                             ("tuned", effect * bias * np.exp(u["tps"]),
                                              latency_factor * np.exp(u["latency"]), tuned_error)):
-        own = ar1(rng, seconds, phi, own_sigma)
+        own = ar1(rng, seconds, own_phi, own_sigma)
+        if rival is not None and rivalry:
+            own = rivalry * rival + np.sqrt(1.0 - rivalry * rivalry) * own
+        rival = own
         sigma = np.hypot(common_sigma, own_sigma)
         offered = shared_rate * lognormal_rate(rate * factor, common + own, sigma)
         # errors: autocorrelated bursts around the side's probability; successes: the rate that succeeded

@@ -237,3 +237,32 @@ def test_an_aa_calibrates_only_runs_of_its_own_boxes(tmp_path):
     assert mismatch(across, trixie) == "boxes trixie, not bookworm + trixie"
     assert mismatch(run_with(tmp_path / "b", boxes={"default": "bookworm", "tuned": "bookworm"}),
                     run_with(tmp_path / "old2")) is None
+
+
+def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
+    """Issue 52: one trial per orientation cannot estimate its between-trial variance; the matching A/A trials'
+    (DerSimonian–Laird's τ², around their mean: the crossover cancels the twins' bias) join the interval as
+    τ²·Σc², c = 1/2 per trial, with k − 1 degrees of freedom; verdict.json says which variance each effect holds."""
+    from report.read.calibrations import AALookup
+    from report.stats.between import Calibration, FigureCalibration
+    from report.stats.combine import combine
+    from report.stats.uncertainty import FIGURES
+
+    from .test_uncertainty import _trial
+    trials = [_trial(2100, False, 1.1, 1.2), _trial(2101, True, 1.1, 1.2)]
+    names = ["aa-1", "aa-2", "aa-3"]
+    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, [0.0] * 3, [0.01] * 3, tau2=0.004, tau2_dl=0.0025)
+                                   for f in FIGURES})
+    alone, calibrated = combine(trials)["tps"], combine(trials, cal)["tps"]
+    assert alone.effect.intervals == "within-run" and math.isnan(alone.effect.within_low)
+    e = calibrated.effect
+    assert e.intervals == "calibrated (A/A runs aa-1, aa-2, aa-3)"
+    assert (e.within_low, e.within_high) == (alone.effect.low, alone.effect.high)
+    df = sum(t.analysis.df("tps") for t in trials)
+    se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
+    between = 0.0025 * 2 * (1 / 2) ** 2
+    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 2)
+    half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
+    assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
+    four = combine([*trials, _trial(2102, False, 1.1, 1.2), _trial(2103, True, 1.1, 1.2)], cal)["tps"]
+    assert four.effect.intervals == "random-effects (4 trials)"     # its own τ² where it can estimate one

@@ -40,7 +40,7 @@ def write_run(results: Path, n: int, tps: float, threads: int = 200, effect: flo
     verdict = {"effects": {"tps": {"kind": "ratio", "estimate": ratio, "low": ratio * 0.95, "high": ratio * 1.05,
                                    "default": 20.0, "tuned": tps},
                            "error_pct": {"kind": "difference", "estimate": 0.0, "low": -0.1, "high": 0.1,
-                                         "default": 0.0, "tuned": 0.0}}}
+                                         "default": 0.0, "tuned": 0.0, "tuned_ci": {"low": 0.0, "high": 0.0}}}}
     (folder / "run.json").write_text(json.dumps(run))
     (folder / "verdict.json").write_text(json.dumps(verdict))
     return folder
@@ -146,12 +146,28 @@ def test_gates_that_cannot_be_read_say_why(text):
 
 def test_a_relative_gate_is_judged_on_the_interval_bound():
     effects = {"tps": {"kind": "ratio", "estimate": 1.15, "low": 1.05, "high": 1.25, "tuned": 30.0},
-               "error_pct": {"kind": "difference", "estimate": 0.2, "low": -0.1, "high": 0.5, "tuned": 0.3}}
+               "error_pct": {"kind": "difference", "estimate": 0.2, "low": -0.1, "high": 0.5, "tuned": 0.3,
+                             "tuned_ci": {"low": 0.1, "high": 0.45}}}
     judged = {g: gates.judge(gates.parse(g), effects) for g in
               ("tps>=+10%", "tps>=+5%", "errors<=+0.4pt", "errors<=0.5%", "errors<=0.1%")}
     assert not judged["tps>=+10%"].passed and "not shown" in judged["tps>=+10%"].detail   # estimate +15 %, bound +5 %
     assert judged["tps>=+5%"].passed
     assert not judged["errors<=+0.4pt"].passed and judged["errors<=0.5%"].passed and not judged["errors<=0.1%"].passed
+
+
+def test_a_level_gate_is_judged_on_the_levels_interval_bound():
+    """Issue 52: `errors<=0.1%` judged on the level alone passed 12.5 % of runs whose true rate was 0.2 %; the
+    bound of the tuned configuration's own interval decides, and a verdict without one shows nothing."""
+    effects = {"error_pct": {"kind": "difference", "tuned": 0.08, "tuned_ci": {"low": 0.01, "high": 0.19}},
+               "p99": {"kind": "ratio", "tuned": 1500.0, "tuned_ci": {"low": 1200.0, "high": 1900.0}},
+               "tps": {"kind": "ratio", "tuned": 31.0}}
+    judged = {g: gates.judge(gates.parse(g), effects) for g in ("errors<=0.1%", "errors<=0.2%", "p99<=2s",
+                                                                 "p99<=1.6s", "tps>=30/s")}
+    assert not judged["errors<=0.1%"].passed and "not shown" in judged["errors<=0.1%"].detail
+    assert judged["errors<=0.1%"].judged == 0.19
+    assert judged["errors<=0.2%"].passed and judged["p99<=2s"].passed
+    assert not judged["p99<=1.6s"].passed and "upper bound" in judged["p99<=1.6s"].detail
+    assert not judged["tps>=30/s"].passed and "without an interval" in judged["tps>=30/s"].detail
 
 
 def test_the_gate_command_exits_3_on_a_failure_and_writes_junit_and_the_summary(tmp_path):

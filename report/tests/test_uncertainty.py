@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from report.stats.combine import combine
 from report.stats.runs import LoadedRun
@@ -144,3 +145,40 @@ def test_an_error_burst_lengthens_only_the_error_blocks():
     a = analyse(paired_windows(sides, t0, t0 + 300), resamples=200)
     assert a.blocks["errors"] > a.blocks["tps"]
     assert a.df("tps") > a.df("error_pct")
+
+
+def _half_width_and_block(seed, **shared):
+    sides = paired_samples(seed, seconds=160, **shared)
+    t0 = max(s.start[0] for s in sides.values())
+    a = analyse(paired_windows(sides, t0, t0 + 159), resamples=RESAMPLES, seed=seed)
+    e = a.effects["tps"]
+    return math.log(e.high / e.low) / 2, a.block("tps")
+
+
+@pytest.mark.parametrize("shared", [dict(warmup_s=90.0, warmup_depth=0.8), dict(drift=1.0)],
+                         ids=["warm-up", "drift"])
+def test_what_both_machines_share_does_not_widen_the_interval(shared):
+    """The block length comes from the paired statistic's own series: a warm-up or a drift that both machines
+    share cancels in the ratio, so it must neither lengthen the blocks nor widen the interval (issue 52: blocks from
+    each machine's own series grew to n/3 under a shared trend, and the half-width doubled)."""
+    seeds = range(12)
+    plain = [_half_width_and_block(seed) for seed in seeds]
+    trend = [_half_width_and_block(seed, **shared) for seed in seeds]
+    width_ratio = np.median([t[0] / p[0] for t, p in zip(trend, plain, strict=True)])
+    assert width_ratio < 1.2, f"shared {shared}: half-width ×{width_ratio:.2f}"
+    assert np.median([t[1] for t in trend]) <= 1.3 * np.median([p[1] for p in plain])
+
+
+def test_no_difference_says_the_smallest_difference_it_could_have_detected():
+    """Issue 52: 'no difference' reads 'none larger than ±x %': (t₀.₉₇₅ + t₀.₈₀)·se, the difference the interval
+    finds with 80 % power; runs whose true effect is that large find it about 80 % of the time."""
+    from report.render.verdict import _tps_words
+    e = analysis_of(1, effect=1.0).effects["tps"]
+    se = math.log(e.high / e.low) / 2 / stats.t.ppf(0.975, e.df)
+    assert e.min_detectable == pytest.approx(math.exp((stats.t.ppf(0.975, e.df) + stats.t.ppf(0.8, e.df)) * se))
+    if not e.detectable:
+        assert f"none larger than ±{100 * (e.min_detectable - 1):.0f} % at 80 % power" in _tps_words(e, "tuned")
+    sizes = [analysis_of(seed, effect=1.0).effects["tps"].min_detectable for seed in range(20)]
+    size = float(np.median(sizes))
+    found = [analysis_of(100 + seed, effect=size).effects["tps"].detectable for seed in range(50)]
+    assert 0.65 <= np.mean(found) <= 0.95, f"an effect of {size:.3f} found in {np.mean(found):.0%} of runs"

@@ -161,6 +161,17 @@ def test_a_crossover_series_is_combined_by_configuration(tmp_path):
     assert "[20261123T111500Z-t2](../20261123T111500Z-t2/report.html)" in summary
     assert "id='forest'" in (series / "report.html").read_text()     # each trial and the combination, drawn
     assert record["verdict"] in out
+    assert record["effects"]["tps"]["intervals"] == "within-run" and record["calibration"]["trials"] == []
+    # issue 52: an A/A run of the load beside the trials puts its between-run variance in the series' intervals
+    aa = write_run(tmp_path / "20261123T100000Z-aa", paired_samples(6, seconds=SECONDS),
+                   design={"kind": "aa", "configurations": {"default": "default", "tuned": "default"}})
+    python("-m", "report", "run", str(aa))
+    python("-m", "report", "combine", str(series), str(straight), str(swapped))
+    calibrated = json.loads((series / "verdict.json").read_text())
+    assert calibrated["calibration"]["trials"] == [aa.name]
+    widened = [f for f, e in calibrated["effects"].items() if e["intervals"] == f"calibrated (A/A runs {aa.name})"]
+    assert "tps" in widened and calibrated["effects"]["tps"]["ci_within"]["low"] == record["effects"]["tps"]["low"]
+    assert "A/A runs " + aa.name in (series / "summary.md").read_text()
 
 
 def test_compare_puts_runs_side_by_side(ab_run, tmp_path):
