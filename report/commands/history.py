@@ -12,7 +12,7 @@ from report.commands.runs import add_filters, refreshed
 from report.history.fingerprint import check_names
 from report.history.histories import Filters, histories
 from report.output import WriteFailed, write_files
-from report.render.history import change_text, charts, render
+from report.render.history import change_text, charts, pvalue_text, render
 from report.render.html import render_html
 
 
@@ -57,6 +57,6 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         for t in h.tracks:
             for c, why in zip(t.changes, t.why, strict=True):
                 print(f"  {t.title}: at run {c.index + 1} ({h.entries[c.index].id}) {change_text(t, c)}, "
-                      f"p = {c.pvalue:.4f}; {'; '.join(why) or 'nothing recorded changed'}")
+                      f"{pvalue_text(c)}; {'; '.join(why) or 'nothing recorded changed'}")
     print(f"history: {out / 'history.html'}, {out / 'history.md'}")
     return 0

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from report import MACHINES
 from report.history import fingerprint
-from report.history.changes import Change, change_points
+from report.history.changes import Change, change_points, holm
 from report.history.index import Entry, as_change
 
 FIGURES = {"tps": "successful TPS", "p99": "p99", "error_pct": "errors"}
@@ -79,8 +79,8 @@ def tracks(entries: list[Entry]) -> list[Track]:
             levels = [_level(e, figure, side) for e in entries]
             nan = [math.nan] * len(levels)
             out.append(Track(figure, side, LEVEL_UNITS[figure], levels, nan, nan))
-    for t in out:
-        t.changes = change_points(t.values)
+    for t, changes in zip(out, holm([change_points(t.values) for t in out]), strict=True):
+        t.changes = changes
         t.why = [fingerprint.differences(entries[c.index - 1], entries[c.index]) for c in t.changes]
     return out
 

@@ -7,7 +7,7 @@ import io
 import json
 import math
 
-from report.history.changes import MAX_PVALUE
+from report.history.changes import HISTORY_ALPHA, PERMUTATIONS, Change
 from report.history.histories import History, Track
 from report.history.index import Entry, as_change
 from report.render.html import Figure
@@ -44,10 +44,18 @@ def change_text(t: Track, c) -> str:
     return f"{signed(c.change_pct, 1)} % of the mean"
 
 
+def pvalue_text(c: Change) -> str:
+    """'permutation p = 0.004, 0.036 after Holm over the history's figures'."""
+    return f"permutation p = {c.pvalue:.3f}, {c.adjusted:.3f} after Holm over the history's figures"
+
+
 def render(histories: list[History], skipped: dict[str, str], filters_text: str) -> str:
     lines = ["# Run history", "", f"Runs: {filters_text}. A history is the complete runs whose fingerprint agrees "
              "(design, load, service, machine kind, host cores, every configuration's knobs; `--ignore` widens it, "
-             f"`--also` narrows it). Change points: e-divisive with a t-test (Apache Otava), p < {MAX_PVALUE}.", ""]
+             f"`--also` narrows it). Change points: candidates from Apache Otava's e-divisive, each judged by "
+             f"e-divisive's permutation test ({PERMUTATIONS} shuffles of its segment), kept where Holm's step-down "
+             f"over all of a history's figures together leaves p ≤ {HISTORY_ALPHA} (the chance of any false alarm "
+             "in a flat history).", ""]
     if skipped:
         lines += ["Folders skipped (unreadable): " + "; ".join(f"`{k}` ({v})" for k, v in sorted(skipped.items())), ""]
     if not histories:
@@ -64,7 +72,7 @@ def render(histories: list[History], skipped: dict[str, str], filters_text: str)
         for t, c, why in found:
             run = h.entries[c.index]
             lines.append(f"- {t.title}: at run {c.index + 1} (`{run.id}`), {_num(c.mean_before, t.unit)} → "
-                         f"{_num(c.mean_after, t.unit)} ({change_text(t, c)}, p = {c.pvalue:.4f}); "
+                         f"{_num(c.mean_after, t.unit)} ({change_text(t, c)}, {pvalue_text(c)}); "
                          f"changed from the run before: {'; '.join(why) or 'nothing recorded (noise, or the host)'}")
         lines.append("")
     return "\n".join(lines) + "\n"

@@ -255,6 +255,8 @@ class Effect:
             return math.nan
         lo, hi = (math.log(self.low), math.log(self.high)) if self.kind == "ratio" else (self.low, self.high)
         se = (hi - lo) / 2.0 / t_quantile(self.df)
+        if se <= 0:             # no errors on either machine: nothing varied, nothing to detect against
+            return math.nan
         size = (t_quantile(self.df) + float(stats.t.ppf(POWER, max(1.0, self.df)))) * se
         return math.exp(size) if self.kind == "ratio" else size
 
@@ -359,8 +361,8 @@ def effect_from(figure: str, point_d: float, point_t: float, rep_d: np.ndarray, 
 
 def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED) -> Analysis:
     """Point estimates and 95 % intervals of every verdict figure over the paired windows. Each figure group
-    is resampled with its own block length (an error burst must not widen the TPS interval), all from the
-    same seed."""
+    is resampled with its own block length (an error burst lengthens the error blocks, not the latency ones), all
+    from the same seed; the tuned configuration's levels from its own blocks (level_block_length)."""
     points = {name: point_figures(side, paired.seconds) for name, side in paired.sides.items()}
     few = paired.n < MIN_WINDOWS
     analysis = Analysis(paired=paired, blocks={g: 1 if few else block_length(paired, g) for g in GROUPS},

@@ -5,6 +5,7 @@ parsed, judged on the interval, written as JUnit, with exit code 3."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from report.history import gates, index
-from report.history.changes import change_points
+from report.history.changes import change_points, holm
 from report.history.histories import Filters, histories
 
 REPORT = Path(__file__).resolve().parent.parent
@@ -67,16 +68,18 @@ def test_the_index_rebuilt_from_folders_equals_the_one_built_run_by_run(tmp_path
 
 
 def test_a_planted_knob_change_is_a_change_point_of_a_widened_history(tmp_path):
+    """Six runs on each side: a permutation test over nine figures cannot tell fewer from chance (with k runs a side
+    its p is at least 2 / C(2k, k): 0.1 at three, 0.002 at six; Holm multiplies the smallest by nine)."""
     results = tmp_path / "results"
-    for n in range(1, 4):
+    for n in range(1, 7):
         write_run(results, n, 30.0 + 0.5 * n)
-    for n in range(4, 7):
+    for n in range(7, 13):
         write_run(results, n, 18.0 + 0.5 * n, threads=4, commit="c2")
     entries = index.load(results / "index.sqlite") if index.rebuild(results, results / "index.sqlite") == {} else []
-    assert [len(h.entries) for h in histories(entries)] == [3, 3], "the knob splits the fingerprint"
+    assert [len(h.entries) for h in histories(entries)] == [6, 6], "the knob splits the fingerprint"
     [history] = histories(entries, Filters(ignore=frozenset({"tomcat_threads_max"})))
     tuned = next(t for t in history.tracks if t.figure == "tps" and t.what == "tuned")
-    assert [c.index for c in tuned.changes] == [3], "the first run after the change"
+    assert [c.index for c in tuned.changes] == [6], "the first run after the change"
     assert "tuned: tomcat_threads_max 200 → 4" in tuned.why[0] and "commit c1 → c2" in tuned.why[0]
     effect = next(t for t in history.tracks if t.figure == "tps" and t.what == "effect")
     assert effect.lows[0] < effect.values[0] < effect.highs[0]
@@ -84,12 +87,13 @@ def test_a_planted_knob_change_is_a_change_point_of_a_widened_history(tmp_path):
 
 def test_the_history_command_writes_its_page_and_refuses_an_unknown_ignore(tmp_path):
     results = tmp_path / "results"
-    for n in range(1, 7):
-        write_run(results, n, 30.0 if n < 4 else 15.0, threads=200 if n < 4 else 4)
+    for n in range(1, 13):
+        write_run(results, n, 30.0 + 0.1 * n if n < 7 else 15.0 + 0.1 * n, threads=200 if n < 7 else 4)
     done = subprocess.run([sys.executable, "-m", "report", "history", str(results), str(tmp_path / "out"),
                            "--ignore", "tomcat_threads_max"], capture_output=True, text=True, cwd=REPORT.parent)
     assert done.returncode == 0, done.stderr
-    assert "at run 4" in done.stdout and (tmp_path / "out" / "history.html").is_file()
+    assert "at run 7" in done.stdout and (tmp_path / "out" / "history.html").is_file()
+    assert "after Holm over the history's figures" in done.stdout
     assert "tomcat_threads_max 200 → 4" in (tmp_path / "out" / "history.md").read_text()
     bad = subprocess.run([sys.executable, "-m", "report", "history", str(results), str(tmp_path / "bad"),
                           "--ignore", "no_such_knob"], capture_output=True, text=True, cwd=REPORT.parent)
@@ -101,21 +105,52 @@ def planted(n: int, shift: float, seed: int, noise: float = 0.03) -> list[float]
     return list(100 * (1 + noise * rng.standard_normal(n)) * np.r_[np.ones(n // 2), np.full(n - n // 2, 1 + shift)])
 
 
+def found_in(values: list[float]) -> list[int]:
+    """The change points one figure's history keeps on its own (Holm over one figure)."""
+    return [c.index for c in holm([change_points(values)])[0]]
+
+
 @pytest.mark.parametrize("shift", [0.05, 0.10, 0.30])
 def test_planted_shifts_are_found_at_the_right_run(shift):
     """20 runs, 3 % noise, the shift at run 11: how often it is found there, and how often elsewhere (printed)."""
-    found = [[c.index for c in change_points(planted(20, shift, seed))] for seed in range(100)]
+    found = [found_in(planted(20, shift, seed)) for seed in range(100)]
     right = sum(10 in f for f in found) / len(found)
     elsewhere = sum(any(i != 10 for i in f) for f in found) / len(found)
     print(f"shift {shift:.0%}: found at the right run in {right:.0%} of 100 histories, elsewhere in {elsewhere:.0%}")
-    assert right >= {0.05: 0.2, 0.10: 0.7, 0.30: 0.95}[shift]
+    assert right >= {0.05: 0.3, 0.10: 0.8, 0.30: 0.95}[shift]
 
 
-def test_the_false_alarm_rate_on_flat_histories():
+def test_the_false_alarm_rate_of_a_whole_history():
+    """Issue 52: the false alarms of a history, its nine figures together (Holm), not of one figure: flat histories
+    of nine independent figures raise one in at most 5 % (each figure tested at 5 % alone: ~1 − 0.95⁹ = 37 %)."""
     for n in (6, 12, 20):
-        alarms = sum(bool(change_points(planted(n, 0.0, seed))) for seed in range(200)) / 200
-        print(f"flat histories of {n} runs, 3 % noise: a change point in {alarms:.1%} of 200")
-        assert alarms <= 0.05
+        alarms = sum(any(holm([change_points(planted(n, 0.0, 1000 * seed + k)) for k in range(9)]))
+                     for seed in range(60)) / 60
+        print(f"flat histories of {n} runs, nine figures, 3 % noise: a change point in {alarms:.1%} of 60")
+        assert alarms <= 0.08
+
+
+def test_a_gap_is_left_out_not_filled():
+    """A run without the figure is a gap: copying its neighbour's value into it (as before) made a flat history's
+    values look steadier than they are and raised false alarms."""
+    values = planted(12, 0.3, 3)
+    gapped = values[:4] + [math.nan] * 3 + values[4:]
+    assert [i - 3 if i > 4 else i for i in found_in(gapped)] == found_in(values)
+    assert change_points([1.0, math.nan, math.nan, 2.0]) == []       # two runs with a value: too few
+
+
+def test_the_permutation_pvalue_accounts_for_the_search():
+    """e-divisive's p-value is the chance that the best split of a shuffled series diverges as much: on pure noise it
+    is uniform (about 5 % of series below 0.05), where a t-test on the chosen split is not (far more)."""
+    from scipy import stats
+    rng = np.random.default_rng(7)
+    series = [rng.standard_normal(16) for _ in range(120)]
+    ours = [change_points(list(s))[0].pvalue for s in series]
+    naive = []
+    for s in series:
+        split = change_points(list(s))[0].index
+        naive.append(stats.ttest_ind(s[:split], s[split:]).pvalue)
+    assert np.mean(np.array(ours) <= 0.05) <= 0.1 and np.mean(np.array(naive) <= 0.05) >= 0.3
 
 
 def test_too_short_a_history_has_no_change_point():
@@ -123,10 +158,11 @@ def test_too_short_a_history_has_no_change_point():
 
 
 def test_a_change_point_needs_two_runs_on_each_side():
-    """Seen on the machines: two runs at −28.3 % then one at −21.4 % gave Otava p = 0.0003 (no variance beside it)."""
+    """Seen on the machines: two runs at −28.3 % then one at −21.4 % gave Otava p = 0.0003 (no variance beside it);
+    the permutation test finds the one change (p ≈ 0.02), and one run alone at the end is no change point."""
     seen = [42.9, 49.8, 40.1, 27.6, 26.9, 28.7, -28.3, -28.3, -21.4]
-    assert [c.index for c in change_points(seen)] == [6]
-    assert [c.index for c in change_points([10.0, 10.5, 9.8, 10.2, 30.0])] == []
+    assert found_in(seen) == [6]
+    assert found_in([10.0, 10.5, 9.8, 10.2, 30.0]) == []
 
 
 @pytest.mark.parametrize("text, figure, reads, value", [
