@@ -27,6 +27,9 @@ import statistics
 import sys
 
 from lab import paths
+from report.read.calibrations import AALookup, AATrial
+from report.stats import between
+from report.stats.between import Calibration
 from report.stats.combine import combine
 from report.stats.runs import LoadedRun
 from report.stats.uncertainty import FIGURES, analyse, paired_windows
@@ -56,7 +59,13 @@ ROWS = {
     "lab: between-run effect": (1, {**LAB, **BETWEEN}),
     "lab: series of 2": (2, {**LAB, "bias": 1.1, **BETWEEN}),
     "lab: series of 4": (4, {**LAB, "bias": 1.1, **BETWEEN}),
+    # the same, calibrated by CALIBRATING A/A runs of the same machines and load (report/stats/between.py)
+    "between-run effect (A/A-calibrated)": (1, BETWEEN),
+    "series of 2 (bias + between; A/A-calibrated)": (2, dict(bias=1.1, **BETWEEN)),
+    "lab: between-run effect (A/A-calibrated)": (1, {**LAB, **BETWEEN}),
+    "lab: series of 2 (A/A-calibrated)": (2, {**LAB, "bias": 1.1, **BETWEEN}),
 }
+CALIBRATING = 4             # A/A runs behind a calibrated row
 
 
 # level gates: `errors<=0.1%` on runs of ~1,800 requests whose tuned machine truly fails 0.2 % (or 0.05 %) of them
@@ -82,6 +91,19 @@ def truth_of(params: dict) -> dict[str, float]:
             "p50": latency, "p95": latency, "p99": latency}
 
 
+def calibration_of(seed: int, seconds: int, params: dict) -> Calibration:
+    """CALIBRATING simulated A/A runs of the row's machines and load (no configuration effect; the same twin bias and
+    between-run effects), as the report's calibration reads them from their verdict.json."""
+    same = {k: v for k, v in params.items() if k not in ("effect", "latency_factor", "error_tuned")}
+    runs = []
+    for k in range(CALIBRATING):
+        a = one_run(seed * 100 + 90 + k, seconds, same)
+        effects = {f: {"kind": e.kind, "estimate": e.estimate, "low": e.low, "high": e.high}
+                   for f, e in a.effects.items()}
+        runs.append(AATrial(f"aa-{k}", effects, {f: a.df(f) for f in FIGURES}))
+    return between.calibrate(AALookup(matching=runs))
+
+
 def one_run(seed: int, seconds: int, params: dict):
     sides = paired_samples(seed, seconds=seconds, **params)
     t0 = max(s.start[0] for s in sides.values())
@@ -99,8 +121,11 @@ def simulate(job: tuple[str, int, int]) -> dict[str, dict]:
     """One run (or series) of a row → {figure: {low, high, estimate, block, df}}."""
     row, seed, seconds = job
     trials, params = ROWS[row]
+    calibration = calibration_of(seed, seconds, params) if row.endswith("A/A-calibrated)") else None
     if trials == 1:
         a = one_run(seed, seconds, {**params, "bias": params.get("bias", 1.0)})
+        if calibration is not None:
+            between.apply(a, calibration)
         return {f: {"low": a.effects[f].low, "high": a.effects[f].high, "estimate": a.effects[f].estimate,
                     "block": a.block(f), "df": a.df(f)} for f in FIGURES}
     runs = []
@@ -109,15 +134,17 @@ def simulate(job: tuple[str, int, int]) -> dict[str, dict]:
         bias = params.get("bias", 1.0)
         p = {**params, "bias": 1.0 / bias if swapped else bias}
         runs.append(_as_trial(seed * 10 + k, swapped, one_run(seed * 10 + k, seconds, p)))
-    combined = combine(runs)
+    combined = combine(runs, calibration)
     return {f: {"low": c.effect.low, "high": c.effect.high, "estimate": c.effect.estimate, "block": None,
                 "df": c.effect.df} for f, c in combined.items()}
 
 
 def summarise(row: str, results: list[dict]) -> dict[str, dict]:
     trials, params = ROWS[row]
-    truth = truth_of(params if trials > 1 else {**params, "effect": params.get("effect", 1.0)
-                                                * params.get("bias", 1.0)})
+    # one run carries the twins' bias unless an A/A calibration takes it in; a crossover series cancels it
+    calibrated = row.endswith("A/A-calibrated)")
+    truth = truth_of(params if trials > 1 or calibrated else {**params, "effect": params.get("effect", 1.0)
+                                                               * params.get("bias", 1.0)})
     out = {}
     for f in FIGURES:
         held = [r[f] for r in results if r[f]["low"] is not None and not math.isnan(r[f]["low"])]

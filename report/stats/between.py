@@ -118,15 +118,23 @@ class Calibration:
 def _figure(lookup: AALookup, figure: str) -> FigureCalibration:
     kind = kind_of(figure)
     cal = FigureCalibration(figure, [], [], [])
+    spotless = []           # A/A trials without an error on either twin: a difference of exactly 0
     for trial in lookup.matching:
         e = trial.effects.get(figure) or {}
         d = on_scale(kind, e.get("estimate"))
         s = within_se(kind, e.get("low"), e.get("high"), trial.df.get(figure))
-        if math.isnan(d) or not s > 0:    # no interval; or no errors on either twin: nothing of their spread
+        if kind == "difference" and d == 0 and s == 0:
+            spotless.append(trial.run_id)
+            continue
+        if math.isnan(d) or not s > 0:    # no interval
             continue
         cal.trials.append(trial.run_id)
         cal.d.append(d)
         cal.s.append(s)
+    if cal.k and spotless:  # they count, as agreeing twins (leaving them out biased τ₀² up), weighted as the most
+        cal.trials += spotless     # precise of the others (their own interval, 0 … 0, says nothing of its spread)
+        cal.d += [0.0] * len(spotless)
+        cal.s += [min(cal.s)] * len(spotless)
     if cal.k:
         d, s = np.array(cal.d), np.array(cal.s)
         cal.tau2 = tau2_known_zero(d, s)

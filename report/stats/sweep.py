@@ -6,7 +6,9 @@ control, paired within the trial), and the best value by the rule in sweep.json 
 with tuned errors ≤ 0.1 %), with whether its interval overlaps the runner-up's. Ablation: each tier's share of
 the full set's TPS gain: share = (ln r_full − ln r_without) / ln r_full, where r is a trial's tuned/default
 successful TPS ratio; its interval propagates both trials' intervals on the log scale (σ from each 95 % interval's
-half-width / 1.96, independent trials, r_full's own uncertainty in the denominator left out). The same for the
+half-width / its own t quantile — t₀.₉₇₅ with the interval's degrees of freedom, 1.96 only where the verdict names
+none — independent trials, t with Satterthwaite's degrees of freedom; r_full's own uncertainty in the denominator
+left out). The same for the
 error reduction, on the difference in error points (d_full − d_without) / d_full: under overload the tuned set's
 gain may be in errors, not in TPS. A share is given only of a gain the full set's trial tells apart from none
 (its interval excludes no difference); of a gain within the noise every share would be noise too.
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from scipy import stats
 
 from report.read.sweep import Trial
 
@@ -51,9 +55,15 @@ def _on_scale(x: float | None, kind: str) -> float | None:
     return x
 
 
+def _t(df: float | None) -> float:
+    return Z95 if df is None or df <= 0 else float(stats.t.ppf(0.975, df))
+
+
 def _sigma(e: dict[str, Any], kind: str) -> float | None:
+    """The standard error behind a 95 % interval: its half-width over the t quantile it was made with (at df 2, 1.96
+    would make it 2.2× too large)."""
     low, high = _on_scale(e.get("low"), kind), _on_scale(e.get("high"), kind)
-    return None if low is None or high is None else (high - low) / (2 * Z95)
+    return None if low is None or high is None else (high - low) / (2 * _t(e.get("df")))
 
 
 def gain_told_apart(full: Trial, figure: str = "tps") -> bool:
@@ -74,6 +84,12 @@ def share(full: Trial, without: Trial, figure: str = "tps") -> tuple[float, floa
     sf, sw = _sigma(ef, kind), _sigma(ew, kind)
     if sf is None or sw is None:
         return part / gain, None, None
-    half = Z95 * math.hypot(sf, sw)
+    df = [ef.get("df"), ew.get("df")]
+    if None in df:
+        half = Z95 * math.hypot(sf, sw)
+    else:           # Welch–Satterthwaite: the two variances' degrees of freedom together
+        parts = [(sf * sf, df[0]), (sw * sw, df[1])]
+        joint = sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts if v > 0) if sf or sw else 1.0
+        half = _t(joint) * math.hypot(sf, sw)
     low, high = sorted(((part - half) / gain, (part + half) / gain))
     return part / gain, low, high

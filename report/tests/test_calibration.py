@@ -266,3 +266,21 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
     four = combine([*trials, _trial(2102, False, 1.1, 1.2), _trial(2103, True, 1.1, 1.2)], cal)["tps"]
     assert four.effect.intervals == "random-effects (4 trials)"     # its own τ² where it can estimate one
+
+
+def test_aa_trials_without_errors_count_in_the_error_calibration():
+    """Issue 52: an A/A trial with no error on either twin (a difference of exactly 0 pt, no interval width) was
+    left out of the errors' τ₀², which then came only from the trials that had errors: biased up."""
+    from report.read.calibrations import AALookup, AATrial
+    from report.stats.between import calibrate
+
+    def aa(name, estimate, half):
+        return AATrial(name, {"error_pct": {"kind": "difference", "estimate": estimate, "low": estimate - half,
+                                            "high": estimate + half}}, {"error_pct": 30})
+    noisy = [aa("a1", 0.8, 0.3), aa("a2", -0.6, 0.3)]
+    alone = calibrate(AALookup(matching=noisy)).figures["error_pct"]
+    with_clean = calibrate(AALookup(matching=[*noisy, aa("a3", 0.0, 0.0), aa("a4", 0.0, 0.0)])).figures["error_pct"]
+    assert with_clean.k == 4 and with_clean.tau2 < alone.tau2
+    s = 0.3 / stats.t.ppf(0.975, 30)
+    d, w = np.array([0.8, -0.6, 0.0, 0.0]), np.full(4, 1 / s ** 2)
+    assert with_clean.tau2 == pytest.approx(max(0.0, (np.sum(w * d ** 2) - 4) / np.sum(w)))

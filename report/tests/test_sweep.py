@@ -124,3 +124,20 @@ def test_a_full_set_without_an_interval_gives_no_share(tmp_path):
     write(folder)
     row = next(line for line in (folder / "sweep.md").read_text().splitlines() if line.startswith("| no-httpd"))
     assert row.split(" | ")[-3] == "—"
+
+
+def test_a_share_reads_each_intervals_own_t_quantile(tmp_path):
+    """Issue 52: a 95 % interval made with t at 2 degrees of freedom is 4.30 standard errors wide each side, not 1.96:
+    the share's interval propagates the standard errors, joined with Satterthwaite's degrees of freedom."""
+    from scipy import stats
+    full, without = effect(1.5, half=0.1), effect(1.2, half=0.1)
+    for e in (full, without):
+        e["tps"]["df"] = 2
+    folder = write_sweep(tmp_path, "ablate", [("full", {}, None, full), ("no-httpd", {"x": 1}, "httpd", without)])
+    _, trials = load(folder)
+    value, low, high = share(trials[0], trials[1])
+    se = [(math.log(e["tps"]["high"]) - math.log(e["tps"]["low"])) / 2 / stats.t.ppf(0.975, 2) for e in (full, without)]
+    v = [x * x for x in se]
+    half = stats.t.ppf(0.975, sum(v) ** 2 / sum(x * x / 2 for x in v)) * math.hypot(*se)     # Satterthwaite
+    assert (low, high) == pytest.approx(((value * math.log(1.5) - half) / math.log(1.5),
+                                         (value * math.log(1.5) + half) / math.log(1.5)))
