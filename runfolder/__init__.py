@@ -12,14 +12,17 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 2, "sweep.json": 2, "tune.json": 2}
+FORMATS = {"run.json": 2, "verdict.json": 3, "sweep.json": 2, "tune.json": 2}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
     "run.json": {1: "every field the lab wrote before format_version (docs/ARCHITECTURE.md, The run folder)",
                  2: "format_version"},
     "verdict.json": {1: "verdict, effects {name: estimate, low, high, …}, levels, intervals as report/README.md says",
-                     2: "format_version"},
+                     2: "format_version",
+                     3: "per effect: intervals (within-run | calibrated (A/A runs …) | random-effects (k trials)), "
+                        "min_detectable (80 % power), tuned_ci (the tuned level's interval, what level gates judge); "
+                        "a series': tuned, tuned_ci and calibration; method.level_block_windows (issue 52)"},
     "sweep.json": {1: "the plan, each trial's values, folder and exit code", 2: "format_version"},
     "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version"},
 }

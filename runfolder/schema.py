@@ -44,7 +44,8 @@ RUN = {
     "machines": MapOf({"knobs": dict, "versions": dict}),
 }
 EFFECT = {"kind": str, "default": NUMBER, "tuned": NUMBER, "estimate": NUMBER, "low": NUMBER, "high": NUMBER,
-          "detectable": bool, "why_not": str}
+          "detectable": bool, "why_not": str, "intervals": str, "min_detectable": NUMBER,
+          "tuned_ci": {"low": NUMBER, "high": NUMBER}}
 VERDICT = {"format_version": int, "run_id": str, "status": str, "verdict": str, "design": {"kind": str},
            "effects": MapOf(EFFECT)}
 SWEEP = {"format_version": int, "kind": str, "sweep_id": str, "status": str, "configuration": str,

@@ -140,6 +140,8 @@ def tuned_level(trials: list[LoadedRun], figure: str) -> Effect | None:
     within = float(np.sqrt(np.sum(se * se))) / k
     df = float(sum(t.analysis.level_df(figure) for t in trials))
     level.low, level.high, level.df = widen(kind, level.tuned, within, df, tau2 / k, max(k - 1, 1))
+    if figure == "error_pct":           # a rate: inside 0 … 100 %
+        level.low, level.high = max(0.0, level.low), min(100.0, level.high)
     return level
 
 
