@@ -32,7 +32,8 @@ from report.stats import between
 from report.stats.between import Calibration
 from report.stats.combine import combine
 from report.stats.runs import LoadedRun
-from report.stats.uncertainty import FIGURES, analyse, paired_windows
+from report.stats.uncertainty import FIGURES, analyse
+from report.stats.windows import paired_windows
 from report.tests.synthetic import paired_samples
 
 RESAMPLES = 500

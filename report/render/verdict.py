@@ -18,7 +18,8 @@ from report.read.runinfo import RunInfo, design
 from report.stats.between import Calibration
 from report.stats.between import record as calibration_record
 from report.stats.machine import Machine
-from report.stats.uncertainty import CI, FIGURES, POWER, WINDOW_S, Analysis, Effect, kind_of
+from report.stats.uncertainty import CI, FIGURES, POWER, Analysis, Effect, kind_of
+from report.stats.windows import WINDOW_S
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
                 "p99": "latency p99"}

@@ -15,7 +15,8 @@ import numpy as np
 from report import MACHINES
 from report.read.jtl import Samples
 from report.stats.machine import Machine
-from report.stats.uncertainty import SEED, WINDOW_S, Analysis, analyse, paired_windows
+from report.stats.uncertainty import SEED, Analysis, analyse
+from report.stats.windows import WINDOW_S, paired_windows
 
 MIN_REQUESTS = 100          # per machine, in the window: fewer give intervals too wide to read
 MAX_LABELS = 12             # each one is a whole analysis (~0.5 s per 3 minutes of windows)

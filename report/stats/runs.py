@@ -14,7 +14,8 @@ from report import MACHINES
 from report.output import warn
 from report.read.runinfo import RunInfo, design
 from report.stats.machine import Machine, load_machine
-from report.stats.uncertainty import SEED, Analysis, Paired, analyse, paired_windows
+from report.stats.uncertainty import SEED, Analysis, analyse
+from report.stats.windows import Paired, paired_windows
 
 
 def analyse_window(machines: dict[str, Machine]) -> Paired | None:

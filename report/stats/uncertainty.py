@@ -15,24 +15,20 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from arch.bootstrap import CircularBlockBootstrap, optimal_block_length
+from arch.bootstrap import CircularBlockBootstrap
 from scipy import stats
 
 from report import MACHINES
-from report.read.jtl import Samples
+from report.stats.blocks import block_length, level_block_length
 from report.stats.figures import percentile
+from report.stats.windows import PERCENTILES, Paired, Side
 
-WINDOW_S = 1.0            # one window: one second of wall-clock time, by sample start
 RESAMPLES = 2000
 SEED = 20261123           # fixed: the same run folder gives the same interval every time
 CONFIDENCE = 0.95
 CI = f"{CONFIDENCE * 100:.0f} % CI"     # how every table and sentence names the interval
 POWER = 0.80              # the power at which a verdict states the smallest difference it could have detected
 MIN_WINDOWS = 10          # fewer paired windows: no interval
-BLOCK_FACTOR = {"tps": 4, "errors": 8, "latency": 3}   # × Politis–White's length of the paired influence series,
-#   by the coverage measured (bench/coverage.py, report/README.md)
-LATENCY_BIN = 1.01        # latency histogram bins for resampling: 1 % wide (log-spaced)
-PERCENTILES = (50, 95, 99)
 MIN_TAIL_SAMPLES = 10     # a latency percentile p needs ≥ this many successes above it: n ≥ 10 / (1 − p/100)
 
 FIGURES = ("tps", "error_pct", "p50", "p95", "p99")
@@ -44,128 +40,7 @@ def min_successes(p: float) -> int:
     return math.ceil(MIN_TAIL_SAMPLES / (1.0 - p / 100.0) - 1e-9)
 
 
-@dataclass
-class Side:
-    """One machine's per-window sums over the paired windows."""
-    requests: np.ndarray      # (n,) requests that started in each window
-    successes: np.ndarray     # (n,)
-    latency_hist: np.ndarray  # (n, bins) successful latencies per window, counted in log bins
-    bin_ms: np.ndarray        # (bins,) each bin's representative latency (geometric centre), ms
-    latencies: np.ndarray     # successful latencies in the paired windows (exact point estimates)
-
-
-@dataclass
-class Paired:
-    start: float              # epoch seconds of the first window
-    n: int                    # windows
-    sides: dict[str, Side]    # 'default' / 'tuned' -> Side
-
-    @property
-    def seconds(self) -> float:
-        return self.n * WINDOW_S
-
-
-def paired_windows(samples_by_side: dict[str, Samples | None], start: float, end: float) -> Paired | None:
-    """The two machines' samples in the common windows [start, end): {side: jtl.Samples} → Paired, or None
-    when the windows do not overlap or a side has no samples."""
-    if any(s is None or len(s) == 0 for s in samples_by_side.values()):
-        return None
-    n = int(math.floor((end - start) / WINDOW_S))
-    if n <= 0:
-        return None
-    all_ok = np.concatenate([s.elapsed_ms[s.ok] for s in samples_by_side.values()])
-    all_ok = all_ok[all_ok > 0]
-    lo = max(all_ok.min() if len(all_ok) else 1.0, 0.5)
-    hi = max(all_ok.max() if len(all_ok) else 1.0, lo * LATENCY_BIN)
-    edges = lo * LATENCY_BIN ** np.arange(0, math.ceil(math.log(hi / lo, LATENCY_BIN)) + 2)
-    centres = np.sqrt(edges[:-1] * edges[1:])
-    sides = {}
-    for name, s in samples_by_side.items():
-        inside = (s.start >= start) & (s.start < start + n * WINDOW_S)
-        win = ((s.start[inside] - start) // WINDOW_S).astype(int)
-        ok = s.ok[inside]
-        requests = np.bincount(win, minlength=n)[:n]
-        successes = np.bincount(win[ok], minlength=n)[:n]
-        lat = s.elapsed_ms[inside][ok]
-        bins = np.clip(np.searchsorted(edges, np.maximum(lat, lo), side="right") - 1, 0, len(centres) - 1)
-        hist = np.zeros((n, len(centres)), dtype=np.float32)
-        np.add.at(hist, (win[ok], bins), 1.0)
-        sides[name] = Side(requests=requests.astype(float), successes=successes.astype(float),
-                           latency_hist=hist, bin_ms=centres, latencies=lat)
-    return Paired(start=start, n=n, sides=sides)
-
-
 GROUPS = {"tps": ("tps",), "errors": ("error_pct",), "latency": ("p50", "p95", "p99")}
-
-
-def influence(paired: Paired, group: str) -> list[np.ndarray]:
-    """The per-window influence series of the group's paired statistics (tuned vs default): how much each window
-    moves the statistic, to first order. Its autocorrelation is what the bootstrap's blocks must keep: what both
-    machines share (a warm-up, a drift, the host's slowdown) cancels in it, as it does in the statistic.
-    - TPS, log(T/D) of the successes' sums: t_i/t̄ − d_i/d̄;
-    - errors, the difference of the failed shares F/R: (f_i − e·r_i)/r̄ of tuned less the same of default;
-    - latency, log(q_t/q_d) of each percentile: (p·s_i − b_i)/(S·g) of tuned less default's, with b_i the window's
-      successes at or below the side's percentile and g the density of log latency there (the histogram's)."""
-    d, t = (side_influence(paired.sides[name], group) for name in MACHINES)
-    return [tuned - default for tuned, default in zip(t, d, strict=True) if np.ptp(tuned - default) > 0]
-
-
-def side_influence(side: Side, group: str) -> list[np.ndarray]:
-    """One machine's influence series of the group's figures (its own level: what a level gate judges)."""
-    if group == "tps":
-        mean = side.successes.mean()
-        return [side.successes / mean if mean else np.zeros(len(side.successes))]
-    if group == "errors":
-        return [_error_influence(side)]
-    return [_quantile_influence(side, p) for p in PERCENTILES]
-
-
-def _error_influence(side: Side) -> np.ndarray:
-    mean_requests = side.requests.mean()
-    if not mean_requests:
-        return np.zeros(len(side.requests))
-    failures = side.requests - side.successes
-    share = failures.sum() / side.requests.sum()
-    return (failures - share * side.requests) / mean_requests
-
-
-QUANTILE_BINS = 5          # the density of log latency at a percentile: the histogram's bins within ±5 of its own
-
-
-def _quantile_influence(side: Side, p: float) -> np.ndarray:
-    counts = side.latency_hist.sum(axis=0)
-    total = counts.sum()
-    if not total:
-        return np.zeros(side.latency_hist.shape[0])
-    cum = np.cumsum(counts)
-    at = int(np.searchsorted(cum, max(1.0, math.ceil(p / 100.0 * total - 1e-9)) - 1e-6))
-    lo, hi = max(0, at - QUANTILE_BINS), min(len(counts), at + QUANTILE_BINS + 1)
-    density = counts[lo:hi].sum() / (total * (hi - lo) * math.log(LATENCY_BIN))
-    below = side.latency_hist[:, :at + 1].sum(axis=1)
-    return (p / 100.0 * side.successes - below) / (total * density)
-
-
-def block_length(paired: Paired, group: str = "tps") -> int:
-    """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
-    length of the group's paired influence series (influence(); the largest over the latency percentiles');
-    1 ≤ b ≤ n/3."""
-    return _block_of(influence(paired, group), paired.n, BLOCK_FACTOR[group])
-
-
-def level_block_length(paired: Paired, group: str = "tps") -> int:
-    """The same rule on the tuned machine's own influence series: the blocks of its level's interval, which
-    nothing cancels (the host's slowdown, a warm-up and a drift are all in it)."""
-    columns = [c for c in side_influence(paired.sides["tuned"], group) if np.ptp(c) > 0]
-    return _block_of(columns, paired.n, BLOCK_FACTOR[group])
-
-
-def _block_of(columns: list[np.ndarray], n: int, factor: float) -> int:
-    if not columns or n < 4:
-        return 1
-    lengths = optimal_block_length(np.column_stack(columns))["circular"].to_numpy()
-    lengths = lengths[np.isfinite(lengths)]
-    b = math.ceil(factor * lengths.max()) if len(lengths) else 1
-    return int(min(max(b, 1), max(1, n // 3)))
 
 
 def resample_indices(n: int, block: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:

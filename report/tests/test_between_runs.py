@@ -14,7 +14,8 @@ import pytest
 
 from report.read.calibrations import AALookup, AATrial
 from report.stats.between import calibrate, widen, widen_effect, within_se
-from report.stats.uncertainty import Analysis, analyse, paired_windows
+from report.stats.uncertainty import Analysis, analyse
+from report.stats.windows import paired_windows
 
 from .synthetic import paired_samples
 

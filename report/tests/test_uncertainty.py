@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from report.stats.blocks import block_length
 from report.stats.combine import combine
 from report.stats.runs import LoadedRun
-from report.stats.uncertainty import analyse, block_length, min_successes, paired_windows
+from report.stats.uncertainty import analyse, min_successes
+from report.stats.windows import paired_windows
 
 from .synthetic import paired_samples
 

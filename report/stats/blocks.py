@@ -1,0 +1,88 @@
+"""The bootstrap's block length (issue 52): Politis & White's (2004, corrected by Patton, Politis & White 2009)
+optimal circular block length of the paired statistic's own influence series — what both machines share (a
+warm-up, a drift, the host's slowdown) cancels there as it does in the statistic — times the factor each figure
+group's coverage asked for on synthetic runs with a known truth (bench/coverage.py; report/README.md,
+Uncertainty); at least 1, at most a third of the windows. The tuned configuration's own level takes the same rule
+on that machine's own series, in which nothing cancels."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from arch.bootstrap import optimal_block_length
+
+from report import MACHINES
+from report.stats.windows import LATENCY_BIN, PERCENTILES, Paired, Side
+
+# × Politis–White's length: the plug-in length itself (and twice it) under-covered, 88–91 % for TPS
+BLOCK_FACTOR = {"tps": 4, "errors": 8, "latency": 3}
+
+
+def influence(paired: Paired, group: str) -> list[np.ndarray]:
+    """The per-window influence series of the group's paired statistics (tuned vs default): how much each window
+    moves the statistic, to first order. Its autocorrelation is what the bootstrap's blocks must keep: what both
+    machines share (a warm-up, a drift, the host's slowdown) cancels in it, as it does in the statistic.
+    - TPS, log(T/D) of the successes' sums: t_i/t̄ − d_i/d̄;
+    - errors, the difference of the failed shares F/R: (f_i − e·r_i)/r̄ of tuned less the same of default;
+    - latency, log(q_t/q_d) of each percentile: (p·s_i − b_i)/(S·g) of tuned less default's, with b_i the window's
+      successes at or below the side's percentile and g the density of log latency there (the histogram's)."""
+    d, t = (side_influence(paired.sides[name], group) for name in MACHINES)
+    return [tuned - default for tuned, default in zip(t, d, strict=True) if np.ptp(tuned - default) > 0]
+
+
+def side_influence(side: Side, group: str) -> list[np.ndarray]:
+    """One machine's influence series of the group's figures (its own level: what a level gate judges)."""
+    if group == "tps":
+        mean = side.successes.mean()
+        return [side.successes / mean if mean else np.zeros(len(side.successes))]
+    if group == "errors":
+        return [_error_influence(side)]
+    return [_quantile_influence(side, p) for p in PERCENTILES]
+
+
+def _error_influence(side: Side) -> np.ndarray:
+    mean_requests = side.requests.mean()
+    if not mean_requests:
+        return np.zeros(len(side.requests))
+    failures = side.requests - side.successes
+    share = failures.sum() / side.requests.sum()
+    return (failures - share * side.requests) / mean_requests
+
+
+QUANTILE_BINS = 5          # the density of log latency at a percentile: the histogram's bins within ±5 of its own
+
+
+def _quantile_influence(side: Side, p: float) -> np.ndarray:
+    counts = side.latency_hist.sum(axis=0)
+    total = counts.sum()
+    if not total:
+        return np.zeros(side.latency_hist.shape[0])
+    cum = np.cumsum(counts)
+    at = int(np.searchsorted(cum, max(1.0, math.ceil(p / 100.0 * total - 1e-9)) - 1e-6))
+    lo, hi = max(0, at - QUANTILE_BINS), min(len(counts), at + QUANTILE_BINS + 1)
+    density = counts[lo:hi].sum() / (total * (hi - lo) * math.log(LATENCY_BIN))
+    below = side.latency_hist[:, :at + 1].sum(axis=1)
+    return (p / 100.0 * side.successes - below) / (total * density)
+
+
+def block_length(paired: Paired, group: str = "tps") -> int:
+    """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
+    length of the group's paired influence series (influence(); the largest over the latency percentiles');
+    1 ≤ b ≤ n/3."""
+    return _block_of(influence(paired, group), paired.n, BLOCK_FACTOR[group])
+
+
+def level_block_length(paired: Paired, group: str = "tps") -> int:
+    """The same rule on the tuned machine's own influence series: the blocks of its level's interval, which
+    nothing cancels (the host's slowdown, a warm-up and a drift are all in it)."""
+    columns = [c for c in side_influence(paired.sides["tuned"], group) if np.ptp(c) > 0]
+    return _block_of(columns, paired.n, BLOCK_FACTOR[group])
+
+
+def _block_of(columns: list[np.ndarray], n: int, factor: float) -> int:
+    if not columns or n < 4:
+        return 1
+    lengths = optimal_block_length(np.column_stack(columns))["circular"].to_numpy()
+    lengths = lengths[np.isfinite(lengths)]
+    b = math.ceil(factor * lengths.max()) if len(lengths) else 1
+    return int(min(max(b, 1), max(1, n // 3)))

@@ -1,0 +1,66 @@
+"""The paired 1 s windows of a run's two machines (duet benchmarking: both ran at the same time, so their seconds
+pair): each machine's requests, successes and a histogram of its successful latencies per window. What the
+bootstrap (stats/uncertainty.py) resamples and the block rule (stats/blocks.py) reads."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from report.read.jtl import Samples
+
+WINDOW_S = 1.0            # one window: one second of wall-clock time, by sample start
+LATENCY_BIN = 1.01        # latency histogram bins for resampling: 1 % wide (log-spaced)
+PERCENTILES = (50, 95, 99)
+
+
+@dataclass
+class Side:
+    """One machine's per-window sums over the paired windows."""
+    requests: np.ndarray      # (n,) requests that started in each window
+    successes: np.ndarray     # (n,)
+    latency_hist: np.ndarray  # (n, bins) successful latencies per window, counted in log bins
+    bin_ms: np.ndarray        # (bins,) each bin's representative latency (geometric centre), ms
+    latencies: np.ndarray     # successful latencies in the paired windows (exact point estimates)
+
+
+@dataclass
+class Paired:
+    start: float              # epoch seconds of the first window
+    n: int                    # windows
+    sides: dict[str, Side]    # 'default' / 'tuned' -> Side
+
+    @property
+    def seconds(self) -> float:
+        return self.n * WINDOW_S
+
+
+def paired_windows(samples_by_side: dict[str, Samples | None], start: float, end: float) -> Paired | None:
+    """The two machines' samples in the common windows [start, end): {side: jtl.Samples} → Paired, or None
+    when the windows do not overlap or a side has no samples."""
+    if any(s is None or len(s) == 0 for s in samples_by_side.values()):
+        return None
+    n = int(math.floor((end - start) / WINDOW_S))
+    if n <= 0:
+        return None
+    all_ok = np.concatenate([s.elapsed_ms[s.ok] for s in samples_by_side.values()])
+    all_ok = all_ok[all_ok > 0]
+    lo = max(all_ok.min() if len(all_ok) else 1.0, 0.5)
+    hi = max(all_ok.max() if len(all_ok) else 1.0, lo * LATENCY_BIN)
+    edges = lo * LATENCY_BIN ** np.arange(0, math.ceil(math.log(hi / lo, LATENCY_BIN)) + 2)
+    centres = np.sqrt(edges[:-1] * edges[1:])
+    sides = {}
+    for name, s in samples_by_side.items():
+        inside = (s.start >= start) & (s.start < start + n * WINDOW_S)
+        win = ((s.start[inside] - start) // WINDOW_S).astype(int)
+        ok = s.ok[inside]
+        requests = np.bincount(win, minlength=n)[:n]
+        successes = np.bincount(win[ok], minlength=n)[:n]
+        lat = s.elapsed_ms[inside][ok]
+        bins = np.clip(np.searchsorted(edges, np.maximum(lat, lo), side="right") - 1, 0, len(centres) - 1)
+        hist = np.zeros((n, len(centres)), dtype=np.float32)
+        np.add.at(hist, (win[ok], bins), 1.0)
+        sides[name] = Side(requests=requests.astype(float), successes=successes.astype(float),
+                           latency_hist=hist, bin_ms=centres, latencies=lat)
+    return Paired(start=start, n=n, sides=sides)
