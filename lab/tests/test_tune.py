@@ -316,13 +316,15 @@ def test_a_trials_verdict_is_the_objective_and_its_constraints_are_gates(tmp_pat
     run_dir.mkdir()
     (run_dir / "verdict.json").write_text(json.dumps({"verdict": "x", "effects": {
         "tps": {"kind": "ratio", "default": 10, "tuned": 15, "estimate": 1.5, "low": 1.4, "high": 1.6},
-        "p99": {"kind": "ratio", "default": 2000, "tuned": 1000, "estimate": 0.5, "low": 0.4, "high": 0.625},
+        "p99": {"kind": "ratio", "default": 2000, "tuned": 1000, "estimate": 0.5, "low": 0.4, "high": 0.625,
+                "tuned_ci": {"low": 900, "high": 1200}},
         "error_pct": {"kind": "difference", "default": 0.0, "tuned": 0.4, "estimate": 0.4, "low": 0.1,
-                      "high": 0.7}}}))
+                      "high": 0.7, "tuned_ci": {"low": 0.25, "high": 0.6}}}}))
     judge = trials.gate_judge(trials.CONSTRAINTS + ("p99<=2s",))
     got = trials.outcome(run_dir, 0, "tps", judge)
     assert (got.ratio, got.low, got.high) == (1.5, 1.4, 1.6) and not got.feasible
-    assert got.violations == ("errors<=0.1%: tuned's error_pct 0.4",), "the broken gate alone, with its reading"
+    assert got.violations == ("errors<=0.1%: tuned's error_pct 0.4 (95 % CI 0.25 … 0.6): judged on the upper bound",), \
+        "the broken gate alone, with its reading (a level gate reads the level's interval: issue 52)"
     got = trials.outcome(run_dir, 0, "p99")
     assert (got.ratio, got.low, got.high) == (2.0, 1.6, 2.5) and got.feasible
     gone = tmp_path / "20261128T000000Z-tune-t2"
