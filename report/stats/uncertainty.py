@@ -234,10 +234,11 @@ def effect_from(figure: str, point_d: float, point_t: float, rep_d: np.ndarray, 
     return effect
 
 
-def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED) -> Analysis:
+def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels_too: bool = True) -> Analysis:
     """Point estimates and 95 % intervals of every verdict figure over the paired windows. Each figure group
     is resampled with its own block length (an error burst lengthens the error blocks, not the latency ones), all
-    from the same seed; the tuned configuration's levels from its own blocks (level_block_length)."""
+    from the same seed; the tuned configuration's levels from its own blocks (level_block_length), unless
+    levels_too is False (a third more resampling that the effects' coverage tests do not need)."""
     points = {name: point_figures(side, paired.seconds) for name, side in paired.sides.items()}
     few = paired.n < MIN_WINDOWS
     analysis = Analysis(paired=paired, blocks={g: 1 if few else block_length(paired, g) for g in GROUPS},
@@ -250,6 +251,8 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED) -> Ana
             weights = window_weights(indices, paired.n)
             for name, side in paired.sides.items():
                 analysis.replicates[name].update(side_figures(side, weights, paired.seconds, figures))
+            if not levels_too:
+                continue
             analysis.level_blocks[group] = level_block_length(paired, group)
             if analysis.level_blocks[group] == analysis.blocks[group]:
                 levels.update({f: analysis.replicates["tuned"][f] for f in figures})
