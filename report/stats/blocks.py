@@ -66,9 +66,8 @@ def _quantile_influence(side: Side, p: float) -> np.ndarray:
 
 
 def block_length(paired: Paired, group: str = "tps") -> int:
-    """Twice Politis & White's (2004, corrected by Patton, Politis & White 2009) optimal circular block
-    length of the group's paired influence series (influence(); the largest over the latency percentiles');
-    1 ≤ b ≤ n/3."""
+    """BLOCK_FACTOR[group] × Politis & White's optimal circular block length of the group's paired influence
+    series (influence(); the largest over the latency percentiles'), rounded up; 1 ≤ b ≤ n/3."""
     return _block_of(influence(paired, group), paired.n, BLOCK_FACTOR[group])
 
 

@@ -195,7 +195,8 @@ def test_the_tuned_error_level_has_wilsons_interval_on_the_effective_requests():
     less and widen it; a run's analysis carries it as tuned_low … tuned_high."""
     from report.stats.uncertainty import error_level_interval
     low, high = error_level_interval(0, 2000, np.zeros(500))
-    assert low == pytest.approx(0, abs=1e-12) and high == pytest.approx(100 * 1.959964 ** 2 / (2000 + 1.959964 ** 2), rel=1e-6)
+    z2 = 1.959964 ** 2
+    assert low == pytest.approx(0, abs=1e-12) and high == pytest.approx(100 * z2 / (2000 + z2), rel=1e-6)
     calm = error_level_interval(20, 2000, np.full(500, 1.0))
     rng = np.random.default_rng(3)
     bursty = error_level_interval(20, 2000, rng.normal(1.0, 0.6, 500))     # σ 0.6 pt against a binomial 0.22
