@@ -27,14 +27,13 @@ import statistics
 import sys
 
 from lab import paths
-from report.read.calibrations import AALookup, AATrial
+from report.read.calibrations import AALookup
 from report.stats import between
 from report.stats.between import Calibration
 from report.stats.combine import combine
-from report.stats.runs import LoadedRun
 from report.stats.uncertainty import FIGURES, analyse
 from report.stats.windows import paired_windows
-from report.tests.synthetic import paired_samples
+from report.tests.synthetic import as_aa_trial, as_trial, paired_samples
 
 RESAMPLES = 500
 WARM_UP = dict(warmup_s=60.0, warmup_depth=0.6)
@@ -98,10 +97,7 @@ def calibration_of(seed: int, seconds: int, params: dict) -> Calibration:
     same = {k: v for k, v in params.items() if k not in ("effect", "latency_factor", "error_tuned")}
     runs = []
     for k in range(CALIBRATING):
-        a = one_run(seed * 100 + 90 + k, seconds, same)
-        effects = {f: {"kind": e.kind, "estimate": e.estimate, "low": e.low, "high": e.high}
-                   for f, e in a.effects.items()}
-        runs.append(AATrial(f"aa-{k}", effects, {f: a.df(f) for f in FIGURES}))
+        runs.append(as_aa_trial(f"aa-{k}", one_run(seed * 100 + 90 + k, seconds, same)))
     return between.calibrate(AALookup(matching=runs))
 
 
@@ -109,13 +105,6 @@ def one_run(seed: int, seconds: int, params: dict):
     sides = paired_samples(seed, seconds=seconds, **params)
     t0 = max(s.start[0] for s in sides.values())
     return analyse(paired_windows(sides, t0, t0 + seconds - 1), resamples=RESAMPLES, seed=seed)
-
-
-def _as_trial(seed: int, swapped: bool, analysis) -> LoadedRun:
-    machines = {"default": "tuned", "tuned": "default"} if swapped else {"default": "default", "tuned": "tuned"}
-    run = type("Run", (), {"get": lambda self, *k, default=None:
-                           {"machines": machines} if k == ("design",) else default, "status": "complete"})()
-    return LoadedRun(folder=f"trial-{seed}", run=run, machines={}, analysis=analysis)
 
 
 def simulate(job: tuple[str, int, int]) -> dict[str, dict]:
@@ -134,7 +123,7 @@ def simulate(job: tuple[str, int, int]) -> dict[str, dict]:
         swapped = k % 2 == 1
         bias = params.get("bias", 1.0)
         p = {**params, "bias": 1.0 / bias if swapped else bias}
-        runs.append(_as_trial(seed * 10 + k, swapped, one_run(seed * 10 + k, seconds, p)))
+        runs.append(as_trial(f"trial-{seed * 10 + k}", swapped, one_run(seed * 10 + k, seconds, p)))
     combined = combine(runs, calibration)
     return {f: {"low": c.effect.low, "high": c.effect.high, "estimate": c.effect.estimate, "block": None,
                 "df": c.effect.df} for f, c in combined.items()}

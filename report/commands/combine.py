@@ -40,11 +40,7 @@ def series_calibration(trials: list[LoadedRun]) -> Calibration | None:
     A/A series, which is a calibration itself."""
     if not trials or all(t.design.get("kind") == "aa" for t in trials):
         return None
-    first = trials[0]
-    lookup = matching_aa(first.folder, first.run)
-    own = {Path(t.folder).resolve().name for t in trials}
-    lookup.matching = [a for a in lookup.matching if a.run_id not in own]
-    return between.calibrate(lookup)
+    return between.calibrate(matching_aa(trials[0].folder, trials[0].run))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -61,7 +61,7 @@ def change_points(values: list[float], alpha: float = HISTORY_ALPHA, permutation
         point = tester.change_point(candidate, series, intervals)
         p = (1 + int(point.stats.extreme_qhat_perm)) / (1 + permutations)
         split = int(point.index)
-        bounds = [0, *sorted(int(c.index) for c in points), len(series)]
+        bounds = [0, *(int(c.index) for c in points), len(series)]     # points are kept in order
         a = max(b for b in bounds if b < split)
         b = min(b for b in bounds if b > split)
         if split - a < MIN_SEGMENT or b - split < MIN_SEGMENT or (found and p > alpha):

@@ -80,14 +80,8 @@ def judge(gate: Gate, effects: dict) -> Outcome:
     if any(f.get(k) is None for k in ("estimate", "low", "high")):
         return Outcome(gate, False, None, f"no interval of {gate.figure} in this verdict: nothing shown")
     est, low, high, unit = as_change(f)
-    bound = low if gate.op == ">=" else high
-    ok = bound >= gate.value if gate.op == ">=" else bound <= gate.value
-    estimate_ok = est >= gate.value if gate.op == ">=" else est <= gate.value
-    detail = (f"{_signed(est)} {unit} (95 % CI {_signed(low)} … {_signed(high)} {unit}): "
-              f"judged on the {'lower' if gate.op == '>=' else 'upper'} bound")
-    if not ok and estimate_ok:
-        detail += "; the estimate passes but the interval does not: not shown"
-    return Outcome(gate, ok, bound, detail)
+    return _on_bound(gate, est, low, high, f"{_signed(est)} {unit} (95 % CI {_signed(low)} … {_signed(high)} {unit})",
+                     "estimate")
 
 
 def _judge_level(gate: Gate, f: dict) -> Outcome:
@@ -97,13 +91,21 @@ def _judge_level(gate: Gate, f: dict) -> Outcome:
     if ci.get("low") is None or ci.get("high") is None:
         return Outcome(gate, False, None, f"tuned's {gate.figure} {level:g} without an interval in this verdict: "
                                           "nothing shown")
-    bound = ci["high"] if gate.op == "<=" else ci["low"]
-    ok = bound <= gate.value if gate.op == "<=" else bound >= gate.value
-    detail = (f"tuned's {gate.figure} {level:g} (95 % CI {ci['low']:g} … {ci['high']:g}): judged on the "
-              f"{'upper' if gate.op == '<=' else 'lower'} bound")
-    if not ok and (level <= gate.value if gate.op == "<=" else level >= gate.value):
-        detail += "; the level passes but the interval does not: not shown"
-    return Outcome(gate, ok, bound, detail)
+    return _on_bound(gate, level, ci["low"], ci["high"],
+                     f"tuned's {gate.figure} {level:g} (95 % CI {ci['low']:g} … {ci['high']:g})", "level")
+
+
+def _on_bound(gate: Gate, point: float, low: float, high: float, reading: str, what: str) -> Outcome:
+    """A gate judged on the bound of the interval a claim must clear: the lower one for >=, the upper for <=."""
+    bound = low if gate.op == ">=" else high
+    detail = f"{reading}: judged on the {'lower' if gate.op == '>=' else 'upper'} bound"
+    if not _meets(gate, bound) and _meets(gate, point):
+        detail += f"; the {what} passes but the interval does not: not shown"
+    return Outcome(gate, _meets(gate, bound), bound, detail)
+
+
+def _meets(gate: Gate, x: float) -> bool:
+    return x >= gate.value if gate.op == ">=" else x <= gate.value
 
 
 def _signed(x: float) -> str:

@@ -52,10 +52,9 @@ def pvalue_text(c: Change) -> str:
 def render(histories: list[History], skipped: dict[str, str], filters_text: str) -> str:
     lines = ["# Run history", "", f"Runs: {filters_text}. A history is the complete runs whose fingerprint agrees "
              "(design, load, service, machine kind, host cores, every configuration's knobs; `--ignore` widens it, "
-             f"`--also` narrows it). Change points: candidates from Apache Otava's e-divisive, each judged by "
-             f"e-divisive's permutation test ({PERMUTATIONS} shuffles of its segment), kept where Holm's step-down "
-             f"over all of a history's figures together leaves p ≤ {HISTORY_ALPHA} (the chance of any false alarm "
-             "in a flat history).", ""]
+             f"`--also` narrows it). Change points: Apache Otava's e-divisive with its permutation test "
+             f"({PERMUTATIONS} shuffles of each segment), kept where Holm's step-down over all of a history's "
+             f"figures together leaves p ≤ {HISTORY_ALPHA} (the chance of any false alarm in a flat history).", ""]
     if skipped:
         lines += ["Folders skipped (unreadable): " + "; ".join(f"`{k}` ({v})" for k, v in sorted(skipped.items())), ""]
     if not histories:

@@ -147,21 +147,21 @@ def calibrate(lookup: AALookup) -> Calibration:
     return Calibration(lookup, {figure: _figure(lookup, figure) for figure in FIGURES})
 
 
-def widen_effect(effect: Effect, cal: FigureCalibration) -> bool:
-    """The effect's interval with the between-run variance (True), its within-run interval kept in within_low/high;
-    False when there is nothing to widen."""
+def widen_effect(effect: Effect, cal: FigureCalibration, between: float | None = None,
+                 between_df: float | None = None) -> bool:
+    """The effect's interval with the calibration's between-run variance (True), its within-run interval kept in
+    within_low/high; False when there is nothing to widen. One run takes τ₀² with k df (the defaults); a series
+    passes its own share of the A/A's variance (between, between_df: combine.py)."""
     if not effect.has_interval or not cal.k or (effect.kind == "difference" and effect.default == effect.tuned == 0):
         return False    # no interval, no calibration of this figure; or no errors on either machine: exactly none
+    between = cal.tau2 if between is None else between
     se = within_se(effect.kind, effect.low, effect.high, effect.df)
     effect.within_low, effect.within_high = effect.low, effect.high
-    if cal.tau2 > 0:        # (τ₀² = 0: the interval as it was, not as recomputed to the last bit)
-        effect.low, effect.high, effect.df = widen(effect.kind, effect.estimate, se, effect.df, cal.tau2, cal.k)
-    effect.intervals = calibrated_words(cal)
+    if between > 0:         # (none: the interval as it was, not as recomputed to the last bit)
+        effect.low, effect.high, effect.df = widen(effect.kind, effect.estimate, se, effect.df, between,
+                                                   cal.k if between_df is None else between_df)
+    effect.intervals = f"calibrated (A/A runs {', '.join(cal.trials)})"
     return True
-
-
-def calibrated_words(cal: FigureCalibration) -> str:
-    return f"calibrated (A/A runs {', '.join(cal.trials)})"
 
 
 def apply(analysis: Analysis | None, calibration: Calibration) -> None:

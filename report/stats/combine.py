@@ -23,10 +23,10 @@ from scipy import stats
 from report.stats.between import (
     Calibration,
     FigureCalibration,
-    calibrated_words,
     dl_regression,
     on_scale,
     widen,
+    widen_effect,
     within_se,
 )
 from report.stats.runs import LoadedRun, back, log_or_raw
@@ -102,17 +102,10 @@ def _calibrated(combined: Combined, cal: FigureCalibration, signs: np.ndarray) -
     the interval, Σ c_i² τ² for the effect Σ c_i L_i. Both orientations cancel the twins' bias, so the A/A's τ² around
     its own mean (DerSimonian–Laird, k ≥ 2) is the one that applies; one orientation (or one A/A trial): τ₀²,
     around no difference, which keeps the bias in."""
-    e = combined.effect
-    if not cal.k or not e.has_interval or (e.kind == "difference" and e.default == e.tuned == 0):
-        return
     c_effect, _ = _coefficients(signs)
     around_mean = combined.bias is not None and cal.k >= 2
     tau2, tau2_df = (cal.tau2_dl, cal.k - 1) if around_mean else (cal.tau2, cal.k)
-    se = within_se(e.kind, e.low, e.high, e.df)
-    e.within_low, e.within_high = e.low, e.high
-    if tau2 > 0:
-        e.low, e.high, e.df = widen(e.kind, e.estimate, se, e.df, tau2 * float(np.sum(c_effect ** 2)), tau2_df)
-    e.intervals = calibrated_words(cal)
+    widen_effect(combined.effect, cal, tau2 * float(np.sum(c_effect ** 2)), tau2_df)
 
 
 def tuned_level(trials: list[LoadedRun], figure: str) -> Effect | None:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scipy import stats
-
 from report.read.sweep import Trial
+from report.stats.between import satterthwaite
+from report.stats.uncertainty import t_quantile
 
 Z95 = 1.959964
 
@@ -56,7 +56,7 @@ def _on_scale(x: float | None, kind: str) -> float | None:
 
 
 def _t(df: float | None) -> float:
-    return Z95 if df is None or df <= 0 else float(stats.t.ppf(0.975, df))
+    return Z95 if df is None or df <= 0 else t_quantile(df)
 
 
 def _sigma(e: dict[str, Any], kind: str) -> float | None:
@@ -84,12 +84,8 @@ def share(full: Trial, without: Trial, figure: str = "tps") -> tuple[float, floa
     sf, sw = _sigma(ef, kind), _sigma(ew, kind)
     if sf is None or sw is None:
         return part / gain, None, None
-    df = [ef.get("df"), ew.get("df")]
-    if None in df:
-        half = Z95 * math.hypot(sf, sw)
-    else:           # Welch–Satterthwaite: the two variances' degrees of freedom together
-        parts = [(sf * sf, df[0]), (sw * sw, df[1])]
-        joint = sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts if v > 0) if sf or sw else 1.0
-        half = _t(joint) * math.hypot(sf, sw)
+    df = [ef.get("df"), ew.get("df")]       # Welch–Satterthwaite: the two variances' degrees of freedom together
+    joint = None if None in df else satterthwaite([(sf * sf, df[0]), (sw * sw, df[1])])
+    half = _t(joint) * math.hypot(sf, sw)
     low, high = sorted(((part - half) / gain, (part + half) / gain))
     return part / gain, low, high

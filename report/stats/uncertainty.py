@@ -155,15 +155,20 @@ class Analysis:
     level_blocks: dict[str, int] = field(default_factory=dict)       # figure group -> the tuned level's block
 
     def block(self, figure: str) -> int:
-        return next(self.blocks[g] for g, figures in GROUPS.items() if figure in figures)
+        return self.blocks[group_of(figure)]
 
     def df(self, figure: str) -> int:
         """Degrees of freedom of the figure's t quantile: independent blocks in the window, less one."""
         return max(1, self.paired.n // self.block(figure) - 1)
 
     def level_df(self, figure: str) -> int:
-        block = next(self.level_blocks.get(g, 1) for g, figures in GROUPS.items() if figure in figures)
-        return max(1, self.paired.n // block - 1)
+        """The same for the tuned level's interval, from its own blocks."""
+        return max(1, self.paired.n // self.level_blocks.get(group_of(figure), 1) - 1)
+
+
+def group_of(figure: str) -> str:
+    """The figure group (GROUPS) a figure is resampled with."""
+    return next(g for g, figures in GROUPS.items() if figure in figures)
 
 
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:

@@ -26,7 +26,9 @@ part, and an interval of one run must also cover the run's own u.
 """
 import numpy as np
 
+from report.read.calibrations import AATrial
 from report.read.jtl import Samples
+from report.stats.runs import LoadedRun
 
 
 def ar1(rng, n, phi, sigma):
@@ -103,3 +105,22 @@ def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_f
                               ok=np.concatenate(ok), label=np.full(n, "get", dtype=object),
                               error=np.full(n, "", dtype=object))
     return sides
+
+
+def as_trial(name: str, swapped: bool, analysis) -> LoadedRun:
+    """An analysed run as a crossover trial (report/stats/combine.py): swapped, the default configuration ran on
+    machine tuned."""
+    machines = {"default": "tuned", "tuned": "default"} if swapped else {"default": "default", "tuned": "tuned"}
+    run = type("Run", (), {"get": lambda self, *k, default=None:
+                           {"machines": machines} if k == ("design",) else default, "status": "complete"})()
+    return LoadedRun(folder=name, run=run, machines={}, analysis=analysis)
+
+
+def as_aa_trial(name: str, analysis, bias: float = 1.0) -> AATrial:
+    """What a calibration reads of an A/A run's verdict.json (report/read/calibrations.py); bias: a twin bias planted
+    on TPS."""
+    def scaled(f, x):
+        return x * (bias if f == "tps" else 1.0)
+    effects = {f: {"kind": e.kind, "estimate": scaled(f, e.estimate), "low": scaled(f, e.low),
+                   "high": scaled(f, e.high)} for f, e in analysis.effects.items()}
+    return AATrial(name, effects, {f: analysis.df(f) for f in analysis.effects})

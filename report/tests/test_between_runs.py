@@ -17,7 +17,7 @@ from report.stats.between import calibrate, widen, widen_effect, within_se
 from report.stats.uncertainty import Analysis, analyse
 from report.stats.windows import paired_windows
 
-from .synthetic import paired_samples
+from .synthetic import as_aa_trial, paired_samples
 
 RUNS = 60             # A/B runs, each calibrated by K A/A trials of its own: (1 + K) × RUNS analyses, ~40 s
 K = 3
@@ -37,14 +37,6 @@ def analysis(seed: int, **truth) -> Analysis:
     sides = paired_samples(seed, seconds=SECONDS, **truth)
     t0 = sides["default"].start[0]
     return analyse(paired_windows(sides, t0, t0 + SECONDS), resamples=RESAMPLES, seed=seed, levels_too=False)
-
-
-def aa_trial(name: str, a: Analysis, bias: float = 1.0) -> AATrial:
-    """What a calibration reads of an A/A run's verdict.json; bias: a twin bias planted on TPS."""
-    effects = {f: {"kind": e.kind, "estimate": e.estimate * (bias if f == "tps" else 1.0),
-                   "low": e.low * (bias if f == "tps" else 1.0), "high": e.high * (bias if f == "tps" else 1.0)}
-               for f, e in a.effects.items()}
-    return AATrial(name, effects, {f: a.df(f) for f in a.effects})
 
 
 def covers(effect, truth: float) -> bool:
@@ -79,7 +71,7 @@ def coverage(runs: int = RUNS) -> dict[tuple[str, str], float]:
         ab = analysis(5000 + j, **AB)
         aas = [analysis(6000 + K * j + i, **AA) for i in range(K)]
         for bias in (1.0, TWIN_BIAS):
-            _hits(ab, [aa_trial(f"aa-{j}-{i}", a, bias) for i, a in enumerate(aas)], bias, hits)
+            _hits(ab, [as_aa_trial(f"aa-{j}-{i}", a, bias) for i, a in enumerate(aas)], bias, hits)
     return {key: sum(v) / len(v) for key, v in hits.items()}
 
 

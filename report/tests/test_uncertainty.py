@@ -8,11 +8,10 @@ from scipy import stats
 
 from report.stats.blocks import block_length
 from report.stats.combine import combine
-from report.stats.runs import LoadedRun
 from report.stats.uncertainty import analyse, min_successes
 from report.stats.windows import paired_windows
 
-from .synthetic import paired_samples
+from .synthetic import as_trial, paired_samples
 
 TRIALS = 150          # seeded runs per scenario
 RESAMPLES = 500       # per run (reports use 2,000): enough for the interval's σ, 4× faster
@@ -79,12 +78,7 @@ def test_a_single_run_attributes_a_machine_bias_to_the_configuration():
 
 def _trial(seed, swapped, effect, bias):
     """A trial as LoadedRun: swapped means the tuned config ran on the slower/faster machine default."""
-    a = analysis_of(seed, effect=effect, bias=(1.0 / bias) if swapped else bias)
-    machines = {"default": "tuned", "tuned": "default"} if swapped else {"default": "default", "tuned": "tuned"}
-    run = type("Run", (), {"get": lambda self, *k, default=None:
-                           {"machines": machines} if k == ("design",) else default,
-                           "status": "complete"})()
-    return LoadedRun(folder=f"trial-{seed}", run=run, machines={}, analysis=a)
+    return as_trial(f"trial-{seed}", swapped, analysis_of(seed, effect=effect, bias=(1.0 / bias) if swapped else bias))
 
 
 @pytest.mark.parametrize("effect", [1.0, 1.1])
