@@ -56,11 +56,11 @@ stage_app()  {
 }
 # Unit stages run on two workers (pytest-xdist; a module's tests stay on one worker, so its module fixtures are
 # made once): CI's machine has 2 cores and these tests are CPU-bound (report 644 -> 323 s, lab 518 -> 341 s,
-# ansible ~300 -> 212 s here). Tests that hold a rate or a deadline (JMeter's pacing, a recorder's timing) run
-# alone after the rest: beside another worker they measure the host's load. The e2e runs one lab: serial.
+# ansible ~300 -> 212 s here). Tests that hold a rate, a deadline or a CPU share (JMeter's pacing, a recorder's
+# timing, the host watch's count) run alone after the rest: beside another worker they measure the host's load. The e2e runs one lab: serial.
 PARALLEL=(-n 2 --dist loadscope)
 SLOWEST=(--durations=10)
-TIMED=(lab/tests/test_load.py lab/tests/test_instruments.py)
+TIMED=(lab/tests/test_load.py lab/tests/test_instruments.py lab/tests/test_host_watch.py)
 pytest_() { .venv/bin/python -m pytest -q "${SLOWEST[@]}" "$@"; }
 stage_lab()  {
   ./start.sh prereqs && pytest_ "${PARALLEL[@]}" lab/tests bench "${TIMED[@]/#/--ignore=}" && pytest_ "${TIMED[@]}"

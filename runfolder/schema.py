@@ -41,6 +41,9 @@ RUN = {
     "service_starts": {"spread_s": NUMBER},
     "core_swap": {"mode": str, "why": str, "at_s": NUMBER, "after_s": NUMBER, "swapped_at": NUMBER, "error": str},
     "load_generator": dict, "knob_diff": dict,
+    "host_outside": {"seconds": NUMBER, "host_cpus": NUMBER, "outside_cpu_pct": NUMBER, "kernel_cpu_pct": NUMBER,
+                     "lab_cpu_pct": NUMBER, "heaviest": ListOf({"pid": int, "command": str, "cpu_pct": NUMBER}),
+                     "warn": bool, "threshold_pct": NUMBER, "why": str},
     "machines": MapOf({"knobs": dict, "versions": dict}),
 }
 EFFECT = {"kind": str, "default": NUMBER, "tuned": NUMBER, "estimate": NUMBER, "low": NUMBER, "high": NUMBER,

@@ -26,6 +26,7 @@ from lab.experiment import (
     design,
     disk,
     finish,
+    host_watch,
     instruments,
     liveness,
     load,
@@ -64,6 +65,7 @@ class TrialRun:
         self.ssh_ports: dict[str, int] = {}      # machine → its SSH port where it is not 22 (real hosts)
         self.marked_at: float | None = None      # when the run's recording began on the machines
         self.watch = None                        # the load generator's watch, once the load starts
+        self.host = None                         # the host's other processes' watch (host_watch.py), likewise
         self.alive = None                        # the machines' liveness watch, while the load runs
         self.exit_code = 0
 
@@ -157,6 +159,7 @@ class TrialRun:
             collect.mark(self.run_id, log=self.log)
             self.marked_at = time.time()
             self.watch = instruments.LoadGeneratorWatch(self.run_dir)
+            self.host = host_watch.HostWatch(self.run_dir)
             self.alive = liveness.MachineWatch(self.run_dir, self.resolved["machines"], wrap=reach.wrap,
                                                on_change=lambda vm, state, since: said_liveness(vm, state, since,
                                                                                                 self.log),
@@ -169,7 +172,8 @@ class TrialRun:
                     remote, recording = on_generators_of(self.run_id, self.run_dir, self.resolved, on_generators,
                                                          self.log)
                     result = load.run(self.run_dir, self.targets(), opts.profile, wrap=reach.wrap,
-                                      progress=self.log, beside=core_swap.Beside(self.watch, swap), engines=remote,
+                                      progress=self.log, beside=core_swap.Beside(self.watch, self.host, swap),
+                                      engines=remote,
                                       plan=None if opts.service.lab_plan else Path(opts.service.plan.path))
             finally:    # what the generators could not do is kept whatever the load did
                 if swap is not None:        # each machine on its own cores again, whatever the load did
@@ -187,10 +191,12 @@ class TrialRun:
         with contextlib.suppress(record.DiskFull):      # run.json says so; the finish goes on from what there is
             if self.watch is not None:
                 self.record.update(load_generator=self.watch.stop())
+            if self.host is not None:
+                self.record.update(host_outside=self.host.stop())
             if self.alive is not None:
                 dead = self.alive.dead()
                 self.record.update(liveness=self.alive.stop())
-            cut = [str(w.file.path.relative_to(self.run_dir)) for w in (self.watch, self.alive)
+            cut = [str(w.file.path.relative_to(self.run_dir)) for w in (self.watch, self.host, self.alive)
                    if w is not None and w.file is not None and w.file.cut]
             if cut:         # a watch that could not write its CSV went on counting: run.json has its summary
                 self.record.update(incomplete=self.record.with_incomplete(cut))

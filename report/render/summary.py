@@ -14,7 +14,7 @@ from report.fmt import utc_clock
 from report.read.profiles import Profiles, load_profiles
 from report.read.runinfo import RunInfo, design
 from report.render.capacity import lines as capacity_lines
-from report.render.cost import cost_lines
+from report.render.cost import cost_lines, outside_warning
 from report.render.flame import profile_lines
 from report.render.generators import lines as generators_lines
 from report.render.lines import line_lines
@@ -56,6 +56,9 @@ def _status_lines(run: RunInfo) -> list[str]:
     for vm, probe in (run.get("liveness", default=None) or {}).items():
         if probe.get("dead_at"):
             lines += [liveness_line(vm, probe), ""]
+    warning = outside_warning(run)
+    if warning:
+        lines += [warning, ""]
     collect_errors = run.get("collect_errors", default=None) or {}
     for machine, problems in collect_errors.items():
         listed = problems if isinstance(problems, list) else [problems]

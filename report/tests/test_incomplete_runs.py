@@ -53,6 +53,28 @@ def test_a_machine_that_stopped_answering_and_came_back_is_not_called_dead(run_c
     assert "died" not in first
 
 
+def test_something_else_on_the_host_during_the_load_is_warned_on_top_naming_it(run_copy):
+    """run.json host_outside (lab/experiment/host_watch.py): past its threshold, the top of the summary names the
+    process and its share; below it, only the lab's own cost section mentions the host's other processes."""
+    run = json.loads((run_copy / "run.json").read_text())
+    heavy = {"seconds": 300.0, "host_cpus": 2, "outside_cpu_pct": 12.5, "kernel_cpu_pct": 1.2, "lab_cpu_pct": 84.0,
+             "heaviest": [{"pid": 4242, "command": "gcc -O2 -c big.c", "cpu_pct": 11.9}], "warn": True,
+             "threshold_pct": 2.0}
+    run["host_outside"] = heavy
+    (run_copy / "run.json").write_text(json.dumps(run))
+    summary = summary_of(run_copy)
+    first = summary.split("\n## ", 1)[0]
+    assert ("**Something else ran on the host during the load**: processes outside the lab took 12.5 % of the "
+            "host's CPU (the lab warns from 2.0 %): `gcc -O2 -c big.c` (pid 4242) 11.9 %.") in first
+    assert "The host's other processes took 12.5 % of its CPU (2 cores) over 300 s of load" in summary
+    run["host_outside"] = {**heavy, "outside_cpu_pct": 0.3, "warn": False,
+                           "heaviest": [{"pid": 7, "command": "sshd: me", "cpu_pct": 0.3}]}
+    (run_copy / "run.json").write_text(json.dumps(run))
+    summary = summary_of(run_copy)
+    assert "Something else ran" not in summary
+    assert "The host's other processes took 0.3 % of its CPU" in summary and "`sshd: me` (pid 7) 0.3 %" in summary
+
+
 def test_a_machine_folder_missing_entirely(run_copy):
     shutil.rmtree(run_copy / "tuned")
     summary = summary_of(run_copy)
