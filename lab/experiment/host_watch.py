@@ -25,8 +25,9 @@ from lab.machines import containers, netns
 
 SAMPLE_S = 2.0      # between two scans of /proc: a process that lives less long is seen once or not at all
 # The report warns when processes outside the lab took at least this share of the host's CPU (all its cores) over
-# the load. Measured (docs/methods.md, "The host watched"): an idle host's own background stays below 0.5 %; a busy
-# loop on the host at 25 % of one core (12.5 % of this 2-core host's capacity) ... (see docs/methods.md)
+# the load. Measured (docs/methods.md, The host watched): a quiet host's own background took 0.08 %; an outsider cost
+# the lab's throughput about twice its own share (4.4 % → −10 %, 19 % → −35 %), so from 2 % it moves a figure by
+# about the smallest difference the lab resolves on containers (A/A intervals ±3-7 %).
 OUTSIDE_WARN_PCT = 2.0
 NAMED = 5           # the heaviest outsiders named in run.json and the report
 PF_KTHREAD = 0x00200000
@@ -66,12 +67,26 @@ def scan() -> dict[tuple[int, int], Seen]:
 
 
 def command(pid: int) -> str:
-    """The process's command line (its name in brackets when it has none), at most 120 characters."""
+    """What the process runs, for naming it: its program, and the script an interpreter runs when its first argument
+    is a file; never the other arguments (another user's command line may carry a password or a token). Its name in
+    brackets when it has no command line (a kernel thread)."""
     try:
-        line = (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        return (line or f"[{(PROC / str(pid) / 'comm').read_text().strip()}]")[:120]
+        argv = (PROC / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        if not argv[0]:
+            return f"[{(PROC / str(pid) / 'comm').read_text().strip()}]"
     except OSError:
         return "?"
+    script = next((a for a in argv[1:] if a and not a.startswith("-")), None)
+    shown = argv[0] + (f" {script}" if script and "/" in script and Path(script).is_file() else "")
+    return shown[:120]
+
+
+def _full_command(pid: int) -> str:
+    """The whole command line, for telling the lab's processes by the folders they name (never recorded)."""
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def lab_roots() -> set[int]:
@@ -114,7 +129,7 @@ class Classifier:
     def _decide(self, seen: Seen, by_pid: dict[int, Seen]) -> bool:
         if seen.pid in self.roots or _in_lab_netns(seen.pid) or _in_lab_cgroup(seen.pid):
             return True
-        line = command(seen.pid)
+        line = _full_command(seen.pid)
         if str(containers.RUNTIME_DIR) in line or str(paths.STATE_DIR) in line:
             return True
         parent = by_pid.get(seen.ppid)

@@ -41,8 +41,8 @@ def test_a_busy_process_outside_the_lab_is_named_with_its_share_and_the_labs_own
     assert outsider.pid in named, summary
     # 4 s of one core over ~4.5 s of a host of N cores, shared with the lab's busy child and whatever else runs
     assert named[outsider.pid]["cpu_pct"] >= 10 / (os.cpu_count() or 1) * 2, summary
-    assert "python" in named[outsider.pid]["command"]
-    assert lab_daemon.pid not in named and all("sh -c" not in p["command"] for p in summary["heaviest"])
+    assert named[outsider.pid]["command"] == sys.executable      # its program, never its arguments (the code)
+    assert lab_daemon.pid not in named and all(p["command"] != "sh" for p in summary["heaviest"])
     assert summary["lab_cpu_pct"] >= 10 / (os.cpu_count() or 1) * 2, summary
     assert summary["warn"] is True and summary["outside_cpu_pct"] >= named[outsider.pid]["cpu_pct"]
     with open(tmp_path / "host" / "outside.csv", newline="") as f:
@@ -69,6 +69,19 @@ def test_children_too_short_for_a_scan_are_counted_through_the_parent_that_reape
     cpu_s = named[shell.pid]["cpu_pct"] / 100 * summary["seconds"] * summary["host_cpus"]
     # 8 × 0.4 s busy and their starts (less on a shared host); counted twice it would pass 6 s
     assert 1.2 <= cpu_s <= 4.5, (cpu_s, summary)
+
+
+def test_a_process_is_named_by_its_program_and_script_never_its_other_arguments(tmp_path):
+    script = tmp_path / "backup.py"
+    script.write_text("import time\ntime.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, str(script), "--password", "s3cret"])
+    try:
+        time.sleep(0.3)
+        assert host_watch.command(proc.pid) == f"{sys.executable} {script}"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert host_watch.command(2).startswith("[kthreadd")
 
 
 def record_stub() -> dict:
