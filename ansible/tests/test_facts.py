@@ -13,6 +13,7 @@ from conftest import ANSIBLE_DIR, VENV_BIN, ansible_env
 
 from lab.provision import scope
 
+
 @pytest.fixture(scope="module")
 def fact_names() -> set[str]:
     """Every fact name `setup` gathers here, without its ansible_ prefix."""

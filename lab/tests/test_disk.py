@@ -265,6 +265,7 @@ def test_the_watches_go_on_counting_when_the_disk_fills_and_their_csvs_are_liste
         time.sleep(3.5)
         t = trial.TrialRun.__new__(trial.TrialRun)
         t.watch, t.alive, t.record, t.run_dir = watch, alive, rec, run_dir
+        t.host = None
         t.t = t.run_id = t.marked_at = t.log = None
         t.addresses, t.ssh_ports = {}, {}
         monkeypatch.setattr(finish, "finish", lambda *args, **kwargs: None)
