@@ -16,7 +16,8 @@ def _pidfile(name: str, run_dir: Path) -> Path:
     return run_dir / f"{name}.pid"
 
 
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
+    """The process's command line, its arguments joined by spaces ("" when it is gone)."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
@@ -26,7 +27,7 @@ def _cmdline(pid: int) -> str:
 def record(name: str, pid: int, run_dir: Path = paths.RUN_DIR) -> None:
     """Remembers a started process with the start of its command line (guards against PID reuse)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    _pidfile(name, run_dir).write_text(f"{pid}\n{_cmdline(pid)[:200]}\n")
+    _pidfile(name, run_dir).write_text(f"{pid}\n{cmdline(pid)[:200]}\n")
 
 
 def recorded(name: str, run_dir: Path = paths.RUN_DIR) -> int | None:
@@ -44,7 +45,7 @@ def alive(name: str, run_dir: Path = paths.RUN_DIR) -> bool:
         return False
     lines = _pidfile(name, run_dir).read_text().splitlines()
     want = lines[1] if len(lines) > 1 else ""
-    have = _cmdline(pid)
+    have = cmdline(pid)
     return bool(have) and (not want or have.startswith(want.split(" ")[0]))
 
 

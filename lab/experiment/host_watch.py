@@ -81,14 +81,6 @@ def command(pid: int) -> str:
     return shown[:120]
 
 
-def _full_command(pid: int) -> str:
-    """The whole command line, for telling the lab's processes by the folders they name (never recorded)."""
-    try:
-        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def lab_roots() -> set[int]:
     """This process and the daemons the lab recorded (alive and still the process it started)."""
     roots = {os.getpid()}
@@ -96,13 +88,6 @@ def lab_roots() -> set[int]:
         if procs.alive(name) and (pid := procs.recorded(name)) is not None:
             roots.add(pid)
     return roots
-
-
-def _in_lab_netns(pid: int) -> bool:
-    try:
-        return netns.NETNS_FILE.exists() and os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(netns.NETNS_FILE).st_ino
-    except OSError:
-        return False
 
 
 def _in_lab_cgroup(pid: int) -> bool:
@@ -127,9 +112,9 @@ class Classifier:
         return self.known[key]
 
     def _decide(self, seen: Seen, by_pid: dict[int, Seen]) -> bool:
-        if seen.pid in self.roots or _in_lab_netns(seen.pid) or _in_lab_cgroup(seen.pid):
+        if seen.pid in self.roots or netns.in_lab_netns(seen.pid) or _in_lab_cgroup(seen.pid):
             return True
-        line = _full_command(seen.pid)
+        line = procs.cmdline(seen.pid)      # the whole line, to tell the lab's by its folders (never recorded)
         if str(containers.RUNTIME_DIR) in line or str(paths.STATE_DIR) in line:
             return True
         parent = by_pid.get(seen.ppid)
@@ -148,6 +133,7 @@ class HostWatch:
         self.kernel_s = 0.0
         self.lab_s = 0.0
         self.seconds = 0.0
+        self.cpus = os.cpu_count() or 1
         self.file: disk.CsvFile | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="host-watch", daemon=True)
@@ -190,14 +176,12 @@ class HostWatch:
                 self.cpu[key] = self.cpu.get(key, 0.0) + used
                 self.names.setdefault(key, command(seen.pid))
 
-    def _capacity_s(self) -> float:
-        return max(self.seconds, 1e-9) * (os.cpu_count() or 1)
-
     def _write(self) -> None:
+        capacity_s = max(self.seconds, 1e-9) * self.cpus
         out = self.file = disk.CsvFile(self.path, ["pid", "command", "cpu_s", "cpu_pct"])
         try:
             for key, cpu_s in sorted(self.cpu.items(), key=lambda kv: -kv[1]):
-                out.write((key[0], self.names[key], round(cpu_s, 2), round(100 * cpu_s / self._capacity_s(), 2)))
+                out.write((key[0], self.names[key], round(cpu_s, 2), round(100 * cpu_s / capacity_s, 2)))
         finally:
             out.close()
 
@@ -206,7 +190,7 @@ class HostWatch:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(30)
-        return summarise(self.cpu, self.names, self.kernel_s, self.lab_s, self.seconds, os.cpu_count() or 1)
+        return summarise(self.cpu, self.names, self.kernel_s, self.lab_s, self.seconds, self.cpus)
 
 
 def summarise(cpu: dict, names: dict, kernel_s: float, lab_s: float, seconds: float, cpus: int) -> dict:

@@ -297,19 +297,19 @@ def _libvirt_leftover_pids() -> list[int]:
             except (OSError, ValueError):
                 pass
     ours = {procs.recorded(d) for d in DAEMONS}   # libvirtd's own PID file sits beside the guests'
-    return [p for p in pids if p not in ours and procs.pid_alive(p) and _in_lab_netns(p)]
+    return [p for p in pids if p not in ours and procs.pid_alive(p) and in_lab_netns(p)]
 
 
 def _pids_in_namespace() -> list[int]:
     found = []
     for entry in Path("/proc").glob("[0-9]*"):
         pid = int(entry.name)
-        if pid != os.getpid() and _in_lab_netns(pid) and procs.pid_alive(pid):
+        if pid != os.getpid() and in_lab_netns(pid) and procs.pid_alive(pid):
             found.append(pid)
     return found
 
 
-def _in_lab_netns(pid: int) -> bool:
+def in_lab_netns(pid: int) -> bool:
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(NETNS_FILE).st_ino
     except OSError:
