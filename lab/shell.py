@@ -16,9 +16,11 @@ def tail(result: subprocess.CompletedProcess, lines: int = TAIL_LINES) -> str:
 
 
 def shown(cmd: list[str]) -> str:
-    """The command as a message quotes it: its program and first arguments, past `ip netns exec NAME`."""
+    """The command as a message quotes it: its program and first arguments, past `ip netns exec NAME` and setpriv."""
     if cmd[:3] == ["ip", "netns", "exec"]:
         cmd = cmd[4:]
+    if cmd[:1] == ["setpriv"] and "--" in cmd:          # as the lab's user (lab/unprivileged.py)
+        cmd = cmd[cmd.index("--") + 1:]
     return " ".join(cmd[:4]) + (" …" if len(cmd) > 4 else "")
 
 

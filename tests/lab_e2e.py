@@ -2,6 +2,7 @@
 SSH, the run folders, a JTL's successful samples. (Not a test module: pytest collects test_*.py only.)"""
 import csv
 import os
+import pwd
 import subprocess
 from pathlib import Path
 
@@ -42,3 +43,11 @@ def run_folders(results: Path) -> set[Path]:
 def successful_samples(jtl: Path) -> int:
     with jtl.open(newline="") as f:
         return sum(1 for row in csv.DictReader(f) if row.get("success") == "true")
+
+
+
+def the_labs_user(who: dict) -> int:
+    """run.json's record of who ran a JMeter (load.runs_as, an engine's runs_as) names the lab's own user: its uid."""
+    uid = pwd.getpwnam("camel-lab").pw_uid
+    assert who.get("user") == "camel-lab" and who.get("uid") == uid != 0, who
+    return uid

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab import procs  # noqa: E402
 from lab.machines import containers  # noqa: E402
-from tests.lab_e2e import NEEDS_ROOT, NETNS_FILE, ROOT, in_lab  # noqa: E402
+from tests.lab_e2e import NEEDS_ROOT, NETNS_FILE, ROOT, in_lab, the_labs_user  # noqa: E402
 from tests.lab_e2e import on_containers as start  # noqa: E402
 
 pytestmark = NEEDS_ROOT
@@ -129,6 +129,7 @@ def test_a_short_ab_on_containers_is_complete_and_says_its_kind(short_run):
     record = json.loads((short_run / "run.json").read_text())
     assert record["status"] == "complete" and not record.get("error"), record.get("error")
     assert record["provider"] == "containers" and record["accelerator"] == "native"
+    assert record["load"]["jmeter_uid"] == the_labs_user(record["load"]["runs_as"]), "JMeter ran as root"
     assert not record.get("collect_errors"), record["collect_errors"]
     for side in ("default", "tuned"):
         shape = record["machines"][side]["versions"]["jvm_shape"]

@@ -17,7 +17,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.machines import vagrant  # noqa: E402
-from tests.lab_e2e import NEEDS_ROOT, ROOT, START, in_lab, run_folders, successful_samples  # noqa: E402
+from tests.lab_e2e import (  # noqa: E402
+    NEEDS_ROOT,
+    ROOT,
+    START,
+    in_lab,
+    run_folders,
+    successful_samples,  # noqa: E402
+    the_labs_user,
+)
 from tests.lab_e2e import on_containers as start  # noqa: E402
 
 pytestmark = NEEDS_ROOT
@@ -118,6 +126,9 @@ def test_a_run_on_hosts_loads_them_from_a_remote_engine_and_reports_it(hosts_run
         assert record["machines"][side]["versions"].get("java"), side
     engines = record["load"]["engines"]
     assert [e["name"] for e in engines] == ["lab-host"] and engines[0]["address"] == hosts_run["generator"]
+    # the controller and the engine on this machine (the one that runs the plan's samplers) as the lab's user
+    assert record["load"]["jmeter_uid"] == the_labs_user(record["load"]["runs_as"]), "JMeter ran as root"
+    the_labs_user(engines[0]["runs_as"])
     assert "Starting distributed test" in (folder / "jmeter.out").read_text()
     with (folder / "default" / "jmeter.jtl").open(newline="") as f:
         assert all(row["threadName"].startswith(f"{hosts_run['generator']}:1099-") for row in csv.DictReader(f))

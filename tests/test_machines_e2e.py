@@ -22,7 +22,15 @@ from lab.experiment import collect  # noqa: E402
 from lab.machines import netns, settings, vagrant  # noqa: E402
 from report import CHARTS, RunInfo, load_machine, read_metrics  # noqa: E402
 from report.tests.test_metric_list import read_by_report  # noqa: E402
-from tests.lab_e2e import IN_CI, NETNS_FILE, ROOT, in_lab, run_folders, successful_samples  # noqa: E402
+from tests.lab_e2e import (  # noqa: E402
+    IN_CI,
+    NETNS_FILE,
+    ROOT,
+    in_lab,
+    run_folders,
+    successful_samples,
+    the_labs_user,  # noqa: E402
+)
 from tests.lab_e2e import start as start_with  # noqa: E402
 
 
@@ -253,6 +261,7 @@ def test_run_is_recorded_complete(short_run):
         versions = record["machines"][name]["versions"]
         assert versions.get("java") and versions.get("httpd") and versions.get("pcp"), versions
     assert "httpd_proxy_protocol" in record["knob_diff"] and "tomcat_ajp_connector" in record["knob_diff"]
+    assert record["load"]["jmeter_uid"] == the_labs_user(record["load"]["runs_as"]), "JMeter ran as root"
 
 
 def test_both_machines_served_requests(short_run):

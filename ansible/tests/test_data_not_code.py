@@ -39,7 +39,8 @@ def test_a_template_in_a_knob_value_is_judged_as_typed(tmp_path):
 
 
 def test_a_jvm_option_that_writes_a_file_is_refused_before_any_jvm_runs(tmp_path):
-    """The controller's JVM check runs as root: with -Xlog:gc:file=F it wrote F (and renamed an existing F to F.0)."""
+    """The controller's JVM check (as root, before the lab's user ran it): with -Xlog:gc:file=F it wrote F (and
+    renamed an existing F to F.0)."""
     log = tmp_path / "gc.log"
     log.write_text("a file of the user's\n")
     with pytest.raises(ValueError) as refused:

@@ -86,7 +86,7 @@ def add_run_options(add) -> None:
              "properties host, users, ramp_up_s, duration_s: checked before anything starts)")
     add("--allow-plan-code", action="store_true",
         help="with --service or --plan: take a plan that runs code in JMeter (JSR223, BeanShell, OS Process, "
-             "__groovy, …), which the lab refuses otherwise: JMeter runs as root on this host")
+             "__groovy, …), which the lab refuses otherwise: JMeter runs them on this host (as the lab's user)")
     add("--hosts", type=Path, default=None, metavar="INVENTORY",
         help="run on real hosts instead of the VMs: an Ansible inventory naming `default` and `tuned` (and "
              "optionally a `loadgen` group for JMeter's remote engines); see README, Real hosts")

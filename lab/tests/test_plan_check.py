@@ -82,7 +82,7 @@ def with_path(path: str) -> str:
     ([with_path('/x/${__jexl3("".getClass().forName("java.lang.Runtime"))}')], "__jexl3(\"\".getClass()"),
 ])
 def test_a_plan_that_runs_code_in_jmeter_is_refused_unless_allowed(tmp_path, samplers, said):
-    """JMeter runs as root on the lab's host: a plan's code runs there (before: every one of these passed)."""
+    """JMeter runs on the lab's host: a plan's code runs there (before: every one of these passed)."""
     path = plan(tmp_path, samplers)
     with pytest.raises(plan_check.PlanError) as refused:
         plan_check.check(path)

@@ -37,7 +37,7 @@ def write(tmp_path, rows: str, files: dict | None = None):
     ("GET,/x,,1\n", "line 2: 4 columns, not 5"),
     ("GET,/x,,1,200\nPOST,/y,missing.json,1,201\n", "line 3: body_file 'missing.json': No such file"),
     ("# only a comment\n", "no request"),
-    # JMeter evaluates functions as root on the lab's host: only those computing a value are sent
+    # JMeter evaluates functions on the lab's host: only those computing a value are sent
     ('GET,"/x${__groovy(System.exit(1))}",,1,200\n', "line 2: path calls JMeter's __groovy: JMeter would run it"),
     ("POST,/y,body.json,1,201\n", "line 2: body_file 'body.json' calls JMeter's __FileToString"),
     ('GET,"/x/${__setProperty(host,10.0.0.1)}",,1,200\n', "calls JMeter's __setProperty"),

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab import unprivileged
 from lab.experiment.load.jmeter import (
     HOME,
     JVM_OPTIONS,
@@ -64,6 +65,7 @@ class Engine:
     port: int = 1099            # its RMI registry
     object_port: int = 4000     # its remote engine object
     pid: int | None = None      # of the engine's JVM on the generator, once started
+    runs_as: dict | None = None  # on this machine: who it ran as (unprivileged.Account.reading); else the SSH user
 
     @property
     def endpoint(self) -> str:
@@ -73,8 +75,9 @@ class Engine:
 class Remote:
     """How the lab runs a shell script on one generator: over SSH (the lab's ssh_config) or here (local)."""
 
-    def __init__(self, argv_for: Callable[[str], list[str]]) -> None:
+    def __init__(self, argv_for: Callable[[str], list[str]], account: unprivileged.Account | None = None) -> None:
         self._argv_for = argv_for
+        self.account = account          # this machine's: the engine runs as the lab's user, not as root
 
     @classmethod
     def ssh(cls, name: str) -> Remote:
@@ -84,8 +87,8 @@ class Remote:
     @classmethod
     def local(cls) -> Remote:
         """This machine as a generator, with the system's PATH as a login there would have (PCP's tools run on
-        the system's python3, not on one a user put first in PATH)."""
-        return cls(lambda script: ["env", f"PATH={SYSTEM_PATH}", "bash", "-c", script])
+        the system's python3, not on one a user put first in PATH). Its engine runs as the lab's user."""
+        return cls(lambda script: ["env", f"PATH={SYSTEM_PATH}", "bash", "-c", script], unprivileged.ensure())
 
     def run(self, script: str, data: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(self._argv_for(script), input=data, capture_output=True, timeout=timeout)
@@ -232,14 +235,20 @@ class Engines:
     def _start(self, engine: Engine) -> None:
         home = self.remote_home
         d = self._engine_dir(engine)
-        java = " ".join(shlex.quote(a) for a in [
-            self.java, *JVM_OPTIONS, f"-Djava.rmi.server.hostname={engine.address}", "-jar", f"{home}/{LAUNCHER}",
-            "-s", "-q", f"{self.work}/rmi.properties", "-j", f"{d}/jmeter-server.log",
-            f"-Jserver_port={engine.port}", f"-Jserver.rmi.localport={engine.object_port}",
-            "-Jjmeterengine.remote.system.exit=true"])
-        script = (f"set -e; mkdir -p {d}; cd {d}; "
+        remote = self.remote_for(engine)
+        argv = [self.java, *JVM_OPTIONS, f"-Djava.rmi.server.hostname={engine.address}", "-jar", f"{home}/{LAUNCHER}",
+                "-s", "-q", f"{self.work}/rmi.properties", "-j", f"{d}/jmeter-server.log",
+                f"-Jserver_port={engine.port}", f"-Jserver.rmi.localport={engine.object_port}",
+                "-Jjmeterengine.remote.system.exit=true"]
+        give = ""
+        if remote.account is not None:      # it writes its log in its folder; it outlives the shell that starts it
+            argv = remote.account.command(argv, [Path(home), Path(self.work)], die_with_parent=False)
+            give = f"chown {remote.account.uid}:{remote.account.gid} {d}; "
+            engine.runs_as = remote.account.reading([Path(home), Path(self.work)])
+        java = " ".join(shlex.quote(a) for a in argv)
+        script = (f"set -e; mkdir -p {d}; {give}cd {d}; "
                   f"setsid nohup {java} > {d}/engine.out 2>&1 < /dev/null & echo $!")
-        done = self.remote_for(engine).run(script)
+        done = remote.run(script)
         said = done.stdout.decode().strip()
         if done.returncode != 0 or not said.isdigit():
             raise EngineError(f"load generator {engine.name}: the engine did not start: {_text(done)}")
@@ -304,4 +313,5 @@ class Engines:
     def record(self) -> list[dict]:
         """For run.json: each engine, where it ran, and what could not be done at its end."""
         return [{"name": e.name, "address": e.address, "port": e.port, "object_port": e.object_port, "pid": e.pid,
+                 **({"runs_as": e.runs_as} if e.runs_as else {}),
                  **({"problem": self.problems[e.name]} if e.name in self.problems else {})} for e in self.engines]

@@ -13,7 +13,7 @@ or `${__P(name,default)}`. Refused, each named with the element's testname:
 - a target that is not the lab's property itself: a server of more than `${__P(host)}` (`${__P(host)}.example`),
   a port or protocol of more than its property, a sampler path that is a full URL (`http://elsewhere/x`), a sampler
   of another protocol (TCP, JDBC, SMTP, …: the lab cannot point it at each machine);
-- code the plan would run in JMeter, which runs as root on the lab's host (issue 53): an element that runs a script
+- code the plan would run in JMeter on the lab's host (as the lab's user; issue 53): an element that runs a script
   or a program (OS Process, JSR223, BeanShell, BSF, Java and JUnit samplers, pre- and post-processors, assertions,
   timers, listeners) and a function that runs code, reads or writes the host's files or sets JMeter's properties
   (`__groovy`, `__javaScript`, `__BeanShell`, `__eval`, `__FileToString`, `__setProperty`, …; CODE_FUNCTIONS), unless
@@ -155,7 +155,7 @@ def check(path: str | Path, allow_code: bool = False) -> PlanFacts:
     text = path.read_text(encoding="utf-8", errors="replace")
     code = None if allow_code else _code(root, text, parents)
     if code:
-        raise PlanError(f"{where}: {code}; JMeter runs as root on the lab's host, so the lab refuses it unless you "
+        raise PlanError(f"{where}: {code}; JMeter runs it on the lab's host, so the lab refuses it unless you "
                         f"pass {ALLOW_CODE} (the plan is yours and you have read it)")
     for element in root.iter():
         kind = element.get("testclass") or element.tag

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lab import unprivileged
 from lab.experiment import disk
 from lab.experiment.load import user_plan
 from lab.experiment.load.jmeter import (
@@ -61,6 +62,8 @@ class LoadResult:
     engines: list[dict] = field(default_factory=list)   # JMeter's remote engines, when the load ran on generators
     jmeter_peak_rss_mb: float | None = None   # of the launched process (the JVM when wrap execs it)
     jmeter_cpu_s: float | None = None
+    runs_as: dict = field(default_factory=dict)  # who JMeter ran as (unprivileged.Account.reading): never root
+    jmeter_uid: int | None = None       # the user the kernel saw running it (/proc), the proof of runs_as
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -82,6 +85,7 @@ class _ProcessStats:
         self.pid = pid
         self.peak_rss_mb: float | None = None
         self.cpu_s: float | None = None
+        self.uid: int | None = None         # its effective user, as the kernel saw it
 
     def sample(self) -> None:
         try:
@@ -92,6 +96,10 @@ class _ProcessStats:
         match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
         if match:
             self.peak_rss_mb = round(int(match.group(1)) / 1024, 1)
+        uids = re.search(r"^Uid:\s+\d+\s+(\d+)", status, re.M)
+        with contextlib.suppress(OSError):          # once the launcher (ip, setpriv) has become Java
+            if uids and os.path.basename(os.readlink(f"/proc/{self.pid}/exe")).startswith("java"):
+                self.uid = int(uids.group(1))
         fields = stat.rsplit(")", 1)[1].split()
         self.cpu_s = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
 
@@ -176,16 +184,34 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
                      *[f"-G{k}={v}" for k, v in properties.items()], *[f"-J{k}={v}" for k, v in local.items()]]
     argv = jmeter_command(home, "-n", "-t", str(chosen), "-q", str(LAB_PROPERTIES), "-j", str(log), *plan_args,
                           java=java)
+    # JMeter runs a plan's samplers and functions (a customer's text): as the lab's user, never as root
+    account = unprivileged.ensure()
+    reads = [home, chosen, LAB_PROPERTIES, run_dir, *([engines.properties_file] if engines else [])]
+    runs_as = unprivileged.current_reading() if account is None else account.reading(reads)
+    if account is not None:
+        argv = account.command(argv, reads)
+        log.touch()
+        account.give(log)
     command = wrap(argv)
     result = LoadResult(jmeter_version=jmeter_version(home), command=command, profile=asdict(profile),
                         targets=dict(targets), started_at=_utc_now(), log=str(log),
-                        jtl={m: str(p) for m, p in jtls.items()}, engines=engines.record() if engines else [])
+                        jtl={m: str(p) for m, p in jtls.items()}, engines=engines.record() if engines else [],
+                        runs_as=runs_as)
     progress(f"load: {profile.model} model, {profile.describe()}, {_clock(profile.planned_s)} planned; "
              f"JMeter {result.jmeter_version}, log {log}"
              + (f"; on {len(engines.engines)} remote engine(s), each with 1/{len(engines.engines)} of it"
                 if engines else ""))
+    with contextlib.ExitStack() as lent:
+        if account is not None:         # JMeter makes each JTL in its machine's folder
+            lent.enter_context(account.lent(*{jtl.parent for jtl in jtls.values()}))
+        return _load(command, run_dir, jtls, profile, progress, progress_every_s, beside, wrap, log, result,
+                     None if account is None else account.environment())
+
+
+def _load(command: list[str], run_dir: Path, jtls: dict[str, Path], profile: Profile, progress: Progress,
+          progress_every_s: float, beside, wrap: Wrap, log: Path, result: LoadResult, env) -> LoadResult:
     proc = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent)
+                            stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent, env=env)
     console = _Console(proc.stdout, run_dir / "jmeter.out")
     stats = _ProcessStats(proc.pid)
     tails = {m: JtlTail(p) for m, p in jtls.items()}
@@ -217,7 +243,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
         if not final.header_ok and not full:
             raise LoadError(f"{jtl}: unexpected JTL header {final.header} (want {','.join(JTL_COLUMNS)}): "
                             f"were the saveservice properties of {LAB_PROPERTIES} applied?", result)
-    result.jmeter_peak_rss_mb, result.jmeter_cpu_s = stats.peak_rss_mb, stats.cpu_s
+    result.jmeter_peak_rss_mb, result.jmeter_cpu_s, result.jmeter_uid = stats.peak_rss_mb, stats.cpu_s, stats.uid
     if full:
         raise LoadError(f"{full}; the JTLs keep {sum(result.samples.values())} samples, cut where the disk "
                         "filled", result)
