@@ -51,3 +51,28 @@ def the_labs_user(who: dict) -> int:
     uid = pwd.getpwnam("camel-lab").pw_uid
     assert who.get("user") == "camel-lab" and who.get("uid") == uid != 0, who
     return uid
+
+
+def lab_daemons() -> list[str]:
+    """The lab's dockerd and containerd (their command lines name its run-time folder), still running."""
+    from lab import procs
+    from lab.machines import containers
+    left = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(containers.RUNTIME_DIR) in cmd and procs.pid_alive(int(proc.name)):
+            left.append(cmd[:120])
+    return left
+
+
+def assert_nothing_left() -> None:
+    """After the containers' down: no namespace, daemon, cgroup, run-time folder or PID record of the lab."""
+    from lab.machines import containers
+    assert not NETNS_FILE.exists(), "the lab namespace is still there"
+    assert lab_daemons() == [], "the lab's Docker daemons still run"
+    assert not list(Path("/sys/fs/cgroup").glob(f"*/{containers.CGROUP_PARENT}/*")), "a container's cgroup is left"
+    assert not containers.RUNTIME_DIR.exists()
+    assert not list((ROOT / ".lab" / "run").glob("*.pid")), "PID records remain"

@@ -1,7 +1,8 @@
 """End to end on system containers (provider containers, docs/machines.md): ./start.sh up as containers -> their
 shape checked (systemd, CPUs, the memory limit, the JVM's own view) -> a short A/B run checked -> a killed lab
-cleared -> ./start.sh down leaves nothing. Runs first, then the real hosts' (tests/test_hosts_e2e.py, on containers
-too) and the VMs' (tests/test_machines_e2e.py, which forces LAB_PROVIDER=libvirt); this module forces containers.
+cleared and brought up again -> ./start.sh down leaves nothing (at the session's end, tests/conftest.py). Runs first,
+then the real hosts' (tests/test_hosts_e2e.py, on the containers this module left up) and the VMs'
+(tests/test_machines_e2e.py, which forces LAB_PROVIDER=libvirt); this module forces containers.
 
 Needs root and Docker (./start.sh prereqs installs docker.io); under CI=true it always runs.
 """
@@ -17,45 +18,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab import procs  # noqa: E402
 from lab.machines import containers  # noqa: E402
-from tests.lab_e2e import NEEDS_ROOT, NETNS_FILE, ROOT, in_lab, the_labs_user  # noqa: E402
+from tests.lab_e2e import NEEDS_ROOT, NETNS_FILE, ROOT, assert_nothing_left, in_lab, the_labs_user  # noqa: E402
 from tests.lab_e2e import on_containers as start  # noqa: E402
 
 pytestmark = NEEDS_ROOT
 
 
-def lab_daemons():
-    """The lab's dockerd and containerd (their command lines name its run-time folder), still running."""
-    left = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if str(containers.RUNTIME_DIR) in cmd and procs.pid_alive(int(proc.name)):
-            left.append(cmd[:120])
-    return left
-
-
-def assert_nothing_left():
-    assert not NETNS_FILE.exists(), "the lab namespace is still there"
-    assert lab_daemons() == [], "the lab's Docker daemons still run"
-    assert not list(Path("/sys/fs/cgroup").glob(f"*/{containers.CGROUP_PARENT}/*")), "a container's cgroup is left"
-    assert not containers.RUNTIME_DIR.exists()
-    assert not list((ROOT / ".lab" / "run").glob("*.pid")), "PID records remain"
-
-
 @pytest.fixture(scope="module")
-def lab_up():
-    start("down", env={"LAB_PROVIDER": "auto"})      # whatever kind a killed run left
-    started = time.monotonic()
-    up = start("up")
-    print(up.stdout[-4000:], up.stderr[-2000:])
-    assert up.returncode == 0, f"./start.sh up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
-    print(f"containers up in {time.monotonic() - started:.0f} s")
-    yield up
-    down = start("down")
-    assert down.returncode == 0, down.stderr
-    assert_nothing_left()
+def lab_up(containers_up):
+    """The containers of tests/conftest.py (made once for this module and the hosts' one)."""
+    return containers_up
 
 
 def test_a_bad_provider_is_named_and_changes_nothing():

@@ -26,20 +26,15 @@ from tests.lab_e2e import (  # noqa: E402
     successful_samples,  # noqa: E402
     the_labs_user,
 )
-from tests.lab_e2e import on_containers as start  # noqa: E402
 
 pytestmark = NEEDS_ROOT
 
 
 @pytest.fixture(scope="module")
-def lab_up():
-    """The two machines up as containers: for the lab, they are hosts it did not make."""
-    start("down", env={"LAB_PROVIDER": "auto"})      # whatever kind a killed run left
-    up = start("up")
-    assert up.returncode == 0, f"./start.sh up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
-    yield up
-    down = start("down")
-    assert down.returncode == 0, down.stderr
+def lab_up(containers_up):
+    """The two machines up as containers (tests/conftest.py; the containers' e2e left them up, fresh from its last
+    `up`): for the lab, they are hosts it did not make."""
+    return containers_up
 
 
 def run_json(hosts_run):
