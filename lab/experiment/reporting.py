@@ -2,28 +2,56 @@
 the project root, and a report's outcome on the terminal (the verdict, the results table, where it is)."""
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from lab import machines, paths
+from lab import machines, paths, unprivileged
 from runfolder import gates as runfolder_gates
 from runfolder import read_json
 from runfolder import summary as summary_md
 from runfolder import verdict as runfolder_verdict
 
+# The folder each report command writes (the position of its argument): lent to the lab's user while it runs.
+WRITES = {"run": 0, "combine": 0, "sweep": 0, "tune": 0, "gate": 0, "compare": 0, "runs": 0, "history": 1}
+INDEX_FILES = ("index.sqlite", ".index.sqlite.lock")     # report/history/index.py: runs writes them in place
+
 
 def report_command(command: str, *args, log=None, what: str = "report") -> int:
     """`python -m report COMMAND ARGS` (run, compare, combine, sweep) from the project root; its exit code.
     Without log its output goes to the terminal; with log it is kept, and a failure is logged as 'the WHAT
-    failed: ' and the output's end."""
+    failed: ' and the output's end. Where the lab is root the report runs as the lab's user (it reads text of the
+    customer's: labels, messages, a plan's names), in the folder it writes, lent for the while."""
     cmd = [sys.executable, "-m", "report", command, *map(str, args)]
-    if log is None:
-        return subprocess.run(cmd, cwd=paths.ROOT).returncode
-    done = subprocess.run(cmd, cwd=paths.ROOT, capture_output=True, text=True)
+    with _as_lab_user(command, [Path(a) for a in map(str, args)], cmd) as (argv, env):
+        if log is None:
+            return subprocess.run(argv, cwd=paths.ROOT, env=env).returncode
+        done = subprocess.run(argv, cwd=paths.ROOT, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         log(f"the {what} failed: {(done.stdout + done.stderr).strip()[-800:]}")
     return done.returncode
+
+
+@contextlib.contextmanager
+def _as_lab_user(command: str, args: list[Path], cmd: list[str]) -> Iterator[tuple[list[str], dict | None]]:
+    """(argv, env) of the report as the lab's user, with the folder it writes lent to it (made first when a new
+    folder is asked for: compare's); as it is where the lab is not root."""
+    account = unprivileged.ensure()
+    if account is None:
+        yield cmd, None
+        return
+    written = args[WRITES[command]] if WRITES.get(command, len(args)) < len(args) else None
+    with contextlib.ExitStack() as stack:
+        if written is not None:
+            if command == "compare":
+                written.mkdir(parents=True, exist_ok=True)
+            if written.is_dir():
+                stack.enter_context(account.lent(written))
+                if command == "runs":
+                    account.give(*(written / name for name in INDEX_FILES if (written / name).exists()))
+        yield account.command(cmd, [Path(sys.executable), paths.ROOT, *args]), account.environment()
 
 
 def report(run_dir: Path, warmup_s: int | str | None = None) -> int:

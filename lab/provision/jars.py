@@ -1,15 +1,19 @@
 """The jars the lab builds on the host with the Maven wrapper when missing or older than their sources: the tuning kit
 (kit/README.md; on a thread of its own while the machines come up) and a service's builds its descriptor's `build:`
-names (the sample app's stacks: app/camel3, app/camel4)."""
+names (the sample app's stacks: app/camel3, app/camel4), the latter as the lab's user (lab/unprivileged.py): a
+build runs the project's plugins."""
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
 
-from lab import machines, maven, paths, shell
+from lab import machines, maven, paths, shell, unprivileged
 from lab.errors import LabError
 from lab.provision import catalog
 
@@ -61,11 +65,43 @@ def maven_for(project: Path) -> Path:
 def _build(project: Path, stack: str, jar: Path, log) -> Path:
     mvnw = maven_for(project)
     log(f"building {jar.name} (Maven, {project.name} module {stack}, ~1–2 min)")
-    shell.run([str(mvnw), "-B", "-ntp", "-q", "-f", str(project / "pom.xml"), "package", "-DskipTests", "-pl", stack,
-               "-am"], f"building {jar.name} failed", error=BuildError, lines=40, cwd=project)
+    account = unprivileged.ensure()
+    if account is None:         # the lab is not root: Maven runs as the lab does, in the project
+        shell.run([str(mvnw), *_package(project, stack)], f"building {jar.name} failed", error=BuildError, lines=40,
+                  cwd=project)
+    else:
+        _build_as(account, project, mvnw, stack, jar)
     if not jar.exists():
         raise BuildError(f"building {jar.name}: Maven succeeded but left no {jar}")
     return jar
+
+
+def _package(project: Path, stack: str) -> list[str]:
+    return ["-B", "-ntp", "-q", "-f", str(project / "pom.xml"), "package", "-DskipTests", "-pl", stack, "-am"]
+
+
+def _build_as(account: unprivileged.Account, project: Path, mvnw: Path, stack: str, jar: Path) -> None:
+    """A project's build runs its plugins, a customer's code: as the lab's user, on a copy of the project in a folder
+    of that user's home (the project itself is only read), with the user's own Maven repository chained to root's,
+    read only (maven.repo.local.tail: nothing downloaded twice). The jar is copied back where the descriptor names
+    it."""
+    if not jar.resolve().is_relative_to(project.resolve()):
+        raise BuildError(f"building {jar.name}: {jar} is not inside the project {project} that builds it")
+    repository, tail = account.home / ".m2" / "repository", Path.home() / ".m2" / "repository"
+    with tempfile.TemporaryDirectory(dir=account.home, prefix="build-") as scratch:
+        copy = Path(scratch) / project.name
+        shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns("target"))
+        for folder, dirs, files in os.walk(scratch):
+            account.give(Path(folder), *(Path(folder) / name for name in dirs + files))
+        wrapper = copy / "mvnw" if mvnw == project / "mvnw" else mvnw
+        argv = [str(wrapper), *_package(copy, stack), f"-Dmaven.repo.local={repository}",
+                f"-Dmaven.repo.local.tail={tail}"]
+        shell.run(account.command(argv, [wrapper, tail]), f"building {jar.name} failed", error=BuildError, lines=40,
+                  cwd=copy, env=account.environment())
+        built = copy / jar.resolve().relative_to(project.resolve())
+        if built.exists():
+            jar.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built, jar)
 
 
 def jars_beside(log=print) -> Future:

@@ -1,7 +1,13 @@
 """The console's closing lines (lab/experiment/reporting.py print_outcome): the verdict says when the run it
-sums up did not complete, as the summary does on top."""
+sums up did not complete, as the summary does on top; and the report run as the lab's user."""
 import json
+import os
+import pwd
+import shutil
 
+import pytest
+
+from lab import paths, unprivileged
 from lab.experiment import reporting
 
 SUMMARY = "# Run\n\n| | default | tuned |\n| --- | --- | --- |\n| requests | 10 | 12 |\n"
@@ -46,3 +52,25 @@ def test_an_unreadable_verdict_is_named(tmp_path, capsys):
     (folder / "verdict.json").write_text('{"verdict": "tun')
     reporting.print_outcome(folder)
     assert f"No verdict: {folder / 'verdict.json'} cannot be read." in capsys.readouterr().out
+
+
+FIXTURE = paths.ROOT / "report" / "tests" / "fixtures" / "20261122T215957Z-fixture"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands the report to its own user")
+def test_the_report_runs_as_the_labs_user_in_the_folder_lent_to_it(tmp_path):
+    """Issue 53, item 1: the report reads a customer's text (labels, messages): as the lab's user, which writes only
+    the folder the command writes, lent for the while (a report of root's made before is replaced all the same)."""
+    results = tmp_path / "results"
+    folder = results / FIXTURE.name
+    shutil.copytree(FIXTURE, folder)
+    (folder / "summary.md").write_text("an old summary of root's\n")
+    user = pwd.getpwnam(unprivileged.NAME).pw_uid
+    assert reporting.report_command("run", folder, log=print) == 0
+    for name in ("summary.md", "report.html", "verdict.json"):
+        assert (folder / name).stat().st_uid == user, name
+    assert "an old summary" not in (folder / "summary.md").read_text()
+    assert folder.stat().st_uid == 0 and (folder / "run.json").stat().st_uid == 0, "lent, then given back"
+    assert reporting.report_command("runs", results, "--add", folder, log=print) == 0
+    assert (results / "index.sqlite").stat().st_uid == user and results.stat().st_uid == 0
+    assert reporting.report_command("runs", results, log=print) == 0      # a rebuild over the index it wrote

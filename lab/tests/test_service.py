@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import zipfile
 
 import pytest
 import yaml
 from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
 
-from lab import maven
+from lab import maven, unprivileged
 from lab.experiment import service
 from lab.provision import jars
 
@@ -187,12 +189,50 @@ def test_a_build_uses_the_projects_own_maven_or_the_labs_never_a_parent_folders(
     (parent / "mvnw").chmod(0o755)
     assert jars.maven_for(project) == maven.MAVEN_WRAPPER
     ran = []
-    monkeypatch.setattr(jars.shell, "run", lambda argv, *a, **k: ran.append(argv[0]))
+    monkeypatch.setattr(jars.shell, "run", lambda argv, *a, **k: ran.append(argv[argv.index("--") + 1]
+                                                                           if argv[0] == "setpriv" else argv[0]))
     with pytest.raises(jars.BuildError, match="left no"):
         jars._build(project, "camel3", project / "target" / "x.jar", log=lambda line: None)
     assert ran == [str(maven.MAVEN_WRAPPER)] and not (parent / "mvnw.ran").exists()
     (project / "mvnw").write_text("#!/bin/sh\n")
     assert jars.maven_for(project) == project / "mvnw"
+
+
+PARENT_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>lab.test</groupId><artifactId>parent</artifactId><version>1</version><packaging>pom</packaging>
+<modules><module>one</module></modules>
+<properties><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
+<build><pluginManagement><plugins>
+<plugin><artifactId>maven-resources-plugin</artifactId><version>3.3.1</version></plugin>
+<plugin><artifactId>maven-compiler-plugin</artifactId><version>3.14.1</version></plugin>
+<plugin><artifactId>maven-surefire-plugin</artifactId><version>3.5.4</version></plugin>
+<plugin><artifactId>maven-jar-plugin</artifactId><version>3.4.2</version></plugin>
+</plugins></pluginManagement></build></project>
+"""
+MODULE_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<parent><groupId>lab.test</groupId><artifactId>parent</artifactId><version>1</version></parent>
+<artifactId>one</artifactId><build><finalName>one</finalName>
+<resources><resource><directory>src/main/resources</directory><filtering>true</filtering></resource></resources>
+</build></project>
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands a build to its own user")
+def test_a_descriptors_build_runs_as_the_labs_user_on_a_copy_of_the_project(tmp_path):
+    """Issue 53, item 1: a build runs the project's plugins (a customer's code). Maven says who ran it: a resource
+    filtered with ${user.name}. The project itself is only read: no target/ appears in it."""
+    project = tmp_path / "project"
+    (project / "one" / "src" / "main" / "resources").mkdir(parents=True)
+    (project / "pom.xml").write_text(PARENT_POM)
+    (project / "one" / "pom.xml").write_text(MODULE_POM)
+    (project / "one" / "src" / "main" / "resources" / "who.txt").write_text("${user.name} ${user.home}\n")
+    jar = project / "one" / "target" / "one.jar"
+    assert jars.ensure_build(project, "one", jar, log=lambda line: None) == jar
+    with zipfile.ZipFile(jar) as built:
+        assert built.read("who.txt").decode().split() == [unprivileged.NAME, str(unprivileged.HOME)]
+    assert sorted(p.name for p in (project / "one" / "target").iterdir()) == ["one.jar"], "only the jar came back"
+    assert not (project / "target").exists()
+    assert not list(unprivileged.HOME.glob("build-*")), "the build's copy is left"
 
 
 @pytest.mark.parametrize(("field", "value"), [("logging", "../outside/logback.xml"), ("logging", "/etc/hostname"),
