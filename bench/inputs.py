@@ -131,19 +131,19 @@ def inputs() -> list[Input]:
         Input("a request path calling __groovy", svc("groovy"),
               files={**service_with("groovy", replace=("load: {plan: testapp/testapp.jmx}",
                                                        "load: {requests: {dir}/groovy.csv}")),
-                     "groovy.csv": "method,path,body_file,weight,status\nGET,/shop/x${__groovy(1+1)},,1,200\n"}),
+                     "groovy.csv": "method,path,body_file,weight,expected_status\nGET,/shop/x${__groovy(1+1)},,1,200\n"}),
         Input("a body file outside the list's folder", svc("body"),
               files={**service_with("body", replace=("load: {plan: testapp/testapp.jmx}",
                                                      "load: {requests: {dir}/body.csv}")),
-                     "body.csv": "method,path,body_file,weight,status\nPOST,/shop/x,../../etc/shadow,1,200\n"}),
+                     "body.csv": "method,path,body_file,weight,expected_status\nPOST,/shop/x,../../etc/shadow,1,200\n"}),
         Input("a weight in superscript digits", svc("weight"),
               files={**service_with("weight", replace=("load: {plan: testapp/testapp.jmx}",
                                                        "load: {requests: {dir}/weight.csv}")),
-                     "weight.csv": "method,path,body_file,weight,status\nGET,/shop/ping,,\u00b2,200\n"}),
+                     "weight.csv": "method,path,body_file,weight,expected_status\nGET,/shop/ping,,\u00b2,200\n"}),
         Input("a CSV field over 128 KiB", svc("huge"),
               files={**service_with("huge", replace=("load: {plan: testapp/testapp.jmx}",
                                                      "load: {requests: {dir}/huge.csv}")),
-                     "huge.csv": "method,path,body_file,weight,status\nGET,/" + "x" * 140_000 + ",,1,200\n"}),
+                     "huge.csv": "method,path,body_file,weight,expected_status\nGET,/" + "x" * 140_000 + ",,1,200\n"}),
         # -- a JMeter plan ---------------------------------------------------------------------------------------
         Input("a plan with an OS Process sampler", svc("p1")[:2] + ["--plan", "{dir}/os.jmx", "--duration", "1m"],
               files={**service_with("p1"), "os.jmx": PLAN_HEAD + sampler()
@@ -161,15 +161,15 @@ def inputs() -> list[Input]:
         # -- stubs -----------------------------------------------------------------------------------------------
         Input("a stub whose delay overflows", svc("s1"),
               files={**service_with("s1", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: {dir}/s1}")),
-                     "s1/price.json": json.dumps({"request": {"urlPathPattern": "/price/.*"}, "response": {
+                     "s1/mappings/price.json": json.dumps({"request": {"urlPathPattern": "/price/.*"}, "response": {
                          "status": 200, "delayDistribution": {"type": "lognormal", "median": 10, "sigma": 800}}})}),
         Input("a stub delay of Infinity", svc("s2"),
               files={**service_with("s2", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: {dir}/s2}")),
-                     "s2/price.json": '{"request": {"urlPathPattern": "/price/.*"}, '
+                     "s2/mappings/price.json": '{"request": {"urlPathPattern": "/price/.*"}, '
                                       '"response": {"status": 200, "fixedDelayMilliseconds": Infinity}}'}),
         Input("a stub header outside ISO-8859-1", svc("s3"),
               files={**service_with("s3", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: {dir}/s3}")),
-                     "s3/price.json": json.dumps({"request": {"urlPathPattern": "/price/.*"}, "response": {
+                     "s3/mappings/price.json": json.dumps({"request": {"urlPathPattern": "/price/.*"}, "response": {
                          "status": 200, "headers": {"X-Name": "\u540d\u524d"}}}, ensure_ascii=False)}),
         # -- gates, history, folders -----------------------------------------------------------------------------
         Input("a gate without a bound", ["--gate", "tps>="]),

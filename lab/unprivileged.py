@@ -75,12 +75,18 @@ class Account:
         for path in paths:
             os.chown(path, self.uid, self.gid, follow_symlinks=False)
 
+    def share(self, folder: Path) -> None:
+        """folder writable by the user's group for good (the lab's own results/, where every report writes the runs'
+        index: lending it would race between two reports at once); its owner stays."""
+        os.chown(folder, -1, self.gid, follow_symlinks=False)
+        folder.chmod(folder.stat().st_mode | stat.S_IRWXG)
+
     @contextlib.contextmanager
     def lent(self, *folders: Path) -> Iterator[None]:
-        """folders the user's while the context lasts (its process makes files there), then the lab's again: what it
-        made stays its own, as the record of who wrote it."""
-        owners = {folder: folder.stat() for folder in folders}
-        self.give(*folders)
+        """folders the user's while the context lasts (its process makes files there), then their owner's again:
+        what it made stays its own, as the record of who wrote it. One the user owns already is left as it is."""
+        owners = {folder: st for folder in folders if (st := folder.stat()).st_uid != self.uid}
+        self.give(*owners)
         try:
             yield
         finally:

@@ -1,5 +1,5 @@
 """The controller's check of the jvm_* knobs (roles/knobs/tasks/jvm_check.yml) runs the JVM as the lab's user
-(lab/unprivileged.py), in an empty folder of its own, never as root: a knob's value is a customer's text. The JVM
+(lab/unprivileged.py), in an empty folder of that user's, never as root: a knob's value is a customer's text. The JVM
 says who ran it (-XshowSettings:properties: user.name, user.dir)."""
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_the_controllers_jvm_runs_as_the_labs_user_in_an_empty_folder(tmp_path):
     said = run.out          # the debug task's list of the JVM's lines
     assert re.search(rf"user\.name = {unprivileged.NAME}\b", said), said[-3000:]
     folder = re.search(r"user\.dir = ([^\s']+)", said).group(1)
-    assert "lab-jvm-check-" in folder and not os.path.exists(folder), "the check's folder is left"
+    assert folder == str(unprivileged.HOME / "jvm-check") and not os.listdir(folder), "not in its own empty folder"
 
 
 def test_a_jvm_option_the_jvm_refuses_still_fails_the_check_naming_it(tmp_path):

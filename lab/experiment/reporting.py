@@ -14,7 +14,8 @@ from runfolder import read_json
 from runfolder import summary as summary_md
 from runfolder import verdict as runfolder_verdict
 
-# The folder each report command writes (the position of its argument): lent to the lab's user while it runs.
+# The folder each report command writes (the position of its argument): lent to the lab's user while it runs; runs
+# writes the index in results/, which its group may write for good (unprivileged.Account.share).
 WRITES = {"run": 0, "combine": 0, "sweep": 0, "tune": 0, "gate": 0, "compare": 0, "runs": 0, "history": 1}
 INDEX_FILES = ("index.sqlite", ".index.sqlite.lock")     # report/history/index.py: runs writes them in place
 
@@ -47,10 +48,11 @@ def _as_lab_user(command: str, args: list[Path], cmd: list[str]) -> Iterator[tup
         if written is not None:
             if command == "compare":
                 written.mkdir(parents=True, exist_ok=True)
-            if written.is_dir():
+            if command == "runs" and written.is_dir():
+                account.share(written)
+                account.give(*(written / name for name in INDEX_FILES if (written / name).exists()))
+            elif written.is_dir():
                 stack.enter_context(account.lent(written))
-                if command == "runs":
-                    account.give(*(written / name for name in INDEX_FILES if (written / name).exists()))
         yield account.command(cmd, [Path(sys.executable), paths.ROOT, *args]), account.environment()
 
 

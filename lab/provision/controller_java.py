@@ -25,14 +25,23 @@ def javas() -> dict[str, str]:
     return found
 
 
+CHECK_FOLDER = "jvm-check"      # in the lab's user's home: where the check's JVM runs
+
+
 def as_user(found: dict[str, str]) -> dict:
-    """lab_controller_as: the argv that runs the check as the lab's user, and that user (empty where the lab is not
-    root: the check then runs as the lab does)."""
+    """lab_controller_as: the argv that runs the check as the lab's user, that user and the folder of its own the
+    JVM runs in, emptied here (empty where the lab is not root: the check then runs as the lab does)."""
     account = unprivileged.ensure()
     if account is None:
-        return {"argv": [], "user": ""}
+        return {"argv": [], "user": "", "folder": ""}
+    folder = account.home / CHECK_FOLDER
+    folder.mkdir(exist_ok=True)
+    account.give(folder)
+    for left in folder.iterdir():     # a crash's hs_err file of an earlier check (the folder stays: a play may run)
+        if left.is_file():
+            left.unlink(missing_ok=True)
     reads = [Path(shutil.which(java) or java) for java in found.values()]
-    return {"argv": account.command([], reads), "user": account.name}
+    return {"argv": account.command([], reads), "user": account.name, "folder": str(folder)}
 
 
 def extra_vars() -> list[str]:

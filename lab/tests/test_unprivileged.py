@@ -89,3 +89,23 @@ def test_a_user_of_that_name_with_roots_ids_is_refused(monkeypatch):
     monkeypatch.setattr(unprivileged.pwd, "getpwnam", lambda name: fake)
     with pytest.raises(unprivileged.UserError, match="has root's user or group ID"):
         unprivileged.ensure()
+
+
+def test_a_folder_lent_twice_is_given_back_by_the_first_lender_only(account, tmp_path):
+    """Two reports of one folder at once: the second finds it the user's already, and neither takes nor gives it
+    back; the first gives it back when it ends."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with account.lent(folder):
+        with account.lent(folder):
+            pass
+        assert folder.stat().st_uid == account.uid, "the second lender gave it back under the first"
+    assert folder.stat().st_uid == 0
+
+
+def test_a_shared_folder_is_its_groups_to_write_and_keeps_its_owner(account, tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir(mode=0o755)
+    account.share(folder)
+    st = folder.stat()
+    assert st.st_uid == 0 and st.st_gid == account.gid and st.st_mode & 0o070 == 0o070
