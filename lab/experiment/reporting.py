@@ -14,10 +14,11 @@ from runfolder import read_json
 from runfolder import summary as summary_md
 from runfolder import verdict as runfolder_verdict
 
-# The folder each report command writes (the position of its argument): lent to the lab's user while it runs; runs
-# writes the index in results/, which its group may write for good (unprivileged.Account.share).
-WRITES = {"run": 0, "combine": 0, "sweep": 0, "tune": 0, "gate": 0, "compare": 0, "runs": 0, "history": 1}
-INDEX_FILES = ("index.sqlite", ".index.sqlite.lock")     # report/history/index.py: runs writes them in place
+# The folder each report command writes (the position of its argument): lent to the lab's user while it runs; runs and
+# history rebuild the index in results/, which that user's group may write for good (unprivileged.Account.share).
+WRITES = {"run": 0, "combine": 0, "sweep": 0, "tune": 0, "gate": 0, "compare": 0, "history": 1}
+INDEXES = {"runs": 0, "history": 0}         # the results/ whose index.sqlite they rebuild (report/commands/runs.py)
+INDEX_FILES = ("index.sqlite", ".index.sqlite.lock")     # report/history/index.py writes them in place
 
 
 def report_command(command: str, *args, log=None, what: str = "report") -> int:
@@ -43,15 +44,16 @@ def _as_lab_user(command: str, args: list[Path], cmd: list[str]) -> Iterator[tup
     if account is None:
         yield cmd, None
         return
-    written = args[WRITES[command]] if WRITES.get(command, len(args)) < len(args) else None
+    written, results = (args[table[command]] if table.get(command, len(args)) < len(args) else None
+                        for table in (WRITES, INDEXES))
     with contextlib.ExitStack() as stack:
+        if results is not None and results.is_dir():
+            account.share(results)
+            account.give(*(results / name for name in INDEX_FILES if (results / name).exists()))
         if written is not None:
             if command == "compare":
                 written.mkdir(parents=True, exist_ok=True)
-            if command == "runs" and written.is_dir():
-                account.share(written)
-                account.give(*(written / name for name in INDEX_FILES if (written / name).exists()))
-            elif written.is_dir():
+            if written.is_dir():
                 stack.enter_context(account.lent(written))
         yield account.command(cmd, [Path(sys.executable), paths.ROOT, *args]), account.environment()
 
