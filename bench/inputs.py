@@ -5,7 +5,8 @@ outside the lab's own folders (the checkout, /var/lib/camel-lab, the lab's run-t
     .venv/bin/python -m bench.inputs [--label L] [--only NAME,…]
 
 Needs root and no lab running (`./start.sh status`); it brings no machine up: every input is meant to be refused
-before anything starts, and one that is not is stopped after TIMEOUT_S and said as such. Its files (descriptors,
+before anything starts, and one that is not (on containers, the cheaper kind) is stopped after TIMEOUT_S and said
+as such. Its files (descriptors,
 plans, stubs, spaces) are written in its own run folder. Results: results/<stamp>-bench-inputs/inputs.json and
 inputs.md (the table). A benchmark, not a CI stage (~5 min: half the inputs reach Ansible's validation).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -41,9 +43,13 @@ class Input:
     raw: bool = False
     watch: list[str] = field(default_factory=list)  # paths that must not exist afterwards
 
+    @property
+    def service(self) -> bool:
+        """A descriptor of the test service among its files: its jar, stubs and plan go beside it."""
+        return any(name.endswith(".yml") and "jar:" in text for name, text in self.files.items())
+
 
 SERVICE = """name: {name}
-root: {services}
 jar: testapp/target/lab-testapp.jar
 port: 8080
 proxy_path: /shop/
@@ -59,6 +65,7 @@ PLAN_HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n<jmeterTestPlan version="1
              '${__P(users,1)}</stringProp><stringProp name="ThreadGroup.ramp_time">${__P(ramp_up_s,1)}</stringProp>'
              '<stringProp name="ThreadGroup.duration">${__P(duration_s,1)}</stringProp></ThreadGroup><hashTree>')
 PLAN_TAIL = "</hashTree></hashTree></hashTree></jmeterTestPlan>\n"
+LIST = "method,path,body_file,weight,expected_status\n"   # a request list's header
 
 
 def sampler(domain: str = "${__P(host)}", path: str = "/shop/ping") -> str:
@@ -66,8 +73,11 @@ def sampler(domain: str = "${__P(host)}", path: str = "/shop/ping") -> str:
             f'<stringProp name="HTTPSampler.path">{path}</stringProp></HTTPSamplerProxy><hashTree/>')
 
 
+TESTAPP = paths.ROOT / "services" / "testapp"     # its jar, stubs and plan: put beside each descriptor (service_kit)
+
+
 def service_with(name: str, extra: str = "", replace: tuple[str, str] | None = None) -> dict[str, str]:
-    text = SERVICE.format(name=name, services=paths.ROOT / "services")
+    text = SERVICE.format(name=name)
     if replace:
         text = text.replace(*replace)
     return {f"{name}.yml": text + extra}
@@ -93,14 +103,14 @@ def inputs() -> list[Input]:
               watch=[f"{PLANTED}-gc"]),
         Input("a Java agent", ["--set", "tuned:jvm_extra_options=[-javaagent:/tmp/agent.jar]"]),
         Input("a JVM option the JVM refuses", ["--set", "default:jvm_extra_options=[-XX:+UseNoSuchThing]"]),
-        Input("a template in a knob value", ["--set", "tuned:base_timezone={{ lookup('pipe', 'touch " + PLANTED
-                                             + "-tz') }}"], watch=[f"{PLANTED}-tz"]),
+        Input("a template in a knob value", ["--set", "tuned:base_timezone=\"{{ lookup('pipe', 'touch " + PLANTED
+                                             + "-tz') }}\""], watch=[f"{PLANTED}-tz"]),
         Input("a host-wide kernel setting on containers", ["--set", "tuned:base_sysctl={vm.swappiness: 10}"],
               env={"LAB_PROVIDER": "containers"}),
         Input("an unknown kernel setting", ["--set", "default:base_sysctl={net.core.nosuch: 1}"]),
         Input("a heap above the machine", ["--set", "tuned:jvm_heap_max_mb=700"]),
         Input("an unknown knob set", ["--knob-set", "tuned=nosuch"]),
-        Input("a knob set with a template", ["--knob-set", "tuned={dir}/evil.yml"],
+        Input("a knob set given as a path", ["--knob-set", "tuned={dir}/evil.yml"],
               files={"evil.yml": "tomcat_threads_max: 200\nbase_timezone: \"{{ lookup('pipe', 'touch " + PLANTED
                      + "-set') }}\"\n"}, watch=[f"{PLANTED}-set"]),
         # -- a service's descriptor ------------------------------------------------------------------------------
@@ -125,25 +135,25 @@ def inputs() -> list[Input]:
                                                   "mock: {stubs: testapp/stubs, extra_ports: [9464]}"))),
         Input("a corrupt jar", svc("corrupt"),
               files={**service_with("corrupt", replace=("jar: testapp/target/lab-testapp.jar",
-                                                        "jar: {dir}/corrupt.jar")),
+                                                        "jar: corrupt.jar")),
                      "corrupt.jar": "PK\x03\x04 not really a zip"}),
         # -- a request list --------------------------------------------------------------------------------------
         Input("a request path calling __groovy", svc("groovy"),
               files={**service_with("groovy", replace=("load: {plan: testapp/testapp.jmx}",
-                                                       "load: {requests: {dir}/groovy.csv}")),
-                     "groovy.csv": "method,path,body_file,weight,expected_status\nGET,/shop/x${__groovy(1+1)},,1,200\n"}),
+                                                       "load: {requests: groovy.csv}")),
+                     "groovy.csv": LIST + "GET,/shop/x${__groovy(1+1)},,1,200\n"}),
         Input("a body file outside the list's folder", svc("body"),
               files={**service_with("body", replace=("load: {plan: testapp/testapp.jmx}",
-                                                     "load: {requests: {dir}/body.csv}")),
-                     "body.csv": "method,path,body_file,weight,expected_status\nPOST,/shop/x,../../etc/shadow,1,200\n"}),
+                                                     "load: {requests: body.csv}")),
+                     "body.csv": LIST + "POST,/shop/x,../../etc/shadow,1,200\n"}),
         Input("a weight in superscript digits", svc("weight"),
               files={**service_with("weight", replace=("load: {plan: testapp/testapp.jmx}",
-                                                       "load: {requests: {dir}/weight.csv}")),
-                     "weight.csv": "method,path,body_file,weight,expected_status\nGET,/shop/ping,,\u00b2,200\n"}),
+                                                       "load: {requests: weight.csv}")),
+                     "weight.csv": LIST + "GET,/shop/ping,,\u00b2,200\n"}),
         Input("a CSV field over 128 KiB", svc("huge"),
               files={**service_with("huge", replace=("load: {plan: testapp/testapp.jmx}",
-                                                     "load: {requests: {dir}/huge.csv}")),
-                     "huge.csv": "method,path,body_file,weight,expected_status\nGET,/" + "x" * 140_000 + ",,1,200\n"}),
+                                                     "load: {requests: huge.csv}")),
+                     "huge.csv": LIST + "GET,/" + "x" * 140_000 + ",,1,200\n"}),
         # -- a JMeter plan ---------------------------------------------------------------------------------------
         Input("a plan with an OS Process sampler", svc("p1")[:2] + ["--plan", "{dir}/os.jmx", "--duration", "1m"],
               files={**service_with("p1"), "os.jmx": PLAN_HEAD + sampler()
@@ -160,15 +170,15 @@ def inputs() -> list[Input]:
               files={**service_with("p4"), "bad.jmx": "<jmeterTestPlan><hashTree>\n"}),
         # -- stubs -----------------------------------------------------------------------------------------------
         Input("a stub whose delay overflows", svc("s1"),
-              files={**service_with("s1", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: {dir}/s1}")),
+              files={**service_with("s1", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: s1}")),
                      "s1/mappings/price.json": json.dumps({"request": {"urlPathPattern": "/price/.*"}, "response": {
                          "status": 200, "delayDistribution": {"type": "lognormal", "median": 10, "sigma": 800}}})}),
         Input("a stub delay of Infinity", svc("s2"),
-              files={**service_with("s2", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: {dir}/s2}")),
+              files={**service_with("s2", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: s2}")),
                      "s2/mappings/price.json": '{"request": {"urlPathPattern": "/price/.*"}, '
                                       '"response": {"status": 200, "fixedDelayMilliseconds": Infinity}}'}),
         Input("a stub header outside ISO-8859-1", svc("s3"),
-              files={**service_with("s3", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: {dir}/s3}")),
+              files={**service_with("s3", replace=("mock: {stubs: testapp/stubs}", "mock: {stubs: s3}")),
                      "s3/mappings/price.json": json.dumps({"request": {"urlPathPattern": "/price/.*"}, "response": {
                          "status": 200, "headers": {"X-Name": "\u540d\u524d"}}}, ensure_ascii=False)}),
         # -- gates, history, folders -----------------------------------------------------------------------------
@@ -177,7 +187,9 @@ def inputs() -> list[Input]:
         Input("history since yesterday", ["history", "--since", "yesterday"]),
         Input("history since 13th month", ["history", "--since", "2026-13-45"]),
         Input("compare one folder", ["compare", "{dir}"]),
-        Input("report of a folder that is no run", ["report", "/etc"]),
+        Input("report of a host folder (/etc: it has a default/)", ["report", "/etc"]),
+        Input("report of a run folder outside results/", ["report", "{dir}/run"],
+              files={"run/run.json": '{"run_id": "run", "status": "complete"}'}),
         Input("runs --add as nobody", [*NOBODY, START, "runs", "--add", "{dir}"], raw=True),
         # -- the tuner -------------------------------------------------------------------------------------------
         Input("a study URL with a password", ["tune", "--study", "postgresql://lab:s3cret@127.0.0.1:1/x",
@@ -210,6 +222,15 @@ def listing() -> dict[str, tuple[int, float]]:
 def run_one(item: Input, folder: Path) -> dict:
     here = folder / item.name.replace(" ", "-").replace("/", "-")
     here.mkdir(parents=True, exist_ok=True)
+    if item.service:        # a descriptor's paths stay in its folder: the test service's files are put there
+        (here / "testapp" / "target").mkdir(parents=True, exist_ok=True)
+        jar = TESTAPP / "target" / "lab-testapp.jar"
+        try:
+            os.link(jar, here / "testapp" / "target" / jar.name)
+        except OSError:
+            shutil.copy2(jar, here / "testapp" / "target" / jar.name)
+        shutil.copytree(TESTAPP / "stubs", here / "testapp" / "stubs")
+        shutil.copy2(TESTAPP / "testapp.jmx", here / "testapp" / "testapp.jmx")
     for name, text in item.files.items():
         target = here / name.replace("{dir}", str(here))
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -218,7 +239,7 @@ def run_one(item: Input, folder: Path) -> dict:
     command = argv if item.raw else [START, *argv]
     started = time.monotonic()
     proc = subprocess.Popen(command, cwd=paths.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **item.env}, start_new_session=True)
+                            env={**os.environ, "LAB_PROVIDER": "containers", **item.env}, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=TIMEOUT_S)
         code = proc.returncode

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lab import machines, paths, unprivileged
+from lab.errors import BadInput
 from runfolder import gates as runfolder_gates
 from runfolder import read_json
 from runfolder import summary as summary_md
@@ -47,21 +48,32 @@ def _as_lab_user(command: str, args: list[Path], cmd: list[str]) -> Iterator[tup
     written, results = (args[table[command]] if table.get(command, len(args)) < len(args) else None
                         for table in (WRITES, INDEXES))
     with contextlib.ExitStack() as stack:
-        if results is not None and results.is_dir():
+        if results is not None and results.is_dir() and _the_labs(results):
             account.share(results)
             account.give(*(results / name for name in INDEX_FILES if (results / name).exists()))
         if written is not None:
             if command == "compare":
                 written.mkdir(parents=True, exist_ok=True)
             if written.is_dir():
+                if not _the_labs(written) and any(written.iterdir()):
+                    raise BadInput(f"{written}: as root the lab writes reports only in its results/ ({paths.RESULTS}) "
+                                   f"or a new folder: the report runs as the lab's user {account.name}, and a folder "
+                                   "of yours is not the lab's to lend it; copy it under results/, or run "
+                                   f"`./start.sh {command}` as the folder's owner (it needs no root)")
                 stack.enter_context(account.lent(written))
         yield account.command(cmd, [Path(sys.executable), paths.ROOT, *args]), account.environment()
 
 
+def _the_labs(folder: Path) -> bool:
+    """folder is results/ or in it: the lab's own, which it may lend its user (never a folder of the host's: lent,
+    its entries could be renamed or replaced)."""
+    return folder.resolve().is_relative_to(paths.RESULTS.resolve())
+
+
 def report(run_dir: Path, warmup_s: int | str | None = None) -> int:
     """`./start.sh report`: (re)writes a run folder's report, the report's own words on the terminal."""
-    if not (run_dir / "run.json").is_file() and not any((run_dir / m).is_dir() for m in machines.NAMES):
-        sides = " or ".join(f"{m}/" for m in machines.NAMES)
+    if not (run_dir / "run.json").is_file() and not any((run_dir / m / "jmeter.jtl").is_file() for m in machines.NAMES):
+        sides = " or ".join(f"{m}/jmeter.jtl" for m in machines.NAMES)      # /etc has a default/ of its own
         raise ValueError(f"{run_dir} is not a run folder (no run.json, no {sides})")
     return report_command("run", run_dir, *([] if warmup_s is None else ["--warmup", warmup_s]))
 

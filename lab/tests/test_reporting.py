@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from lab import paths, unprivileged
+from lab.errors import BadInput
 from lab.experiment import reporting
 
 SUMMARY = "# Run\n\n| | default | tuned |\n| --- | --- | --- |\n| requests | 10 | 12 |\n"
@@ -58,10 +59,11 @@ FIXTURE = paths.ROOT / "report" / "tests" / "fixtures" / "20261122T215957Z-fixtu
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands the report to its own user")
-def test_the_report_runs_as_the_labs_user_in_the_folder_lent_to_it(tmp_path):
+def test_the_report_runs_as_the_labs_user_in_the_folder_lent_to_it(tmp_path, monkeypatch):
     """Issue 53, item 1: the report reads a customer's text (labels, messages): as the lab's user, which writes only
     the folder the command writes, lent for the while (a report of root's made before is replaced all the same)."""
     results = tmp_path / "results"
+    monkeypatch.setattr(paths, "RESULTS", results)
     folder = results / FIXTURE.name
     shutil.copytree(FIXTURE, folder)
     (folder / "summary.md").write_text("an old summary of root's\n")
@@ -75,3 +77,22 @@ def test_the_report_runs_as_the_labs_user_in_the_folder_lent_to_it(tmp_path):
     assert (results / "index.sqlite").stat().st_uid == user and results.stat().st_uid == 0
     assert results.stat().st_gid == pwd.getpwnam(unprivileged.NAME).pw_gid, "results/ its group's to write"
     assert reporting.report_command("runs", results, log=print) == 0      # a rebuild over the index it wrote
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root lends folders to its own user")
+def test_a_folder_outside_results_is_never_lent_and_a_host_folder_is_no_run(tmp_path, monkeypatch):
+    """bench/inputs.py found `./start.sh report /etc` wrote summary.md, report.html and verdict.json into /etc (its
+    default/ passed for a run folder's), and /etc was lent to the lab's user meanwhile: a folder of the host's, lent,
+    could have its entries replaced. A folder outside results/ holding anything is refused, and left as it was."""
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    host = tmp_path / "etc"
+    (host / "default").mkdir(parents=True)
+    (host / "passwd").write_text("root:x:0:0\n")
+    with pytest.raises(ValueError, match="is not a run folder"):
+        reporting.report(host)
+    theirs = tmp_path / "elsewhere" / FIXTURE.name
+    shutil.copytree(FIXTURE, theirs)
+    with pytest.raises(BadInput, match="writes reports only in its results/"):
+        reporting.report(theirs)
+    assert theirs.stat().st_uid == 0 and not (theirs / "summary.md").exists()
+    assert sorted(p.name for p in host.iterdir()) == ["default", "passwd"]

@@ -306,12 +306,14 @@ def test_two_workers_share_one_study(tmp_path, sets):
     assert all(d["study"] == storage for d in data)
 
 
-def test_a_trials_verdict_is_the_objective_and_its_constraints_are_gates(tmp_path):
+def test_a_trials_verdict_is_the_objective_and_its_constraints_are_gates(tmp_path, monkeypatch):
     """outcome(): the paired ratio of the objective (p99 turned so that higher is better) and the --constraint gates
     the report judges on the verdict (a broken one names what it read); no verdict: infeasible with why."""
     import json
 
+    from lab import paths
     from lab.experiment.tune import trials
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)     # a trial's folder is in results/, the report's to write
     run_dir = tmp_path / "20261128T000000Z-tune-t1"
     run_dir.mkdir()
     (run_dir / "verdict.json").write_text(json.dumps({"verdict": "x", "effects": {

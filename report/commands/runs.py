@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from report.history import index
-from report.history.histories import Filters
+from report.history.histories import Filters, moment
 from report.output import warn
 from report.render.history import runs_table
 
@@ -18,8 +18,16 @@ INDEX = "index.sqlite"
 
 def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label", help="only folders whose label holds this text")
-    parser.add_argument("--since", help="only folders started at or after this ISO date or time (e.g. 2026-11-28)")
+    parser.add_argument("--since", type=_since, help="only folders started at or after this ISO date or time, UTC "
+                                                     "(e.g. 2026-11-28 or '2026-11-28 03:00')")
     parser.add_argument("--service", help="only runs of this service (the lab's own app: sample)")
+
+
+def _since(text: str):
+    try:
+        return moment(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def refreshed(results: Path) -> tuple[list[index.Entry], dict[str, str]]:

@@ -3,6 +3,7 @@
 configuration's own level — each with its change points and what changed between the runs around them."""
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass, field
 
@@ -15,18 +16,35 @@ FIGURES = {"tps": "successful TPS", "p99": "p99", "error_pct": "errors"}
 SIDES = MACHINES
 
 
+def moment(text: str) -> datetime.datetime:
+    """An ISO date or time (2026-11-28, '2026-11-28 03:00', 2026-11-28T03:00Z, …; without a zone: UTC, the lab's
+    clock) as an aware datetime; ValueError naming it otherwise ('yesterday', a 13th month)."""
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not an ISO date or time (e.g. 2026-11-28 or '2026-11-28 03:00', UTC)") from None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+
+
 @dataclass(frozen=True)
 class Filters:
     label: str | None = None        # a part of the label
-    since: str | None = None        # an ISO date or time: runs started at or after it
+    since: datetime.datetime | None = None      # runs started at or after it (moment())
     service: str | None = None
     ignore: frozenset[str] = frozenset()
     also: frozenset[str] = frozenset()
 
     def matches(self, e: Entry) -> bool:
-        """The folder's label, start and service are the ones asked for."""
-        return ((self.label is None or self.label in e.label) and (self.since is None or e.started >= self.since)
+        """The folder's label, start and service are the ones asked for. Starts compare as times, not as text
+        ('2026-11-28 03:00' matched a run of 02:02 when they did); a start that cannot be read is not after it."""
+        return ((self.label is None or self.label in e.label) and (self.since is None or self._after(e.started))
                 and (self.service is None or e.service == self.service))
+
+    def _after(self, started: str) -> bool:
+        try:
+            return moment(started) >= self.since
+        except (ValueError, TypeError, AttributeError):
+            return False
 
     def keep(self, e: Entry) -> bool:
         """A complete run with a verdict, matching."""

@@ -16,7 +16,7 @@ import pytest
 
 from report.history import gates, index
 from report.history.changes import change_points, holm
-from report.history.histories import Filters, histories
+from report.history.histories import Filters, histories, moment
 
 REPORT = Path(__file__).resolve().parent.parent
 LOAD = {"name": "lab", "model": "closed", "users": 20, "ramp_up_s": 20, "duration_s": 60, "keep_alive": True,
@@ -83,6 +83,22 @@ def test_a_planted_knob_change_is_a_change_point_of_a_widened_history(tmp_path):
     assert "tuned: tomcat_threads_max 200 → 4" in tuned.why[0] and "commit c1 → c2" in tuned.why[0]
     effect = next(t for t in history.tracks if t.figure == "tps" and t.what == "effect")
     assert effect.lows[0] < effect.values[0] < effect.highs[0]
+
+
+def test_since_compares_times_not_text_and_refuses_what_is_no_date(tmp_path):
+    """Issue 53: --since compared text: '2026-11-28 03:00' matched a run of 02:02 (' ' sorts before 'T'), 'yesterday'
+    matched nothing without a word, a 13th month was taken."""
+    at = lambda started: index.Entry("r", "run", "", "complete", started, "ab")  # noqa: E731
+    since = Filters(since=moment("2026-11-28 03:00"))
+    assert not since.matches(at("2026-11-28T02:02:00Z")) and since.matches(at("2026-11-28T03:00:00Z"))
+    assert since.matches(at("2026-11-28T03:00:00+00:00")) and not since.matches(at("2026-11-28T03:30:00+01:00"))
+    assert Filters(since=moment("2026-11-28")).matches(at("2026-11-28T00:00:01Z"))
+    for bad in ("yesterday", "2026-13-45"):
+        with pytest.raises(ValueError, match="is not an ISO date or time"):
+            moment(bad)
+        said = subprocess.run([sys.executable, "-m", "report", "runs", str(tmp_path), "--since", bad],
+                              capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+        assert said.returncode == 2 and "is not an ISO date or time" in said.stderr, said.stderr
 
 
 def test_the_history_command_writes_its_page_and_refuses_an_unknown_ignore(tmp_path):

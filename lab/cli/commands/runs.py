@@ -16,7 +16,8 @@ def add_arguments(parser) -> None:
 def add_filters(parser) -> None:
     """Which runs: shared with history."""
     parser.add_argument("--label", dest="filter_label", metavar="TEXT", help="only runs whose label holds TEXT")
-    parser.add_argument("--since", metavar="DATE", help="only runs started at or after DATE (ISO, e.g. 2026-11-28)")
+    parser.add_argument("--since", metavar="DATE",
+                        help="only runs started at or after DATE (ISO, UTC: 2026-11-28 or '2026-11-28 03:00')")
     parser.add_argument("--service", dest="filter_service", metavar="NAME",
                         help="only runs of this service (the lab's own app: sample)")
 
