@@ -157,7 +157,8 @@ def inputs() -> list[Input]:
         # -- a JMeter plan ---------------------------------------------------------------------------------------
         Input("a plan with an OS Process sampler", svc("p1")[:2] + ["--plan", "{dir}/os.jmx", "--duration", "1m"],
               files={**service_with("p1"), "os.jmx": PLAN_HEAD + sampler()
-                     + '<SystemSampler testname="sh"><stringProp name="SystemSampler.command">touch</stringProp>'
+                     + '<SystemSampler guiclass="SystemSamplerGui" testname="sh">'
+                       '<stringProp name="SystemSampler.command">touch</stringProp>'
                        '</SystemSampler><hashTree/>' + PLAN_TAIL}),
         Input("a plan whose path is a full URL", svc("p2")[:2] + ["--plan", "{dir}/url.jmx", "--duration", "1m"],
               files={**service_with("p2"), "url.jmx": PLAN_HEAD + sampler(path="http://elsewhere:8080/x")
