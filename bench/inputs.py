@@ -28,6 +28,7 @@ from lab.experiment import record
 START = str(paths.ROOT / "start.sh")
 TIMEOUT_S = 240
 PLANTED = "/tmp/lab-input-planted"      # what an input that ran code would have made
+OUTSIDE = "/tmp/lab-input-run"          # a run folder of the user's, outside results/ (made and removed by its input)
 # the lab's own folders, and the kernel's and the run-time's, left out of the host's listing
 LEFT_OUT = [str(paths.ROOT), "/var/lib/camel-lab", "/proc", "/sys", "/dev", "/run", "/var/run", "/var/cache/apt",
             "/var/lib/apt/lists", "/var/log/journal"]
@@ -189,8 +190,10 @@ def inputs() -> list[Input]:
         Input("history since 13th month", ["history", "--since", "2026-13-45"]),
         Input("compare one folder", ["compare", "{dir}"]),
         Input("report of a host folder (/etc: it has a default/)", ["report", "/etc"]),
-        Input("report of a run folder outside results/", ["report", "{dir}/run"],
-              files={"run/run.json": '{"run_id": "run", "status": "complete"}'}),
+        Input("report of a run folder outside results/ (as root)",
+              ["sh", "-c", f"mkdir -p {OUTSIDE} && cp {{dir}}/run.json {OUTSIDE}/ && {START} report {OUTSIDE}; "
+                           f"rc=$?; rm -r {OUTSIDE}; exit $rc"], raw=True,
+              files={"run.json": '{"run_id": "run", "status": "complete"}'}),
         Input("runs --add as nobody", [*NOBODY, START, "runs", "--add", "{dir}"], raw=True),
         # -- the tuner -------------------------------------------------------------------------------------------
         Input("a study URL with a password", ["tune", "--study", "postgresql://lab:s3cret@127.0.0.1:1/x",
