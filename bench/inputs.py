@@ -190,8 +190,8 @@ def inputs() -> list[Input]:
         Input("history since 13th month", ["history", "--since", "2026-13-45"]),
         Input("compare one folder", ["compare", "{dir}"]),
         Input("report of a host folder (/etc: it has a default/)", ["report", "/etc"]),
-        Input("report of a run folder outside results/ (as root)",
-              ["sh", "-c", f"mkdir -p {OUTSIDE} && cp {{dir}}/run.json {OUTSIDE}/ && {START} report {OUTSIDE}; "
+        Input("report of a run folder outside results/, as root",
+              ["sh", "-c", f"mkdir -p {OUTSIDE} && cp '{{dir}}/run.json' {OUTSIDE}/ && {START} report {OUTSIDE}; "
                            f"rc=$?; rm -r {OUTSIDE}; exit $rc"], raw=True,
               files={"run.json": '{"run_id": "run", "status": "complete"}'}),
         Input("runs --add as nobody", [*NOBODY, START, "runs", "--add", "{dir}"], raw=True),
@@ -251,10 +251,11 @@ def run_one(item: Input, folder: Path) -> dict:
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         code = f"not refused: stopped after {TIMEOUT_S} s"
-    said = [line for line in (err or out).strip().splitlines() if line.strip()]
-    message = next((line for line in said if "error" in line.lower() or "refus" in line.lower()
-                    or line.startswith("start.sh")), said[-1] if said else "")
-    return {"name": item.name, "argv": argv, "exit": code, "said": message.strip()[:400],
+    said = [line.strip() for line in (err or out).strip().splitlines() if line.strip()]
+    first = next((i for i, line in enumerate(said) if "error" in line.lower() or "refus" in line.lower()
+                  or line.startswith("start.sh")), len(said) - 1)
+    message = " / ".join(said[first:first + 3]) if said else ""      # a heading line and what it names
+    return {"name": item.name, "argv": argv, "exit": code, "said": message[:500],
             "seconds": round(time.monotonic() - started, 1),
             "planted": [p for p in item.watch if os.path.exists(p)],
             "secret_shown": "s3cret" in (out or "") + (err or "")}
