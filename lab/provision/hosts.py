@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from lab import machines, paths
-from lab.errors import LabError
+from lab.errors import BadInput, LabError
 from lab.machines import reach
 from lab.provision import playbook
 
@@ -39,6 +39,10 @@ SECRET_NAME = re.compile(r"pass|secret|token|credential|vault", re.I)
 
 class HostsError(LabError):
     """The inventory or a host is not usable; the message names the file or the host and what to do."""
+
+
+class BadInventory(HostsError, BadInput):
+    """The inventory itself is refused before anything is touched (exit 2, as all bad input)."""
 
 
 @dataclass(frozen=True)
@@ -70,16 +74,16 @@ class Inventory:
 
 
 def read(path: Path | str) -> Inventory:
-    """The inventory as Ansible reads it, checked; HostsError naming the file and the problem."""
+    """The inventory as Ansible reads it, checked; BadInventory naming the file and the problem."""
     path = Path(path)
     if not path.is_file():
-        raise HostsError(f"--hosts {path}: no such file (an Ansible inventory naming `default` and `tuned`; "
+        raise BadInventory(f"--hosts {path}: no such file (an Ansible inventory naming `default` and `tuned`; "
                          "see ansible/inventory/example.yml)")
     done = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(path), "--list"],
                           capture_output=True, text=True, env={**os.environ, "ANSIBLE_INVENTORY_UNPARSED_FAILED": "1",
                                                                "ANSIBLE_NOCOLOR": "1"})
     if done.returncode != 0:
-        raise HostsError(f"--hosts {path}: Ansible cannot read it as an inventory:\n  "
+        raise BadInventory(f"--hosts {path}: Ansible cannot read it as an inventory:\n  "
                          + "\n  ".join((done.stderr or done.stdout).strip().splitlines()[-8:]))
     return parse(path, json.loads(done.stdout))
 

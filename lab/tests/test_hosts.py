@@ -80,7 +80,8 @@ def test_a_bad_port_a_foreign_connection_and_a_broken_file_are_named(tmp_path):
         """)
     assert "default: ansible_port 70000 is not a TCP port" in message
     assert "tuned: ansible_connection 'winrm'" in message
-    assert "no such file" in str(pytest.raises(hosts.HostsError, hosts.read, tmp_path / "nowhere.yml").value)
+    missing = pytest.raises(hosts.HostsError, hosts.read, tmp_path / "nowhere.yml").value
+    assert "no such file" in str(missing) and missing.exit_code == 2      # bad input (it was exit 1: bench/inputs.py)
     assert "cannot read it as an inventory" in refused(tmp_path, "all: [\n", "broken.yml")
 
 

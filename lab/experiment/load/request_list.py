@@ -35,7 +35,7 @@ from lab.experiment.load.plan_check import FUNCTION_NAME, PlanError
 COLUMNS = ("method", "path", "body_file", "weight", "expected_status")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 MAX_REPEATS = 200           # units of weight at most (weights reduced by their gcd): one small variable each
-# JMeter evaluates ${__name(…)} in a sampler's path and body, as root on the lab's host. A request list may use the
+# JMeter evaluates ${__name(…)} in a sampler's path and body, on the lab's host. A request list may use the
 # functions that compute a value from nothing but their arguments; those that run code (__groovy, __javaScript,
 # __jexl3, __BeanShell, __eval), read or write files (__FileToString, __CSVRead, __StringToFile) or change the
 # lab's properties (__setProperty: the target's host) are refused.
@@ -103,7 +103,7 @@ def parse(path: str | Path) -> list[Request]:
             refused = sorted({name for name in FUNCTION_NAME.findall(text) if name not in VALUE_FUNCTIONS})
             if refused:
                 raise PlanError(f"{where}: {what} calls JMeter's {', '.join(refused)}: JMeter would run it on the "
-                                "lab's host, as root; a request list may use only functions that compute a value ("
+                                "lab's host; a request list may use only functions that compute a value ("
                                 + ", ".join(sorted(VALUE_FUNCTIONS)) + ")")
         found.append(Request(method.upper(), target, body, _is_json(body), int(weight), int(status)))
     if not found:
