@@ -1,10 +1,12 @@
-"""The lab's own unprivileged user (`camel-lab`, a system account `prereqs` makes): what runs a customer's text on
-the lab's host runs as it, not as root — JMeter (a plan's samplers, a request list's functions, `--allow-plan-code`'s
-scripts) and the host's JVM check of the jvm_* knobs.
+"""The lab's own unprivileged user (`camel-lab`, a system account `prereqs` makes): what runs or reads a customer's
+text on the lab's host runs as it, not as root — JMeter (a plan's samplers, a request list's functions,
+`--allow-plan-code`'s scripts), the host's JVM check of the jvm_* knobs, a descriptor's Maven build (its plugins) and
+the report (labels, messages).
 
 A process started through `command()` has the user's IDs, no supplementary groups, no way to gain privileges again
 (no_new_privs: a setuid program stays unprivileged) and SIGTERM when the lab dies. It may write only what the lab
-gives the user (`give()`: a JMeter's JTLs and log) and its own home. It reads what any user may read; where what it
+gives or lends the user (`give()`, `lent()`: a JMeter's log, the folder a report writes), results/ with its group
+(`share()`: the runs' index) and its own home. It reads what any user may read; where what it
 must read sits behind a folder the user cannot enter (a checkout in /root, the engines' private run folder) it keeps
 one capability, to read and search files (CAP_DAC_READ_SEARCH), and `Account.reading()` says which folder asked for it:
 changing nothing outside its own files, it cannot run code as root."""
