@@ -141,7 +141,10 @@ def ensure() -> Account | None:
                    "--shell", "/usr/sbin/nologin", "--comment", "Camel Tuning Lab, JMeter and host checks", NAME],
                   f"making the lab's user {NAME}", error=UserError)
         account = find()
-    HOME.mkdir(parents=True, exist_ok=True)
-    account.give(HOME)
-    HOME.chmod(0o700)
+    # asked for often (each poll of a local engine): the home is set only when it is not so already
+    home = HOME.stat() if HOME.is_dir() else None
+    if home is None or home.st_uid != account.uid or home.st_mode & 0o777 != 0o700:
+        HOME.mkdir(parents=True, exist_ok=True)
+        account.give(HOME)
+        HOME.chmod(0o700)
     return account

@@ -242,9 +242,10 @@ class Engines:
                 "-Jjmeterengine.remote.system.exit=true"]
         give = ""
         if remote.account is not None:      # it writes its log in its folder; it outlives the shell that starts it
-            argv = remote.account.command(argv, [Path(home), Path(self.work)], die_with_parent=False)
+            reads = [Path(home), Path(self.work)]
+            argv = remote.account.command(argv, reads, die_with_parent=False)
             give = f"chown {remote.account.uid}:{remote.account.gid} {d}; "
-            engine.runs_as = remote.account.reading([Path(home), Path(self.work)])
+            engine.runs_as = remote.account.reading(reads)
         java = " ".join(shlex.quote(a) for a in argv)
         script = (f"set -e; mkdir -p {d}; {give}cd {d}; "
                   f"setsid nohup {java} > {d}/engine.out 2>&1 < /dev/null & echo $!")
