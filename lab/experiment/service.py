@@ -60,6 +60,7 @@ class Service:
     source: Path                         # the descriptor
     builds: dict                         # stack → jar ("" for a service of one jar)
     project: Path | None = None          # the Maven project that makes the builds (build:)
+    root: Path | None = None             # the folder the descriptor's paths stay inside (root:): its build's too
     port: int = 8080
     proxy_path: str = "/"
     health: str = "/actuator/health"
@@ -100,7 +101,7 @@ class Service:
         key = self.stack_of(stack)
         jar = self.builds[key]
         if self.project is not None:
-            jars.ensure_build(self.project, key, jar)
+            jars.ensure_build(self.project, key, jar, within=self.root)
         seen = (str(jar), jar.stat().st_mtime if jar.exists() else 0.0)
         if seen not in _FACTS:
             _FACTS[seen] = descriptor.facts_checked(jar, str(self.source), f"stacks.{key}" if key else "jar")
@@ -167,7 +168,7 @@ def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
         raise descriptor.fail(where, "name", f"must be 1–40 lower-case letters, digits or '-', got {name!r}")
     home = descriptor.home_of(source.resolve().parent, raw.get("root"), where)
     builds, project = _builds(home, raw, where, name)
-    svc = Service(name=name, source=source, builds=builds, project=project)
+    svc = Service(name=name, source=source, builds=builds, project=project, root=home.root)
     actuator = svc.facts.actuator if project is None else None   # a build `build:` makes is read once it is made
     port = descriptor.whole(raw, "port", 8080, 1024, 65535, where)
     if port in descriptor.RESERVED_PORTS:
@@ -181,7 +182,7 @@ def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
     template, template_knobs = descriptor.template(home, raw.get("template"), where, set(catalog.specs()))
     plan, lab_plan = descriptor.load(home, raw.get("load"), where, name, allow_plan_code)
     return Service(
-        name=name, source=source, builds=builds, project=project, port=port, proxy_path=proxy,
+        name=name, source=source, builds=builds, project=project, root=home.root, port=port, proxy_path=proxy,
         health=descriptor.health(raw, actuator, where),
         check_path=descriptor.url_path(check["path"], "check.path", where),
         check_status=descriptor.whole(check, "status", 200, 100, 599, f"{where}: check"),

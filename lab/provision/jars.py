@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import threading
+import xml.etree.ElementTree as ET
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,14 +46,42 @@ def ensure_kit(log=print) -> Path:
     return KIT_JAR
 
 
-def ensure_build(project: Path, stack: str, jar: Path, log=print) -> Path:
+def ensure_build(project: Path, stack: str, jar: Path, log=print, within: Path | None = None) -> Path:
     """A build of a service's Maven project (its module `stack`), made with its Maven wrapper or the lab's (maven_for)
-    when missing or older than the project's sources: a descriptor's `build:` (service.py). One
-    Maven at a time: two writing one jar leave it broken."""
+    when missing or older than the sources of the project and of the modules it names outside itself: a
+    descriptor's `build:` (service.py), whose modules stay `within` its root:. One Maven at a time: two writing
+    one jar leave it broken."""
     with _BUILDING:
-        if _fresh(jar, [project], []):
+        folders = reactor(project, within or project)
+        if _fresh(jar, folders, []):
             return jar
-        return _build(project, stack, jar, log)
+        return _build(project, folders[1:], stack, jar, log)
+
+
+def reactor(project: Path, within: Path) -> list[Path]:
+    """The project's folder, then each module folder outside it that its poms name (followed through those modules'
+    own poms: the sample app's ../kit/core), every one inside `within` (the descriptor's root:): the build reads
+    them, and as root the lab copies them for the lab's user. BuildError naming the pom otherwise."""
+    project, within = project.resolve(), within.resolve()
+    folders, todo, read = [project], [project], {project}
+    while todo:
+        pom = todo.pop() / "pom.xml"
+        try:
+            named = [m.text.strip() for m in ET.parse(pom).iter() if m.tag.rsplit("}", 1)[-1] == "module" and m.text]
+        except (OSError, ET.ParseError) as e:
+            raise BuildError(f"{pom}: cannot be read as a Maven pom ({e})") from None
+        for module in named:
+            folder = (pom.parent / module).resolve()
+            if not folder.is_relative_to(within):
+                raise BuildError(f"{pom}: module {module} is {folder}, outside {within}: a build's modules stay in the "
+                                 "folder the descriptor's root: names")
+            if folder in read or not (folder / "pom.xml").is_file():
+                continue        # Maven names a missing module itself
+            read.add(folder)
+            todo.append(folder)
+            if not any(folder.is_relative_to(f) for f in folders):
+                folders.append(folder)
+    return folders
 
 
 def maven_for(project: Path) -> Path:
@@ -62,7 +91,7 @@ def maven_for(project: Path) -> Path:
     return own if own.is_file() else maven.MAVEN_WRAPPER
 
 
-def _build(project: Path, stack: str, jar: Path, log) -> Path:
+def _build(project: Path, outside: list[Path], stack: str, jar: Path, log) -> Path:
     mvnw = maven_for(project)
     log(f"building {jar.name} (Maven, {project.name} module {stack}, ~1–2 min)")
     account = unprivileged.ensure()
@@ -70,7 +99,7 @@ def _build(project: Path, stack: str, jar: Path, log) -> Path:
         shell.run([str(mvnw), *_package(project, stack)], f"building {jar.name} failed", error=BuildError, lines=40,
                   cwd=project)
     else:
-        _build_as(account, project, mvnw, stack, jar)
+        _build_as(account, project, outside, mvnw, stack, jar)
     if not jar.exists():
         raise BuildError(f"building {jar.name}: Maven succeeded but left no {jar}")
     return jar
@@ -80,17 +109,22 @@ def _package(project: Path, stack: str) -> list[str]:
     return ["-B", "-ntp", "-q", "-f", str(project / "pom.xml"), "package", "-DskipTests", "-pl", stack, "-am"]
 
 
-def _build_as(account: unprivileged.Account, project: Path, mvnw: Path, stack: str, jar: Path) -> None:
-    """A project's build runs its plugins, a customer's code: as the lab's user, on a copy of the project in a folder
-    of that user's home (the project itself is only read), with the user's own Maven repository chained to root's,
-    read only (maven.repo.local.tail: nothing downloaded twice). The jar is copied back where the descriptor names
-    it."""
-    if not jar.resolve().is_relative_to(project.resolve()):
+def _build_as(account: unprivileged.Account, project: Path, outside: list[Path], mvnw: Path, stack: str,
+              jar: Path) -> None:
+    """A project's build runs its plugins, a customer's code: as the lab's user, on a copy in a folder of that user's
+    home of the project and of the modules it names outside itself, where they stand to each other (the originals
+    are only read), with the user's own Maven repository chained to root's, read only (maven.repo.local.tail:
+    nothing downloaded twice). The jar is copied back where the descriptor names it."""
+    project = project.resolve()
+    if not jar.resolve().is_relative_to(project):
         raise BuildError(f"building {jar.name}: {jar} is not inside the project {project} that builds it")
     repository, tail = account.home / ".m2" / "repository", Path.home() / ".m2" / "repository"
+    base = Path(os.path.commonpath([project, *outside])).parent     # each copied under its own name
     with tempfile.TemporaryDirectory(dir=account.home, prefix="build-") as scratch:
-        copy = Path(scratch) / project.name
-        shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns("target"))
+        for folder in (project, *outside):
+            shutil.copytree(folder, Path(scratch) / folder.relative_to(base), symlinks=True,
+                            ignore=shutil.ignore_patterns("target"))
+        copy = Path(scratch) / project.relative_to(base)
         for folder, dirs, files in os.walk(scratch):
             account.give(Path(folder), *(Path(folder) / name for name in dirs + files))
         wrapper = copy / "mvnw" if mvnw == project / "mvnw" else mvnw
@@ -98,7 +132,7 @@ def _build_as(account: unprivileged.Account, project: Path, mvnw: Path, stack: s
                 f"-Dmaven.repo.local.tail={tail}"]
         shell.run(account.command(argv, [wrapper, tail]), f"building {jar.name} failed", error=BuildError, lines=40,
                   cwd=copy, env=account.environment())
-        built = copy / jar.resolve().relative_to(project.resolve())
+        built = copy / jar.resolve().relative_to(project)
         if built.exists():
             jar.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(built, jar)

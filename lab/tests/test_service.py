@@ -147,7 +147,8 @@ def test_builds_a_maven_project_makes_are_read_once_made(tmp_path, monkeypatch):
                                       "build: proj\nhealth: /h\nload: {plan: my.jmx}\n")
     made = []
 
-    def build(project, stack, jar, log=print):
+    def build(project, stack, jar, log=print, within=None):
+        assert within == tmp_path           # the descriptor's folder: its modules stay inside it
         made.append(stack)
         jar.parent.mkdir(parents=True, exist_ok=True)
         return boot_jar(jar, libs=ACTUATOR)
@@ -192,7 +193,7 @@ def test_a_build_uses_the_projects_own_maven_or_the_labs_never_a_parent_folders(
     monkeypatch.setattr(jars.shell, "run", lambda argv, *a, **k: ran.append(argv[argv.index("--") + 1]
                                                                            if argv[0] == "setpriv" else argv[0]))
     with pytest.raises(jars.BuildError, match="left no"):
-        jars._build(project, "camel3", project / "target" / "x.jar", log=lambda line: None)
+        jars._build(project, [], "camel3", project / "target" / "x.jar", log=lambda line: None)
     assert ran == [str(maven.MAVEN_WRAPPER)] and not (parent / "mvnw.ran").exists()
     (project / "mvnw").write_text("#!/bin/sh\n")
     assert jars.maven_for(project) == project / "mvnw"
@@ -233,6 +234,59 @@ def test_a_descriptors_build_runs_as_the_labs_user_on_a_copy_of_the_project(tmp_
     assert sorted(p.name for p in (project / "one" / "target").iterdir()) == ["one.jar"], "only the jar came back"
     assert not (project / "target").exists()
     assert not list(unprivileged.HOME.glob("build-*")), "the build's copy is left"
+
+
+SHARED_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>lab.test</groupId><artifactId>two</artifactId><version>1</version>
+<properties><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
+<build><plugins>
+<plugin><artifactId>maven-resources-plugin</artifactId><version>3.3.1</version></plugin>
+<plugin><artifactId>maven-compiler-plugin</artifactId><version>3.14.1</version></plugin>
+<plugin><artifactId>maven-surefire-plugin</artifactId><version>3.5.4</version></plugin>
+<plugin><artifactId>maven-jar-plugin</artifactId><version>3.4.2</version></plugin>
+<plugin><artifactId>maven-install-plugin</artifactId><version>3.1.4</version></plugin>
+</plugins></build></project>
+"""
+
+
+def a_project_with_a_module_outside(tmp_path):
+    """The sample app's shape: app/pom.xml names ../kit/core. Here project/ names ../shared/two, which one needs."""
+    project, shared = tmp_path / "project", tmp_path / "shared" / "two"
+    (project / "one" / "src" / "main" / "resources").mkdir(parents=True)
+    (shared / "src" / "main" / "resources").mkdir(parents=True)
+    (project / "pom.xml").write_text(PARENT_POM.replace("<module>one</module>",
+                                                        "<module>one</module><module>../shared/two</module>"))
+    (project / "one" / "pom.xml").write_text(MODULE_POM.replace(
+        "<artifactId>one</artifactId>", "<artifactId>one</artifactId><dependencies><dependency><groupId>lab.test"
+        "</groupId><artifactId>two</artifactId><version>1</version></dependency></dependencies>"))
+    (shared / "pom.xml").write_text(SHARED_POM)
+    (shared / "src" / "main" / "resources" / "two.txt").write_text("two\n")
+    return project, shared
+
+
+def test_a_builds_modules_outside_its_project_are_its_sources_and_stay_in_the_descriptors_root(tmp_path):
+    project, shared = a_project_with_a_module_outside(tmp_path)
+    assert jars.reactor(project, tmp_path) == [project.resolve(), shared.resolve()]
+    with pytest.raises(jars.BuildError, match=r"module \.\./shared/two is .*, outside .*project: a build's modules"):
+        jars.reactor(project, project)
+    (project / "pom.xml").write_text("<project><modules><module>../../../etc</module>")
+    with pytest.raises(jars.BuildError, match="cannot be read as a Maven pom"):
+        jars.reactor(project, tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands a build to its own user")
+def test_a_build_whose_modules_stand_outside_its_project_builds_them_too_as_the_labs_user(tmp_path):
+    """A fresh clone's sample app (app/ naming ../kit/core) failed to build as the lab's user: only app/ was
+    copied ("Child module …/kit/core does not exist"). A source changed in the outside module makes it stale."""
+    project, shared = a_project_with_a_module_outside(tmp_path)
+    jar = project / "one" / "target" / "one.jar"
+    assert jars.ensure_build(project, "one", jar, log=lambda line: None, within=tmp_path) == jar
+    assert jar.exists() and not (shared / "target").exists(), "the outside module was built in place"
+    built = jar.stat().st_mtime
+    os.utime(shared / "src" / "main" / "resources" / "two.txt", (built + 5, built + 5))
+    said = []
+    jars.ensure_build(project, "one", jar, log=said.append, within=tmp_path)
+    assert said and "building one.jar" in said[0], "a changed source outside the project did not rebuild"
 
 
 @pytest.mark.parametrize(("field", "value"), [("logging", "../outside/logback.xml"), ("logging", "/etc/hostname"),
