@@ -31,6 +31,7 @@ Ansible tasks (from .lab/log/ansible.log, which is timed).
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -107,10 +108,11 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print, provider: 
         argv += ["--set", f"tuned:{knob}={json.dumps(value) if isinstance(value, bool) else value}"]
     calibration_s = host_calibration_s()
     before = set(paths.RESULTS.iterdir()) if paths.RESULTS.exists() else set()
-    started = time.monotonic()
+    started, launched = time.monotonic(), time.time()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600, env=with_provider(provider))
     wall_s = round(time.monotonic() - started)
-    made = sorted(set(paths.RESULTS.iterdir()) - before) if paths.RESULTS.exists() else []
+    made = sorted(p for p in set(paths.RESULTS.iterdir()) - before if p.is_dir()) if paths.RESULTS.exists() else []
+    # (a fresh results/ gets its index.sqlite with the first run: a file, not the run)
     trial = {"scenario": scenario, "provider": provider, "argv": argv[1:], "exit": done.returncode, "wall_s": wall_s,
              "folder": made[-1].name if made else None, "phases": {}, "host_calibration_s": calibration_s}
     trial["steps"] = steps_taken(done.stdout)
@@ -119,6 +121,11 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print, provider: 
     if made and (made[-1] / "run.json").is_file():
         record = json.loads((made[-1] / "run.json").read_text())
         trial["phases"] = record.get("phases", {})
+        if record.get("started") and "to_load_s" in trial["phases"]:
+            # before the trial's folder: the options checked, the app's jar built (validation reads its facts)
+            before_s = datetime.datetime.fromisoformat(record["started"]).timestamp() - launched
+            trial["before_trial_s"] = round(before_s)
+            trial["from_command_s"] = round(before_s + trial["phases"]["to_load_s"])
         trial["provisioned"] = record.get("provisioned")
         trial["status"] = record.get("status")
         ansible_log = paths.LOG_DIR / "ansible.log"
@@ -126,7 +133,8 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print, provider: 
             trial["slowest_tasks"] = slowest_tasks(ansible_log.read_text(errors="replace"))
     if done.returncode != 0:
         trial["error"] = (done.stderr.strip() or done.stdout.strip())[-500:]
-    log(f"{scenario}: exit {done.returncode}, to load {trial['phases'].get('to_load_s')} s, "
+    log(f"{scenario}: exit {done.returncode}, to load {trial.get('from_command_s')} s from the command "
+        f"({trial.get('before_trial_s')} s before the trial, {trial['phases'].get('to_load_s')} s in it), "
         f"whole run {wall_s} s ({trial['folder']})")
     return trial
 
@@ -175,13 +183,14 @@ def timed_down(log=print, provider: str = "auto") -> dict:
 
 
 def seconds_of(trial: dict) -> int | None:
-    """The figure a scenario is judged by: to the load's start (cold: from the command, the app's jar built and the
-    machines made), or the whole wall time of down and of the scenario."""
+    """The figure a scenario is judged by: from the command to the load's start (the options checked, the app's jar
+    built, the machines made and provisioned; a trial recorded before from_command_s: from the trial's start), or
+    the whole wall time of down and of the scenario."""
     if trial["exit"] != 0:
         return None
     if trial["scenario"] in ("down", *LONG):
         return trial["wall_s"]
-    return trial["phases"].get("to_load_s")
+    return trial.get("from_command_s", trial["phases"].get("to_load_s"))
 
 
 def table(trials: list[dict]) -> str:

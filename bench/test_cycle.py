@@ -121,3 +121,23 @@ def test_the_steps_come_from_the_console_of_start_sh():
                "[02:51] ok lab network namespace and libvirt (0 s)\n[04:33] !! boot both machines: failed after 102 s\n"
                "    default: ok not a step (3 s)\n")
     assert cycle.steps_taken(console) == {"base box": 171, "lab network namespace and libvirt": 0}
+
+
+def test_a_scenario_is_judged_from_the_command_where_the_trial_says_when_it_began(tmp_path, monkeypatch):
+    """The cold figure left out what ran before the trial's folder (the options checked, the app's jar built)."""
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    monkeypatch.setattr(cycle, "host_calibration_s", lambda: 0.2)
+
+    def start_sh(argv, **kwargs):
+        folder = tmp_path / "20261129T000000Z-cycle-cold"
+        folder.mkdir()
+        began = cycle.datetime.datetime.now(cycle.datetime.UTC) + cycle.datetime.timedelta(seconds=30)
+        (folder / "run.json").write_text(json.dumps({"started": began.strftime("%Y-%m-%dT%H:%M:%SZ"), "status":
+                                                     "complete", "phases": {"up_s": 50, "to_load_s": 90}}))
+        (tmp_path / "index.sqlite").write_text("")          # a file results/ gets with its first run
+        return cycle.subprocess.CompletedProcess(argv, 0, "", "")
+    monkeypatch.setattr(cycle.subprocess, "run", start_sh)
+    done = cycle.timed_run("cold", {}, log=lambda line: None, provider="containers")
+    assert done["folder"] == "20261129T000000Z-cycle-cold"
+    assert 29 <= done["before_trial_s"] <= 31 and done["from_command_s"] == done["before_trial_s"] + 90
+    assert cycle.seconds_of(done) == done["from_command_s"]
