@@ -15,7 +15,6 @@ from pathlib import Path
 
 from lab import paths
 from lab.experiment import disk, load
-from lab.experiment.options import Options
 from lab.provision import catalog
 
 CATALOG_SNAPSHOT = "knobs-catalog.json"
@@ -179,10 +178,11 @@ def knob_diff(knobs: dict[str, dict | None]) -> dict:
             if len({json.dumps((k or {}).get(n), sort_keys=True) for k in knobs.values()}) > 1}
 
 
-def load_record(opts: Options, result: load.LoadResult | None = None) -> dict:
-    """run.json's load: the profile, the warm-up, and (once it ran) what the load did (samples, errors, …)."""
+def load_record(profile: load.Profile, scheme: str, warmup_s: int, result: load.LoadResult | None = None) -> dict:
+    """run.json's load: the profile, the scheme, the warm-up, and (once it ran) what the load did (samples,
+    errors, …)."""
     done = {} if result is None else {k: v for k, v in result.to_dict().items() if k != "profile"}
-    return {**asdict(opts.profile), "scheme": opts.scheme, "warmup_s": opts.effective_warmup_s, **done}
+    return {**asdict(profile), "scheme": scheme, "warmup_s": warmup_s, **done}
 
 
 def measured_window(data: dict) -> tuple[int, int | None] | None:

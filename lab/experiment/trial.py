@@ -46,6 +46,8 @@ class TrialRun:
 
     def __init__(self, opts: Options, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> None:
         self.opts, self.t, self.s, self.log = opts, t, s, log
+        # what the phases derive from the options, read once here (issue 51: the options are not walked back to)
+        self.scheme, self.warmup_s = opts.scheme, opts.effective_warmup_s
         self.run_dir = record.make_run_dir(label, paths.RESULTS)     # never another run's, even in one second
         self.run_id = self.run_dir.name
         lock.note(self.run_id)
@@ -56,7 +58,7 @@ class TrialRun:
             "run_id": self.run_id, "label": label or None, "started": record.utc_now(), "ended": None,
             "status": "running", "phase": "start", "stopped_at": None, "error": None,
             "git_commit": record.git_commit(), "command": redact.argv(sys.argv[1:]), "design": t.record(),
-            "load": record.load_record(opts),
+            "load": self.load_said(),
             "overrides": t.given(), "host": record.host_facts(), "phases": {},
             **service_record(opts.service, t, self.overrides)}))
         self.record.reserve()
@@ -180,7 +182,7 @@ class TrialRun:
                     self.record.update(core_swap=swap.stop())
                 if remote is not None:
                     self.record.update(loadgen_problems={**remote.problems, **recording.problems} or None)
-            self.record.update(load=record.load_record(opts, result))
+            self.record.update(load=self.load_said(result))
             if result.interrupted:
                 self.record.update(status="interrupted", stopped_at="load")
                 self.exit_code = 130
@@ -207,7 +209,7 @@ class TrialRun:
         """The machines' cores traded half-way through the measured window (core_swap.py), or kept and why:
         run.json's core_swap says which before the load begins."""
         cpusets = {} if self.opts.reached else self.resolved.get("cpusets") or {}
-        planned = core_swap.plan(self.opts.cores, cpusets, self.opts.profile, self.opts.effective_warmup_s)
+        planned = core_swap.plan(self.opts.cores, cpusets, self.opts.profile, self.warmup_s)
         self.record.update(core_swap=planned)
         if planned["mode"] != "swap":
             return None
@@ -216,7 +218,11 @@ class TrialRun:
     # -- what the phases derive --------------------------------------------------------------------------------
 
     def targets(self) -> dict[str, str]:
-        return self.t.targets(self.resolved["machines"], scheme=self.opts.scheme)
+        return self.t.targets(self.resolved["machines"], scheme=self.scheme)
+
+    def load_said(self, result: load.LoadResult | None = None) -> dict:
+        """run.json's load: what was asked, and (once it ran) what the load did."""
+        return record.load_record(self.opts.profile, self.scheme, self.warmup_s, result)
 
 
 def run_trial(opts: Options, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> tuple[int, Path]:
@@ -287,7 +293,7 @@ def failed(trial: TrialRun, failure: Exception) -> None:
     it left incomplete."""
     rec, phase = trial.record, trial.record.data["phase"]
     if isinstance(failure, load.LoadError) and failure.result is not None:
-        rec.update(load=record.load_record(trial.opts, failure.result))
+        rec.update(load=trial.load_said(failure.result))
     if disk.is_full(failure) or rec.full_at or disk.low(trial.run_dir):
         rec.disk_full(phase, since=trial.phase_started)
         print(f"start.sh: the disk filled during {phase}: {failure}", file=sys.stderr)

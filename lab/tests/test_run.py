@@ -522,16 +522,22 @@ def test_a_clean_finish_records_no_errors(finishing):
     assert set(record["phases"]) == {"collect_s", "dashboards_s", "report_s", "index_s"}   # each step's duration
 
 
-def test_tls_loads_through_the_https_front_and_is_recorded():
-    opts = cli.run_options(cli.parser().parse_args(["--tls", "--users", "5"]))
+def test_tls_loads_through_the_https_front_and_is_recorded(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RESULTS", tmp_path)
+    opts = cli.run_options(cli.parser().parse_args(["--tls", "--users", "5", "--warmup", "7s"]))
     assert opts.scheme == "https"
     assert design.plan()[0].targets({"default": "192.168.56.11", "tuned": "192.168.56.12"}, opts.scheme) == \
         {"default": "https://192.168.56.11", "tuned": "https://192.168.56.12"}
-    assert record.load_record(opts)["scheme"] == "https"
     props = load.target_properties(design.plan()[0].targets({"default": "10.0.0.1", "tuned": "10.0.0.2"}, "https"))
     assert (props["tuned_scheme"], props["tuned_port"], props["default_host"]) == ("https", "443", "10.0.0.1")
     plain = cli.run_options(cli.parser().parse_args([]))
-    assert plain.scheme == "http" and record.load_record(plain)["scheme"] == "http"
+    for asked, scheme, warmup_s in ((opts, "https", 7), (plain, "http", plain.profile.ramp_up_s)):
+        t = trial.TrialRun(asked, asked.trials()[0], None, scheme, log=lambda line: None)
+        t.resolved = {"machines": {"default": "10.0.0.1", "tuned": "10.0.0.2"}}
+        said = json.loads((t.run_dir / "run.json").read_text())["load"]     # what run.json says before the load
+        assert (said["scheme"], said["warmup_s"], said["users"]) == (scheme, warmup_s, asked.profile.users)
+        assert set(t.targets().values()) == {f"{scheme}://10.0.0.1", f"{scheme}://10.0.0.2"}
+        t.record.release_reserve()
 
 
 def test_sigterm_and_an_inherited_ignored_sigint_stop_the_lab_like_ctrl_c():
