@@ -282,6 +282,14 @@ def test_no_module_is_longer_than_one_job():
     assert not long, f"over {MAX_LINES} lines (split by job):\n" + "\n".join(long)
 
 
+README_MAX_LINES = 200      # issue 51: a front page read at a glance; figures live in docs/
+
+
+def test_the_readme_stays_a_front_page():
+    lines = len((paths.ROOT / "README.md").read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move detail and figures into docs/"
+
+
 def test_a_planted_import_of_a_moved_module_is_named(tmp_path, monkeypatch):
     planted = tmp_path / "bench"
     planted.mkdir()
