@@ -1,19 +1,42 @@
 # Sourced by start.sh and test.sh: one Python venv (.venv) for every host-side Python part of the lab,
 # re-created only when what it installs changes.
+# uv installs the same pinned requirements as pip ~10× faster (a fresh clone's .venv: 40 s → 4 s here); where uv
+# cannot (no wheel for the platform, an index only pip is configured for: uv reads no pip.conf), pip does.
+LAB_UV="uv==0.13.9"
+
+_lab_install() {     # $1: the checkout, $2: the installer (uv or pip)
+  local root="$1" py="$1/.venv/bin/python" install
+  if [ "$2" = uv ]; then
+    "$root/.venv/bin/pip" install -q "$LAB_UV" 2>/dev/null || return 1
+    install=("$root/.venv/bin/uv" pip install -q --python "$py")
+  else
+    "$root/.venv/bin/pip" install -q --upgrade pip || return 1
+    install=("$root/.venv/bin/pip" install -q)
+  fi
+  "${install[@]}" -r "$root/requirements-dev.txt" || return 1
+  "${install[@]}" --no-deps -r "$root/requirements-nodeps.txt" || return 1
+  if [ -f "$root/mock-service/pyproject.toml" ]; then
+    "${install[@]}" -e "$root/mock-service[test]" || return 1
+  fi
+}
+
+lab_venv_stamp() {   # what .venv/.requirements.sha holds once $1's .venv has what its files ask for
+  (echo "$LAB_UV"; cat "$1/requirements-dev.txt" "$1/requirements-nodeps.txt" "$1/mock-service/pyproject.toml" \
+    2>/dev/null) | sha256sum | cut -d' ' -f1
+}
+
 lab_venv() {
   local root="$1" stamp="$1/.venv/.requirements.sha" want
-  want="$(cat "$root/requirements-dev.txt" "$root/requirements-nodeps.txt" "$root"/mock-service/pyproject.toml \
-           2>/dev/null | sha256sum | cut -d' ' -f1)"
+  want="$(lab_venv_stamp "$root")"
   if [ -x "$root/.venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     return 0
   fi
   echo "== preparing .venv (the lab's Python tools)"
   python3 -m venv --clear "$root/.venv" || return 1
-  "$root/.venv/bin/pip" install -q --upgrade pip || return 1
-  "$root/.venv/bin/pip" install -q -r "$root/requirements-dev.txt" || return 1
-  "$root/.venv/bin/pip" install -q --no-deps -r "$root/requirements-nodeps.txt" || return 1
-  if [ -f "$root/mock-service/pyproject.toml" ]; then
-    "$root/.venv/bin/pip" install -q -e "$root/mock-service[test]" || return 1
+  if ! _lab_install "$root" uv; then
+    echo "   uv could not install them: pip will (slower)"
+    python3 -m venv --clear "$root/.venv" || return 1
+    _lab_install "$root" pip || return 1
   fi
   echo "$want" > "$stamp"
 }

@@ -1,7 +1,6 @@
 """Commands that only read run folders need no root: a real unprivileged user (nobody, through setpriv) runs
 ./start.sh report, compare and status from a checkout whose .venv is root's, and is told plainly what needs root
 (the commands that change the lab; a .venv that must be rebuilt)."""
-import hashlib
 import os
 import shutil
 import stat
@@ -52,8 +51,8 @@ def checkout(where: Path, current: bool = True) -> Path:
     (venv / "lib").symlink_to(paths.ROOT / ".venv" / "lib")
     (venv / "pyvenv.cfg").write_text(f"home = {SYSTEM_PYTHON.parent}\ninclude-system-site-packages = false\n"
                                      f"version = {version}\n")
-    want = hashlib.sha256((co / "requirements-dev.txt").read_bytes()
-                          + (co / "mock-service" / "pyproject.toml").read_bytes()).hexdigest()
+    want = subprocess.run(["bash", "-c", '. "$1/lab/sh/venv.sh" && lab_venv_stamp "$1"', "-", str(co)],
+                          capture_output=True, text=True, check=True).stdout.strip()
     (venv / ".requirements.sha").write_text((want if current else "an older one") + "\n")
     co.chmod(0o755)
     return co
