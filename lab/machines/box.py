@@ -165,9 +165,11 @@ def build(settings, target: Path, suite: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def root_filesystem(settings, suite: str, mnt: Path, include: list[str]) -> None:
+def root_filesystem(settings, suite: str, mnt: Path, include: list[str], login_public_key: str | None = None) -> None:
     """The suite's Debian in folder `mnt` as the recipe makes it (mmdebstrap, the recipe's files, customize.sh
-    with the roles' and the suite's packages): a VM's disk and a container's image alike."""
+    with the roles' and the suite's packages): a VM's disk and a container's image alike. login_public_key: whom
+    the vagrant user lets in (this lab's own login key unless given; "" nobody: a container image's base, keyed
+    per checkout later)."""
     # mmdebstrap: one apt run and one dpkg pass over the base (debootstrap unpacked and configured package by
     # package: 135 s of a 178 s box build here; mmdebstrap ~100 s of a 132 s one)
     steps.note(f"mmdebstrap {suite} from {settings.debian_mirror}")
@@ -176,7 +178,10 @@ def root_filesystem(settings, suite: str, mnt: Path, include: list[str]) -> None
     _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(include)}",
           f"--setup-hook=cp -R {shlex.quote(str(RECIPE_DIR / 'files'))}/. \"$1\"/",
           suite, str(mnt), settings.debian_mirror], "running mmdebstrap")
-    shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
+    if login_public_key is None:
+        shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
+    else:
+        (mnt / "tmp" / "login.pub").write_text(login_public_key)
     shutil.copy(RECIPE_DIR / "customize.sh", mnt / "tmp" / "customize.sh")
     (mnt / "tmp" / "preload.txt").write_text(     # the roles' packages and this suite's own
         "\n".join(packages(listing="preload.txt") + packages(listing=f"{SUITES_DIR}/{suite}.txt")) + "\n")

@@ -1,9 +1,12 @@
 """A suite's box as a system container's image (provider containers): the box recipe's root file system without
 what only a VM boots with (the host's kernel runs a container), imported into the lab's Docker daemon and tagged
 with the same recipe hash as the suite's VM box, so a VM and a container of one recipe carry the same software.
-Building needs root (chroot, mounts)."""
+Two layers: a base that lets nobody log in (the recipe without a login key: one per host, shared by every
+checkout, ~1 min of mmdebstrap), and this checkout's image, the base with its login key (seconds): a second
+clone no longer builds the root file system again. Building needs root (chroot, mounts)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +17,8 @@ from lab.machines import box, containers
 
 BOOT_ONLY = ("linux-image-amd64", "initramfs-tools")    # a VM's boot: the container runs on the host's kernel
 # Bump when what is changed below for a container changes.
-CONTAINER_LAYOUT_VERSION = 3        # 3: an init before systemd (its cgroup, the network settings)
+CONTAINER_LAYOUT_VERSION = 4        # 3: an init before systemd (its cgroup, the network settings); 4: a keyless
+                                    # base and a checkout's keyed layer
 # Units a container must not run: Docker gives it its interfaces, addresses, name and resolver (networkd would
 # take the interfaces over), and the host's kernel its modules, its mounts of /sys and the consoles.
 MASKED = ("systemd-networkd.service", "systemd-networkd.socket", "systemd-networkd-wait-online.service",
@@ -32,23 +36,53 @@ def image_name(suite: str) -> str:
     return f"camel-lab/{suite}:{box.recipe_hash(suite)[:12]}-c{CONTAINER_LAYOUT_VERSION}"
 
 
+def base_name(suite: str) -> str:
+    """The image every checkout's starts from: the recipe without a login key."""
+    return f"camel-lab/{suite}-base:{box.recipe_hash(suite, login_public_key='')[:12]}-c{CONTAINER_LAYOUT_VERSION}"
+
+
 def present(name: str) -> bool:
     return containers.docker("image", "inspect", name, timeout=30).returncode == 0
 
 
 def ensure(settings, suite: str) -> tuple[str, bool]:
-    """The suite's image in the lab's daemon (running), built when missing. Returns (name, built_now)."""
-    name = image_name(suite)
+    """The suite's image in the lab's daemon (running), made when missing: its base built first where that is
+    missing too. Returns (name, made_now)."""
+    name, base = image_name(suite), base_name(suite)
     if present(name):
         return name, False
-    build(settings, suite, name)
-    _remove_stale(suite, keep=name)
+    if not present(base):
+        build(settings, suite, base)
+    keyed(base, name, box.login_key().with_suffix(".pub").read_text())
+    _remove_stale(f"camel-lab/{suite}", keep=name)      # the keyed images first: they stand on their bases
+    _remove_stale(f"camel-lab/{suite}-base", keep=base)
     return name, True
 
 
-def _remove_stale(suite: str, keep: str) -> None:
-    """The suite's images of older recipes (the other suite's stays: the other machine may run it)."""
-    out = containers.docker("image", "ls", f"camel-lab/{suite}", "--format", "{{.Repository}}:{{.Tag}}").stdout
+def keyed(base: str, name: str, login_public_key: str) -> None:
+    """Image `name`: `base` whose vagrant user lets this checkout's login key in (a throwaway container writes
+    authorized_keys as customize.sh would; its settings, systemd's CMD, given back on commit)."""
+    steps.note(f"{name}: {base} with this checkout's login key")
+    keying = f"camel-lab-keying-{os.getpid()}"
+    containers.docker("rm", "-f", keying)
+    try:
+        done = containers.docker("run", "-i", "--name", keying, "--network", "none", base, "/bin/sh", "-c",
+                                 "cat > /home/vagrant/.ssh/authorized_keys && chown vagrant:vagrant "
+                                 "/home/vagrant/.ssh/authorized_keys && chmod 600 /home/vagrant/.ssh/authorized_keys",
+                                 input=login_public_key, text=True)
+        if done.returncode == 0:
+            done = containers.docker("commit", *(a for c in CHANGES for a in ("--change", c)), keying, name)
+        if done.returncode != 0:
+            raise box.BoxError(f"image build failed while keying {name}: docker exited {done.returncode}: "
+                               f"{done.stderr.strip()[-400:]}")
+    finally:
+        containers.docker("rm", "-f", keying)
+
+
+def _remove_stale(repository: str, keep: str) -> None:
+    """The repository's images but `keep`: older recipes', or another checkout's login key (made again from the
+    base in seconds). The other suite's stay: the other machine may run it."""
+    out = containers.docker("image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}").stdout
     for old in out.split():
         if old != keep:
             containers.docker("image", "rm", old)
@@ -92,7 +126,8 @@ def build(settings, suite: str, name: str) -> None:
     root = work / "root"
     root.mkdir()
     try:
-        box.root_filesystem(settings, suite, root, [p for p in box.packages() if p not in BOOT_ONLY])
+        box.root_filesystem(settings, suite, root, [p for p in box.packages() if p not in BOOT_ONLY],
+                            login_public_key="")
         container_tweaks(root)
         steps.note(f"importing {name} into the lab's Docker daemon")
         tar = subprocess.Popen(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-cf", "-", "."],
