@@ -59,11 +59,13 @@ ROWS = {
     "lab: between-run effect": (1, {**LAB, **BETWEEN}),
     "lab: series of 2": (2, {**LAB, "bias": 1.1, **BETWEEN}),
     "lab: series of 4": (4, {**LAB, "bias": 1.1, **BETWEEN}),
+    "series of 4 (bias, no between)": (4, dict(bias=1.1)),     # τ² = 0: an estimator that is never 0 overcovers
     # the same, calibrated by CALIBRATING A/A runs of the same machines and load (report/stats/between.py)
     "between-run effect (A/A-calibrated)": (1, BETWEEN),
     "series of 2 (bias + between; A/A-calibrated)": (2, dict(bias=1.1, **BETWEEN)),
     "lab: between-run effect (A/A-calibrated)": (1, {**LAB, **BETWEEN}),
     "lab: series of 2 (A/A-calibrated)": (2, {**LAB, "bias": 1.1, **BETWEEN}),
+    "series of 2 (bias, no between; A/A-calibrated)": (2, dict(bias=1.1)),
 }
 CALIBRATING = 4             # A/A runs behind a calibrated row
 
