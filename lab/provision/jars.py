@@ -113,12 +113,14 @@ def _build_as(account: unprivileged.Account, project: Path, outside: list[Path],
               jar: Path) -> None:
     """A project's build runs its plugins, a customer's code: as the lab's user, on a copy in a folder of that user's
     home of the project and of the modules it names outside itself, where they stand to each other (the originals
-    are only read), with the user's own Maven repository chained to root's, read only (maven.repo.local.tail:
-    nothing downloaded twice). The jar is copied back where the descriptor names it."""
+    are only read), with the user's own Maven repository. Not chained to root's (maven.repo.local.tail): behind
+    /root (0700) the user reads it only by CAP_DAC_READ_SEARCH, which javac's access(2) checks ignore ("cannot
+    access org.apache.catalina …/root/.m2/…", a new host's camel4 build). The jar is copied back where the
+    descriptor names it."""
     project = project.resolve()
     if not jar.resolve().is_relative_to(project):
         raise BuildError(f"building {jar.name}: {jar} is not inside the project {project} that builds it")
-    repository, tail = account.home / ".m2" / "repository", Path.home() / ".m2" / "repository"
+    repository = account.home / ".m2" / "repository"
     base = Path(os.path.commonpath([project, *outside])).parent     # each copied under its own name
     with tempfile.TemporaryDirectory(dir=account.home, prefix="build-") as scratch:
         for folder in (project, *outside):
@@ -128,9 +130,8 @@ def _build_as(account: unprivileged.Account, project: Path, outside: list[Path],
         for folder, dirs, files in os.walk(scratch):
             account.give(Path(folder), *(Path(folder) / name for name in dirs + files))
         wrapper = copy / "mvnw" if mvnw == project / "mvnw" else mvnw
-        argv = [str(wrapper), *_package(copy, stack), f"-Dmaven.repo.local={repository}",
-                f"-Dmaven.repo.local.tail={tail}"]
-        shell.run(account.command(argv, [wrapper, tail]), f"building {jar.name} failed", error=BuildError, lines=40,
+        argv = [str(wrapper), *_package(copy, stack), f"-Dmaven.repo.local={repository}"]
+        shell.run(account.command(argv, [wrapper]), f"building {jar.name} failed", error=BuildError, lines=40,
                   cwd=copy, env=account.environment())
         built = copy / jar.resolve().relative_to(project)
         if built.exists():

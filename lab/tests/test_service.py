@@ -5,6 +5,7 @@ import json
 import os
 import re
 import zipfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -234,6 +235,27 @@ def test_a_descriptors_build_runs_as_the_labs_user_on_a_copy_of_the_project(tmp_
     assert sorted(p.name for p in (project / "one" / "target").iterdir()) == ["one.jar"], "only the jar came back"
     assert not (project / "target").exists()
     assert not list(unprivileged.HOME.glob("build-*")), "the build's copy is left"
+
+
+def test_a_build_as_the_labs_user_reads_no_repository_of_roots(tmp_path, monkeypatch):
+    """javac checks a class path entry with access(2), which ignores the capability the lab's user reads /root with:
+    a camel4 build chained to root's repository (maven.repo.local.tail) failed on a new host ("cannot access
+    org.apache.catalina … /root/.m2/repository/…"). The user's own repository only; nothing of root's to read."""
+    project = tmp_path / "project"
+    (project / "one" / "target").mkdir(parents=True)
+    (project / "pom.xml").write_text(PARENT_POM)
+    account = unprivileged.ensure() or pytest.skip("the lab's user exists only where the lab runs as root")
+    ran = []
+
+    def build(argv, *args, **kwargs):
+        ran.append(argv)
+        (Path(kwargs["cwd"]) / "one" / "target").mkdir(parents=True)
+        (Path(kwargs["cwd"]) / "one" / "target" / "one.jar").write_text("jar")
+    monkeypatch.setattr(jars.shell, "run", build)
+    jars._build_as(account, project, [], maven.MAVEN_WRAPPER, "one", project / "one" / "target" / "one.jar")
+    argv = ran[0]
+    assert not any("maven.repo.local.tail" in a or str(Path.home()) in a for a in argv), argv
+    assert f"-Dmaven.repo.local={account.home / '.m2' / 'repository'}" in argv
 
 
 SHARED_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
