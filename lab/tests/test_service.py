@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -309,6 +310,20 @@ def test_a_build_whose_modules_stand_outside_its_project_builds_them_too_as_the_
     said = []
     jars.ensure_build(project, "one", jar, log=said.append, within=tmp_path)
     assert said and "building one.jar" in said[0], "a changed source outside the project did not rebuild"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands a build to its own user")
+def test_the_sample_apps_own_build_runs_as_the_labs_user_as_on_a_fresh_clone(tmp_path):
+    """What a fresh clone's first ./start.sh does, which CI's app stage (root builds the jars first) hid twice: the
+    sample app's camel3 build as the lab's user, on a copy of app/ and the kit it names outside itself (../kit/core),
+    with root's Maven repository already full of what it needs (the app stage filled it) and unreadable to javac."""
+    from lab import paths
+    for folder in ("app", "kit"):
+        shutil.copytree(paths.ROOT / folder, tmp_path / folder, symlinks=True,
+                        ignore=shutil.ignore_patterns("target", "node_modules"))
+    jar = tmp_path / "app" / "camel3" / "target" / "camel-tuning-app-camel3.jar"
+    assert jars.ensure_build(tmp_path / "app", "camel3", jar, log=lambda line: None, within=tmp_path) == jar
+    assert service.descriptor.facts_checked(jar, "test").camel_version.startswith("3.")
 
 
 @pytest.mark.parametrize(("field", "value"), [("logging", "../outside/logback.xml"), ("logging", "/etc/hostname"),
