@@ -224,7 +224,7 @@ MODULE_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion
 def test_a_descriptors_build_runs_as_the_labs_user_on_a_copy_of_the_project(tmp_path):
     """Issue 53, item 1: a build runs the project's plugins (a customer's code). Maven says who ran it: a resource
     filtered with ${user.name}. The project itself is only read: no target/ appears in it."""
-    project = tmp_path / "project"
+    project = tmp_path / f"project-{tmp_path.name}"     # its name tells its copy from another test's build
     (project / "one" / "src" / "main" / "resources").mkdir(parents=True)
     (project / "pom.xml").write_text(PARENT_POM)
     (project / "one" / "pom.xml").write_text(MODULE_POM)
@@ -235,7 +235,7 @@ def test_a_descriptors_build_runs_as_the_labs_user_on_a_copy_of_the_project(tmp_
         assert built.read("who.txt").decode().split() == [unprivileged.NAME, str(unprivileged.HOME)]
     assert sorted(p.name for p in (project / "one" / "target").iterdir()) == ["one.jar"], "only the jar came back"
     assert not (project / "target").exists()
-    assert not list(unprivileged.HOME.glob("build-*")), "the build's copy is left"
+    assert not list(unprivileged.HOME.glob(f"build-*/{project.name}")), "the build's copy is left"
 
 
 def test_a_build_as_the_labs_user_reads_no_repository_of_roots(tmp_path, monkeypatch):
