@@ -36,6 +36,10 @@ from report.stats.machine import Machine
 from report.stats.steady import BIN_S, MAX_DRIFT
 from report.stats.uncertainty import CI, CONFIDENCE, Analysis
 
+# The JIT's compiling time per second of the measured window (CPUs busy compiling, on average) from which the
+# summary says a side was still warming up: at native speed a settled service compiles ~0.01 CPU (docs/methods.md).
+STILL_COMPILING_CPU = 0.1
+
 
 def _status_lines(run: RunInfo) -> list[str]:
     if not run.data:
@@ -160,6 +164,10 @@ def resultstable(machines: dict[str, Machine], analysis: Analysis | None = None,
         row(f"peak RSS {group}", d.system.peak_rss_mib.get(group), t.system.peak_rss_mib.get(group),
             lambda x: fmt.num(x, 1, "MiB"))
     rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s), ""])
+    rows.append(["JIT compiling (CPU on average)", _jit(d), _jit(t), fmt.ratio(t.system.jit_s, d.system.jit_s), ""])
+    if d.system.conversions or t.system.conversions:
+        rows.append(["Camel type conversions per request (hit / miss / failed)", _conversions(d), _conversions(t),
+                     "", ""])
     return table(["", "default", "tuned", "tuned/default",
                    f"tuned vs default ({CI}, paired windows)"], rows)
 
@@ -259,6 +267,35 @@ def service_lines(run: RunInfo) -> list[str]:
     return lines
 
 
+def _jit(machine: Machine) -> str:
+    s, window = machine.system, machine.load.window_s
+    if fmt.missing(s.jit_s) or fmt.missing(window) or not window:
+        return fmt.NA
+    return f"{s.jit_s:,.1f} s ({s.jit_s / window:.2f})"
+
+
+def _conversions(machine: Machine) -> str:
+    c, requests = machine.system.conversions, machine.load.requests
+    if not c or not requests:
+        return fmt.NA
+    return " / ".join(fmt.NA if fmt.missing(c.get(k)) else f"{c[k] / requests:,.2f}" for k in ("hit", "miss", "failed"))
+
+
+def compiling_lines(machines: dict[str, Machine]) -> list[str]:
+    """A warning when a side's JIT still compiled through the measured window: its figures then hold warm-up
+    (on emulated machines compiling is ~25× slower, and the side with more code to compile loses for that)."""
+    busy = {m.name: m.system.jit_s / m.load.window_s for m in machines.values()
+            if not fmt.missing(m.system.jit_s) and not fmt.missing(m.load.window_s) and m.load.window_s}
+    if not busy or max(busy.values()) < STILL_COMPILING_CPU:
+        return []
+    return ["**Still compiling:** the JIT compiled through the measured window ("
+            + ", ".join(f"{name} {cpu:.2f} CPU on average" for name, cpu in sorted(busy.items()))
+            + f"; {STILL_COMPILING_CPU} or more is named here). The verdict then holds warm-up as well as the "
+            "configurations: the side with more code to compile pays for it, most on emulated machines, where "
+            "compiling is ~25× slower. A longer warm-up or hold, or faster machines, measures the configurations "
+            "themselves.", ""]
+
+
 def _gc(machine: Machine) -> str:
     s = machine.system
     if fmt.missing(s.gc_pause_s):
@@ -283,6 +320,7 @@ def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, 
     lines += uncertainty_lines(analysis)
     lines += per_label or []        # report/render/labels.py
     lines += steady_lines(machines)
+    lines += compiling_lines(machines)
     lines += stops_section(machines)
     lines += saturation_lines(run, machines)
     lines += profile_lines(profiles if profiles is not None else load_profiles(run))

@@ -131,12 +131,17 @@ def process_match(metrics: Metrics, group: str) -> Match | None:
     return None
 
 
+CONVERSION_OUTCOMES = ("attempt", "hit", "miss", "failed", "noop")   # the kit's camel_type_converter_total
+
+
 @dataclass
 class SystemFigures:
     max_load1: float = math.nan
     peak_rss_mib: dict[str, float] = field(default_factory=dict)  # group -> MiB (sum of the group's processes)
     gc_pause_s: float = math.nan
     gc_pauses: float = math.nan
+    jit_s: float = math.nan         # the JIT's compiling time in the window, summed over its compiler threads
+    conversions: dict[str, float] = field(default_factory=dict)   # Camel's type conversions by outcome, where counted
 
 
 def system_figures(metrics: Metrics | None, window: Window) -> SystemFigures:
@@ -150,4 +155,9 @@ def system_figures(metrics: Metrics | None, window: Window) -> SystemFigures:
         figures.peak_rss_mib[group] = peak / 1024.0  # hotproc RSS is in KiB
     figures.gc_pause_s = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_sum", window)
     figures.gc_pauses = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_count", window)
+    figures.jit_s = integral_in_window(metrics, "openmetrics.app.jvm_compilation_time_ms_total", window) / 1000.0
+    if metrics.instances("openmetrics.app.camel_type_converter_total"):
+        for outcome in CONVERSION_OUTCOMES:
+            figures.conversions[outcome] = integral_in_window(
+                metrics, "openmetrics.app.camel_type_converter_total", window, contains(f"outcome:{outcome}"))
     return figures

@@ -448,3 +448,35 @@ def test_a_containers_cpu_and_memory_are_its_cgroups_not_the_hosts(run_copy):
     _, vm = _machine(run_copy)
     assert _row(vm, "CPU").saturation == "run queue peak 1 (> 2 vCPUs: 0 s)"
     assert _row(vm, "Memory").reads == "in use (RAM − available)"
+
+
+def test_the_jits_time_and_camels_conversions_are_read_in_the_window_and_a_compiling_side_is_named(run_copy):
+    """jvm_compilation_time_ms_total (ms of compiling per s, as pmrep exports a counter) and Camel's conversions,
+    counted in the measured window only; a side still compiling ≥ STILL_COMPILING_CPU on average is named."""
+    from report.render.summary import STILL_COMPILING_CPU, compiling_lines, resultstable
+    miss = "1 outcome:miss"
+    _write_metrics(run_copy, _steady({
+        # 900 ms of compiling per s during the 30 s warm-up, 50 ms/s after: only the window's counts
+        ("openmetrics.app.jvm_compilation_time_ms_total", "0 compiler:HotSpot 64-Bit Tiered Compilers"):
+            lambda k: 900.0 if k < 30 else 50.0,
+        ("openmetrics.app.camel_type_converter_total", "0 outcome:hit"): lambda k: 40.0,
+        ("openmetrics.app.camel_type_converter_total", miss): lambda k: 2.0,
+        ("openmetrics.app.camel_type_converter_total", "2 outcome:failed"): lambda k: 0.0,
+    }))
+    quiet, _ = _machine(run_copy)
+    window = quiet.load.window_s
+    assert quiet.system.jit_s == pytest.approx(0.05 * window, rel=0.05)
+    assert quiet.system.conversions["miss"] == pytest.approx(2.0 * window, rel=0.05)
+    assert quiet.system.conversions["hit"] == pytest.approx(40.0 * window, rel=0.05)
+    table = "\n".join(resultstable({"default": quiet, "tuned": quiet}))
+    per_request = 40.0 * window / quiet.load.requests
+    assert f"| JIT compiling (CPU on average) | {0.05 * window:,.1f} s (0.05) |" in table
+    assert f"| Camel type conversions per request (hit / miss / failed) | {per_request:,.2f} / " in table
+    assert compiling_lines({"default": quiet}) == []            # 0.05 CPU: settled enough
+    _write_metrics(run_copy, _steady({
+        ("openmetrics.app.jvm_compilation_time_ms_total", "0 compiler:HotSpot 64-Bit Tiered Compilers"):
+            lambda k: 1000.0 * STILL_COMPILING_CPU * 3}))
+    busy, _ = _machine(run_copy)
+    said = "".join(compiling_lines({"default": busy}))
+    assert said.startswith("**Still compiling:**") and "default 0.30 CPU on average" in said
+    assert "Camel type conversions" not in "\n".join(resultstable({"default": busy, "tuned": busy}))

@@ -37,8 +37,9 @@ public class LabKitAutoConfiguration {
     @ConditionalOnProperty(name = "lab.kit.metrics.enabled", matchIfMissing = true)
     public static class Camel {
         @Bean
-        public CamelMetrics labKitCamelMetrics() {
-            return new CamelMetrics();
+        public CamelMetrics labKitCamelMetrics(Environment environment) {
+            return new CamelMetrics(environment.getProperty("lab.kit.camel.type-converter-statistics", Boolean.class,
+                    false));
         }
     }
 

@@ -1,5 +1,6 @@
 package lab.kit.metrics;
 
+import java.lang.management.CompilationMXBean;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
@@ -21,8 +22,9 @@ import com.sun.management.UnixOperatingSystemMXBean;
  * The JVM's own figures under the names and labels Micrometer gives them, so that PCP's metric list and the report
  * read a service with the kit as they read the sample app: jvm_memory_{used,max}_bytes{area,id},
  * jvm_gc_pause_seconds{action,cause,gc}, jvm_gc_live_data_size_bytes and jvm_gc_max_data_size_bytes (the old
- * generation after a major collection, and its limit), process_files_{open,max}_files. GC pauses are counted
- * from the JVM's collection notifications, as Micrometer's JvmGcMetrics does.
+ * generation after a major collection, and its limit), jvm_compilation_time_ms_total{compiler} (the JIT's time,
+ * summed over its compiler threads: how long a run still compiles), process_files_{open,max}_files. GC pauses are
+ * counted from the JVM's collection notifications, as Micrometer's JvmGcMetrics does.
  */
 final class JvmMetrics {
     private final Map<String, double[]> pauses = new ConcurrentHashMap<>();   // action|cause|gc → {count, seconds}
@@ -87,6 +89,12 @@ final class JvmMetrics {
         out.sample("", liveDataBytes.get());
         out.family("jvm_gc_max_data_size_bytes", "gauge", "Max size of the old generation");
         out.sample("", oldMax);
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit != null && jit.isCompilationTimeMonitoringSupported()) {      // none under -Xint
+            out.family("jvm_compilation_time_ms", "counter", "The approximate accumulated elapsed time spent in "
+                    + "compilation");
+            out.sample("_total", jit.getTotalCompilationTime(), "compiler", jit.getName());
+        }
         OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
         if (os instanceof UnixOperatingSystemMXBean) {
             UnixOperatingSystemMXBean unix = (UnixOperatingSystemMXBean) os;

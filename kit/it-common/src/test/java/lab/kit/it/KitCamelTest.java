@@ -32,7 +32,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * route timers count what the routes did, and the pool's maximum is the one the service gave its component. */
 @SpringBootTest(classes = {ItApplication.class, KitCamelTest.Routes.class},
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
-        "lab.kit.metrics.port=0", "camel.component.http.max-total-connections=17"})
+        "lab.kit.metrics.port=0", "camel.component.http.max-total-connections=17",
+        "lab.kit.camel.type-converter-statistics=true"})
 class KitCamelTest {
     static final HttpServer BACKEND = backend();
 
@@ -123,6 +124,22 @@ class KitCamelTest {
                 + "\",state=\"leased\"}"));
         assertTrue(value(page, "httpcomponents_httpclient_pool_total_connections{httpclient=\"" + backend
                 + "\",state=\"available\"}") >= 1, "the calls' connection kept for the next: " + page);
+    }
+
+    @Test
+    void typeConversionsAreCountedWhereCamelCountsThem() throws Exception {
+        assertTrue(camel.isTypeConverterStatisticsEnabled(), "the kit turned Camel's counting on");
+        String before = page();
+        assertEquals(42, camel.getTypeConverter().convertTo(Integer.class, "42"));
+        assertEquals(null, camel.getTypeConverter().convertTo(KitCamelTest.class, "no converter"));
+        String page = page();
+        assertTrue(page.contains("# TYPE camel_type_converter counter\n"), page);
+        for (String outcome : new String[] {"hit", "miss"}) {
+            String sample = "camel_type_converter_total{outcome=\"" + outcome + "\"}";
+            assertTrue(value(page, sample) >= value(before, sample) + 1, outcome + ": " + page);
+        }
+        // and the JIT's time, which every JVM with a compiler reports
+        assertTrue(page.matches("(?s).*\njvm_compilation_time_ms_total\\{compiler=\"[^\"]+\"} \\d+\n.*"), page);
     }
 
     @Test

@@ -65,6 +65,8 @@ class KitMetricsTest {
         assertTrue(page.contains("executor_queue_remaining_tasks{name=\"itPool\"} 50\n"), page);
         assertTrue(page.matches("(?s).*process_files_open_files \\d+\n.*"), page);
         assertTrue(page.contains("# TYPE lab_kit_scrape_seconds summary\n"), page);
+        assertTrue(page.contains("# TYPE jvm_compilation_time_ms counter\n"), page);
+        assertFalse(page.contains("camel_type_converter"), "Camel counts no conversion unless asked: " + page);
     }
 
     @Test
