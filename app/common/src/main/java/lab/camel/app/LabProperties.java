@@ -31,6 +31,8 @@ public class LabProperties {
         private Long connectionRequestTimeoutMs;  // camel3: -1 (none), camel4: 180000
         private Long connectionTtlMs;             // camel-http connectionTimeToLive: -1 (unlimited)
         private boolean keepAlive = true;         // HttpClient's default: reuse connections
+        /** CamelHttpMethod as camel-http's HttpMethods enum, not a String (docs/methods.md: the migration). */
+        private boolean methodAsEnum = false;
 
         public String getUrl() { return url; }
         public void setUrl(String url) { this.url = url; }
@@ -48,6 +50,8 @@ public class LabProperties {
         public void setConnectionTtlMs(Long v) { this.connectionTtlMs = v; }
         public boolean isKeepAlive() { return keepAlive; }
         public void setKeepAlive(boolean keepAlive) { this.keepAlive = keepAlive; }
+        public boolean isMethodAsEnum() { return methodAsEnum; }
+        public void setMethodAsEnum(boolean methodAsEnum) { this.methodAsEnum = methodAsEnum; }
     }
 
     /** The thread pool that fetches a summary's three parts in parallel (Camel's default thread pool profile). */

@@ -1,13 +1,18 @@
 package lab.camel.app.routes;
 
+import lab.camel.app.LabProperties;
 import org.apache.camel.Exchange;
 import org.apache.camel.builder.RouteBuilder;
+import org.apache.camel.component.http.HttpMethods;
 import org.springframework.stereotype.Component;
 
 /**
  * One small route per backend call. They have no error handler of their own, so a failure (backend status,
  * timeout, refused connection) propagates to the calling API route, whose onException turns it into 4xx/5xx JSON.
- * The backend URL is the key lab.backend.url; the path travels in the CamelHttpPath header.
+ * The backend URL is the key lab.backend.url; the path travels in the CamelHttpPath header, the method in
+ * CamelHttpMethod: a String, as most routes set it, or (lab.backend.method-as-enum) camel-http's HttpMethods, which
+ * camel-http reads it as on every call; Camel 4 resolves a String → HttpMethods conversion anew each time, at ~30 %
+ * of this service's CPU (docs/methods.md, "The migration, step by step").
  */
 @Component
 public class BackendRoutes extends RouteBuilder {
@@ -20,6 +25,12 @@ public class BackendRoutes extends RouteBuilder {
     /** A summary part's failure, kept as a property so it never passes through an error handler inside the multicast. */
     public static final String PART_FAILURE = "labPartFailure";
 
+    private final boolean methodAsEnum;
+
+    public BackendRoutes(LabProperties lab) {
+        this.methodAsEnum = lab.getBackend().isMethodAsEnum();
+    }
+
     @Override
     public void configure() {
         errorHandler(noErrorHandler());
@@ -30,7 +41,7 @@ public class BackendRoutes extends RouteBuilder {
         call("backend-delete-customer", "DELETE", "/customers/", "", null);
 
         from("direct:backend-create-customer").routeId("backend-create-customer")
-            .process(e -> prepare(e, "POST", "/customers"))
+            .process(e -> prepare(e, methodHeader("POST"), "/customers"))
             .setHeader(Exchange.CONTENT_TYPE, constant(Json.CONTENT_TYPE))
             .bean("audit", "backendRequest")
             .to("{{lab.backend.url}}")
@@ -43,7 +54,7 @@ public class BackendRoutes extends RouteBuilder {
             .process(e -> {
                 e.removeProperty(PART_FAILURE); // defensive: a pooled exchange must not carry an old failure
                 String customerId = e.getProperty(CUSTOMER_ID, String.class);
-                prepare(e, method, prefix + customerId + suffix);
+                prepare(e, methodHeader(method), prefix + customerId + suffix);
                 e.getMessage().setBody(null);
                 if (part != null) e.setProperty(PART, part);
             })
@@ -57,8 +68,13 @@ public class BackendRoutes extends RouteBuilder {
             .end();
     }
 
+    /** The CamelHttpMethod header's value: the method's name, or camel-http's enum for it. */
+    public Object methodHeader(String name) {
+        return methodAsEnum ? HttpMethods.valueOf(name) : name;
+    }
+
     /** Drops the inbound HTTP headers (they would steer the http producer) and sets the backend request's own. */
-    static void prepare(Exchange e, String method, String path) {
+    static void prepare(Exchange e, Object method, String path) {
         e.getMessage().removeHeaders("*");
         e.getMessage().setHeader(Exchange.HTTP_METHOD, method);
         e.getMessage().setHeader(Exchange.HTTP_PATH, path);
