@@ -19,6 +19,16 @@ from lab.provision import catalog, knob_sets, service_fit
 LINES = {"boot2": "Spring Boot 2.7, Tomcat 9, Camel 3 (javax)",
          "boot3": "Spring Boot 3, Tomcat 10.1, Camel 4 (jakarta)"}
 
+# What the lab measured of a move between lines, said before the run and beside its verdict; the runs, their load
+# and machines are in docs/methods.md ("The migration, step by step"), which this text must match.
+MEASURED = {("boot2", "boot3"): (
+    "on native containers (150 users) the line alone (Camel 4.18, Spring Boot 3.5, Tomcat 10.1; Java 17) cost ~50 % "
+    "more JVM CPU per request and +18 % median latency: Camel 4.4+ looks a String → enum conversion up anew on every "
+    "camel-http call that sets CamelHttpMethod as a String (30 % of the JVM's CPU); a CPU-bound machine pays it in "
+    "throughput (−40 % on emulated VMs). Setting the header as camel-http's HttpMethods avoids it (the sample app: "
+    "app_backend_method_as_enum=true). Java 21 (trixie) added 13–20 % CPU. docs/methods.md, the migration step by "
+    "step")}
+
 
 def line_of(facts) -> str:
     """The line of a build (jarinfo.JarFacts): boot2 for Spring Boot 2.x, boot3 for 3.x (the lab takes no other)."""
@@ -87,7 +97,8 @@ def upgrade(config, service) -> dict | None:
                                         f"{before['jvm_version']})")
     return {"from": f"{lines['from']} on Java {before['jvm_version']}",
             "to": f"{lines['to']} on Java {after['jvm_version']}",
-            "vanished": vanished, "changed": changed, "mandatory": mandatory}
+            "vanished": vanished, "changed": changed, "mandatory": mandatory,
+            "measured": MEASURED.get((lines["from"], lines["to"]))}
 
 
 def words(config: str, found: dict) -> list[str]:
@@ -98,4 +109,6 @@ def words(config: str, found: dict) -> list[str]:
             out.append(f"  {title}: {knob}: {why}")
     if len(out) == 1:
         out.append("  every knob of its set means there what it meant")
+    if found.get("measured"):
+        out.append(f"  measured by the lab: {found['measured']}")
     return out

@@ -73,6 +73,9 @@ def test_the_tuned_set_moved_to_camel4_says_what_vanished_changed_and_became_man
     assert "app_virtual_threads=true needs it" in moved["mandatory"]["jvm_version"]
     words = "\n".join(lines.words("tuned", moved))
     assert "vanished: tomcat_ajp_connector" in words and "mandatory: jvm_version" in words
+    # what the lab measured of this move, said with it (docs/methods.md holds the runs)
+    assert moved["measured"] == lines.MEASURED[("boot2", "boot3")]
+    assert f"measured by the lab: {moved['measured']}" in words
 
 
 def test_a_set_made_on_another_says_what_it_replaced(two):

@@ -1,7 +1,7 @@
 """The machines' lines beside the verdict (issue 41): the box each side ran (its Debian suite and Java) when the
 two differ — a comparison across boxes compares everything on them, not the knobs alone — and, per configuration,
 what its knob set became on the line the run moved it to (run.json service.upgrade, lab/provision/lines.py): the
-knobs that vanished there, changed meaning, or became mandatory."""
+knobs that vanished there, changed meaning, or became mandatory, and what the lab measured of that move."""
 from __future__ import annotations
 
 from report.read.runinfo import RunInfo, boxes
@@ -37,5 +37,7 @@ def line_lines(run: RunInfo) -> list[str]:
                 said = True
         if not said:
             out.append("- every knob of its set means there what it meant")
+        if found.get("measured"):
+            out.append(f"- measured by the lab: {found['measured']}")
         out.append("")
     return out

@@ -140,6 +140,7 @@ class SystemFigures:
     peak_rss_mib: dict[str, float] = field(default_factory=dict)  # group -> MiB (sum of the group's processes)
     gc_pause_s: float = math.nan
     gc_pauses: float = math.nan
+    jvm_cpu_ms: float = math.nan    # the JVM's CPU time (user + system) in the window
     jit_s: float = math.nan         # the JIT's compiling time in the window, summed over its compiler threads
     conversions: dict[str, float] = field(default_factory=dict)   # Camel's type conversions by outcome, where counted
 
@@ -153,6 +154,10 @@ def system_figures(metrics: Metrics | None, window: Window) -> SystemFigures:
         match = process_match(metrics, group)
         peak = max_in_window(metrics, "hotproc.psinfo.rss", window, match) if match else math.nan
         figures.peak_rss_mib[group] = peak / 1024.0  # hotproc RSS is in KiB
+    java = process_match(metrics, "java")
+    if java:        # hotproc's times are counters of ms, exported as ms per s
+        figures.jvm_cpu_ms = sum(integral_in_window(metrics, f"hotproc.psinfo.{time}", window, java)
+                                 for time in ("utime", "stime"))
     figures.gc_pause_s = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_sum", window)
     figures.gc_pauses = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_count", window)
     figures.jit_s = integral_in_window(metrics, "openmetrics.app.jvm_compilation_time_ms_total", window) / 1000.0

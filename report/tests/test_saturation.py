@@ -455,6 +455,7 @@ def test_the_jits_time_and_camels_conversions_are_read_in_the_window_and_a_compi
     counted in the measured window only; a side still compiling ≥ STILL_COMPILING_CPU on average is named."""
     from report.render.summary import STILL_COMPILING_CPU, compiling_lines, resultstable
     miss = "1 outcome:miss"
+    java = "1234 /usr/bin/java -jar app.jar"
     _write_metrics(run_copy, _steady({
         # 900 ms of compiling per s during the 30 s warm-up, 50 ms/s after: only the window's counts
         ("openmetrics.app.jvm_compilation_time_ms_total", "0 compiler:HotSpot 64-Bit Tiered Compilers"):
@@ -462,15 +463,23 @@ def test_the_jits_time_and_camels_conversions_are_read_in_the_window_and_a_compi
         ("openmetrics.app.camel_type_converter_total", "0 outcome:hit"): lambda k: 40.0,
         ("openmetrics.app.camel_type_converter_total", miss): lambda k: 2.0,
         ("openmetrics.app.camel_type_converter_total", "2 outcome:failed"): lambda k: 0.0,
+        # the JVM's CPU, 700 ms per s, beside another process's that must not count
+        ("hotproc.psinfo.rss", java): lambda k: 200_000,
+        ("hotproc.psinfo.rss", "88 /usr/sbin/apache2"): lambda k: 9_000,
+        ("hotproc.psinfo.utime", java): lambda k: 600.0, ("hotproc.psinfo.stime", java): lambda k: 100.0,
+        ("hotproc.psinfo.utime", "88 /usr/sbin/apache2"): lambda k: 500.0,
     }))
     quiet, _ = _machine(run_copy)
     window = quiet.load.window_s
+    assert quiet.system.jvm_cpu_ms == pytest.approx(700.0 * window, rel=0.05)
     assert quiet.system.jit_s == pytest.approx(0.05 * window, rel=0.05)
     assert quiet.system.conversions["miss"] == pytest.approx(2.0 * window, rel=0.05)
     assert quiet.system.conversions["hit"] == pytest.approx(40.0 * window, rel=0.05)
     table = "\n".join(resultstable({"default": quiet, "tuned": quiet}))
     per_request = 40.0 * window / quiet.load.requests
     assert f"| JIT compiling (CPU on average) | {0.05 * window:,.1f} s (0.05) |" in table
+    cpu = quiet.system.jvm_cpu_ms / quiet.load.successes
+    assert f"| JVM CPU per successful request | {cpu:,.2f} ms | {cpu:,.2f} ms | 1.00× |" in table
     assert f"| Camel type conversions per request (hit / miss / failed) | {per_request:,.2f} / " in table
     assert compiling_lines({"default": quiet}) == []            # 0.05 CPU: settled enough
     _write_metrics(run_copy, _steady({

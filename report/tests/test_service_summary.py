@@ -49,15 +49,16 @@ def test_sides_on_two_boxes_and_a_set_moved_to_another_line_are_said_beside_the_
     moved = {"tuned": {"from": "boot2 on Java 17", "to": "boot3 on Java 21",
                        "vanished": {"tomcat_ajp_connector": "apr needs Tomcat ≤ 9.0.113; replaced by nio"},
                        "changed": {"tomcat_threads_max": "with app_virtual_threads=true: no pool to size"},
-                       "mandatory": {"jvm_version": "≥ 21"}}}
+                       "mandatory": {"jvm_version": "≥ 21"}, "measured": "as many requests at native speed"}}
     lines = line_lines(run(tmp_path, provider="libvirt", boxes={"default": "bookworm", "tuned": "trixie"},
                            service={**SERVICE, "upgrade": moved}))
     assert lines[0].startswith("**Across boxes:** the default column ran bookworm (OpenJDK 17), the tuned column ran "
                                "trixie (OpenJDK 21).")
     assert lines[1:4] == ["", "**Upgrade of tuned** from boot2 on Java 17 to boot3 on Java 21:", ""]  # own paragraphs
-    assert lines[4:7] == ["- vanished: `tomcat_ajp_connector`: apr needs Tomcat ≤ 9.0.113; replaced by nio",
+    assert lines[4:8] == ["- vanished: `tomcat_ajp_connector`: apr needs Tomcat ≤ 9.0.113; replaced by nio",
                           "- changes meaning: `tomcat_threads_max`: with app_virtual_threads=true: no pool to size",
-                          "- mandatory: `jvm_version`: ≥ 21"]
+                          "- mandatory: `jvm_version`: ≥ 21",
+                          "- measured by the lab: as many requests at native speed"]
     # one box, no move: nothing to say; real hosts have no boxes
     assert line_lines(run(tmp_path, provider="libvirt", boxes={"default": "trixie", "tuned": "trixie"})) == []
     assert line_lines(run(tmp_path, provider="hosts", boxes={"default": "bookworm", "tuned": "trixie"})) == []
