@@ -26,7 +26,8 @@ SECRET = "render-test-secret"   # render.yml's stand-in for lab_ajp_secret
 BASELINE = "net.netfilter.nf_conntrack_max = 4096\nnet.core.somaxconn = 4096\n"
 OVERRIDES = ["tuned:tomcat_threads_max=250", "tuned:tomcat_threads_min_spare=250", "tuned:httpd_proxy_timeout_s=null",
              "default:httpd_mpm=prefork", "jvm_gc=parallel", "tuned:jvm_cds=true",
-             "default:app_unpacked=false"]
+             "default:app_unpacked=false", "tuned:camel_type_converter_statistics=true",
+             "tuned:app_backend_method_as_enum=true"]
 
 
 def render(folder: Path, overrides: dict | None, *args: str, inventory: Path = INVENTORY):
@@ -513,6 +514,21 @@ def test_service_mock_serves_its_stubs_on_its_ports(rendered):
     plain = dict(line.split("=", 1) for line in rendered["plain"]["tuned"]["mock_service/mock-service.env"].splitlines()
                  if "=" in line and not line.startswith("#"))
     assert plain["MOCK_BUILTIN"] == "on" and plain["MOCK_STUBS"] == "" and plain["MOCK_EXTRA_PORTS"] == ""
+
+
+def test_camels_conversions_are_counted_and_exported_only_where_the_knob_asks(rendered):
+    def exported(render: str, machine: str) -> list[str]:
+        return json.loads(rendered[render][machine]["site/manifest.json"])["pcp"]["metrics"]
+
+    counted = "openmetrics.app.camel_type_converter_total"
+    assert counted in exported("override", "tuned") and counted not in exported("override", "default")
+    assert counted not in exported("plain", "tuned"), "not asked: no run calls it missing"
+    assert "openmetrics.app.jvm_compilation_time_ms_total" in exported("plain", "tuned")
+    asked = yaml.safe_load(rendered["override"]["tuned"]["app/application.yml"])
+    plain = yaml.safe_load(rendered["plain"]["tuned"]["app/application.yml"])
+    assert asked["lab.kit"]["camel"] == {"type-converter-statistics": True}
+    assert plain["lab.kit"]["camel"] == {"type-converter-statistics": False}
+    assert (asked["lab"]["backend"]["method-as-enum"], plain["lab"]["backend"]["method-as-enum"]) == (True, False)
 
 
 def test_service_metrics_come_from_the_kit_and_its_manifest_has_no_sample_app_parts(rendered):
