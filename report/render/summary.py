@@ -270,11 +270,15 @@ def service_lines(run: RunInfo) -> list[str]:
     return lines
 
 
+def _jit_cpu(machine: Machine) -> float:
+    """CPUs busy compiling, on average over the measured window; nan where either is unknown."""
+    jit, window = machine.system.jit_s, machine.load.window_s
+    return math.nan if fmt.missing(jit) or fmt.missing(window) or not window else jit / window
+
+
 def _jit(machine: Machine) -> str:
-    s, window = machine.system, machine.load.window_s
-    if fmt.missing(s.jit_s) or fmt.missing(window) or not window:
-        return fmt.NA
-    return f"{s.jit_s:,.1f} s ({s.jit_s / window:.2f})"
+    cpu = _jit_cpu(machine)
+    return fmt.NA if fmt.missing(cpu) else f"{machine.system.jit_s:,.1f} s ({cpu:.2f})"
 
 
 def _conversions(machine: Machine) -> str:
@@ -287,8 +291,7 @@ def _conversions(machine: Machine) -> str:
 def compiling_lines(machines: dict[str, Machine]) -> list[str]:
     """A warning when a side's JIT still compiled through the measured window: its figures then hold warm-up
     (on emulated machines compiling is ~25× slower, and the side with more code to compile loses for that)."""
-    busy = {m.name: m.system.jit_s / m.load.window_s for m in machines.values()
-            if not fmt.missing(m.system.jit_s) and not fmt.missing(m.load.window_s) and m.load.window_s}
+    busy = {m.name: cpu for m in machines.values() if not fmt.missing(cpu := _jit_cpu(m))}
     if not busy or max(busy.values()) < STILL_COMPILING_CPU:
         return []
     return ["**Still compiling:** the JIT compiled through the measured window ("

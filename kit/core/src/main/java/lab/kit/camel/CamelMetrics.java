@@ -44,9 +44,9 @@ public class CamelMetrics implements CamelContextConfiguration, MetricSource {
      */
     static void countConversions(CamelContext camel) {
         camel.setTypeConverterStatisticsEnabled(true);
-        Object registry = camel.getTypeConverterRegistry();
+        TypeConverterRegistry registry = camel.getTypeConverterRegistry();
         if (!registry.getClass().getName().startsWith("org.apache.camel.")
-                || !camel.getTypeConverterRegistry().getStatistics().getClass().getSimpleName().startsWith("Noop")) {
+                || !registry.getStatistics().getClass().getSimpleName().startsWith("Noop")) {
             return;
         }
         try {
@@ -111,16 +111,17 @@ public class CamelMetrics implements CamelContextConfiguration, MetricSource {
 
     /**
      * Camel's type-converter statistics, only where they are counted (counting costs a little on every conversion,
-     * so Camel leaves it off): camel_type_converter_total{outcome}, Camel's own counters — noop (nothing to convert: the value
-     * had the type already, or was null), attempt (a converter looked up past those fast paths), hit (converted),
-     * miss (no converter, fallbacks included), failed (a converter threw).
+     * so Camel leaves it off): camel_type_converter_total{outcome}, Camel's own counters — noop (nothing to convert:
+     * the value had the type already, or was null), attempt (a converter looked up past those fast paths), hit
+     * (converted), miss (no converter, fallbacks included), failed (a converter threw).
      */
     static void writeConversions(CamelContext camel, Exposition out) {
         if (!Boolean.TRUE.equals(camel.isTypeConverterStatisticsEnabled())) {
             return;
         }
         TypeConverterRegistry.Statistics stats = camel.getTypeConverterRegistry().getStatistics();
-        out.family("camel_type_converter", "counter", "Camel's type conversions by outcome (its TypeConverterRegistry statistics)");
+        out.family("camel_type_converter", "counter",
+                "Camel's type conversions by outcome (its TypeConverterRegistry statistics)");
         out.sample("_total", stats.getAttemptCounter(), "outcome", "attempt");
         out.sample("_total", stats.getHitCounter(), "outcome", "hit");
         out.sample("_total", stats.getMissCounter(), "outcome", "miss");
