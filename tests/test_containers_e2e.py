@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab import procs  # noqa: E402
 from lab.machines import containers  # noqa: E402
+from report import fmt, read_metrics  # noqa: E402
 from tests.lab_e2e import NEEDS_ROOT, NETNS_FILE, ROOT, assert_nothing_left, in_lab, the_labs_user  # noqa: E402
 from tests.lab_e2e import on_containers as start  # noqa: E402
 
@@ -97,7 +98,10 @@ def test_status_names_the_kind_and_the_containers_memory(lab_up):
         assert "running" in line and "containers" in line and "512 MB" in line, line
 
 
-SHORT_RUN = ["--users", "10", "--ramp-up", "20s", "--duration", "1m", "--label", "e2e-containers", "--profile"]
+# The tuned side asks for Camel's conversion counters (a knob's asked metric: kit -> PCP -> the report's row).
+SHORT_RUN = ["--users", "10", "--ramp-up", "20s", "--duration", "1m", "--label", "e2e-containers", "--profile",
+             "--set", "tuned:camel_type_converter_statistics=true"]
+CONVERSIONS = "openmetrics.app.camel_type_converter_total"
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +142,17 @@ def test_both_containers_served_and_were_profiled(short_run):
         assert access.count(" 200 ") >= 300, f"{side}: few successful requests"
         stacks = (short_run / side / "profile" / "cpu.collapsed").read_text().splitlines()
         assert any("camel" in line for line in stacks), f"{side}: no Camel frame in the CPU profile"
+
+
+def test_conversions_are_counted_only_where_a_knob_asked(short_run):
+    tuned = read_metrics(short_run / "tuned" / "pcp" / "metrics.csv")
+    _, hits = tuned.series(CONVERSIONS, lambda instance: "outcome:hit" in instance)
+    assert len(hits) >= 10 and hits.max() > 0, tuned.instances(CONVERSIONS)
+    assert not read_metrics(short_run / "default" / "pcp" / "metrics.csv").instances(CONVERSIONS)
+    row = next(line for line in (short_run / "summary.md").read_text().splitlines()
+               if line.startswith("| Camel type conversions per request"))
+    default, counted = (cell.strip() for cell in row.split("|")[2:4])
+    assert default == fmt.NA and counted != fmt.NA, row
 
 
 def test_a_killed_lab_is_cleared_by_the_next_down(lab_up, short_run):
