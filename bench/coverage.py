@@ -1,7 +1,7 @@
 """Coverage and width of the report's intervals on synthetic paired runs with a known truth (issue 52; a benchmark,
 not a CI stage: ~10 min for the default 200 runs a row on 2 cores).
 
-    .venv/bin/python -m bench.coverage [--runs 200] [--seconds 180] [--rows stationary,warm-up,...] [--label L]
+    .venv/bin/python -m bench.coverage [--runs 200] [--seconds 180] [--row stationary --row ...] [--label L]
 
 Each row simulates `--runs` seeded runs (report/tests/synthetic.py: both machines' rates share an AR(1)
 slowdown, each has its own AR(1) noise, Poisson counts, lognormal latencies whose level drifts, error bursts;
@@ -178,11 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--seconds", type=int, default=180)
-    parser.add_argument("--rows", default=",".join(ROWS))
+    parser.add_argument("--row", action="append", dest="rows", metavar="ROW",
+                        help="a row to run (repeatable; row names hold commas); default: every row")
     parser.add_argument("--label", default="")
     parser.add_argument("--no-gates", action="store_true", help="leave out the level gates' rows")
     args = parser.parse_args(argv)
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    rows = args.rows or list(ROWS)
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         parser.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
