@@ -69,18 +69,6 @@ def dl_regression(y: np.ndarray, v: np.ndarray, x: np.ndarray) -> tuple[np.ndarr
     return coef, q, max(0.0, (q - df) / trace)
 
 
-def tau2_df(tau2: float, s2: np.ndarray, df: np.ndarray, m: float) -> float:
-    """Degrees of freedom of a moment estimate of τ² from m degrees of freedom (k trials less the fitted terms), for
-    Satterthwaite's sum: the estimate is a difference, the trials' mean square less their within-run variances s_i²
-    (each estimated with df_i), so its variance is ≈ (2/k²) Σ ((s_i² + τ²)² + s_i⁴/df_i) — not the 2τ⁴/m of a τ²
-    seen directly, which made a τ² close to s² look m times surer than it is (undercovering series: issue 52).
-    Matched as 2τ⁴/Var: m·τ⁴ / mean((s_i² + τ²)² + s_i⁴/df_i); m where τ² = 0 (it then adds nothing)."""
-    s2, df = np.asarray(s2, dtype=float), np.asarray(df, dtype=float)
-    if not tau2 > 0 or not len(s2):
-        return float(m)
-    return float(m * tau2 * tau2 / np.mean(np.square(s2 + tau2) + np.square(s2) / df))
-
-
 def satterthwaite(parts: list[tuple[float, float]]) -> float:
     """Welch–Satterthwaite degrees of freedom of a sum of variance estimates [(variance, its df)]."""
     total = sum(v for v, _ in parts)
@@ -107,7 +95,6 @@ class FigureCalibration:
     trials: list[str]                     # the A/A trials with an interval for this figure
     d: list[float]                        # their differences (analysis scale)
     s: list[float]                        # their within-run standard errors
-    df: list[float]                       # those errors' degrees of freedom
     tau2: float = 0.0                     # τ₀², around no difference: what an A/B interval adds
     tau2_dl: float = math.nan             # DerSimonian–Laird's τ², around the A/A mean (k ≥ 2)
     aa_mean: float = math.nan             # the A/A differences' weighted mean: the twins' apparent bias (k ≥ 2)
@@ -115,10 +102,6 @@ class FigureCalibration:
     @property
     def k(self) -> int:
         return len(self.trials)
-
-    def df_of(self, tau2: float, m: float) -> float:
-        """The degrees of freedom of its τ² estimate `tau2` from m degrees of freedom (tau2_df)."""
-        return tau2_df(tau2, np.square(self.s), np.array(self.df), m)
 
 
 @dataclass
@@ -134,7 +117,7 @@ class Calibration:
 
 def _figure(lookup: AALookup, figure: str) -> FigureCalibration:
     kind = kind_of(figure)
-    cal = FigureCalibration(figure, [], [], [], [])
+    cal = FigureCalibration(figure, [], [], [])
     spotless = []           # A/A trials without an error on either twin: a difference of exactly 0
     for trial in lookup.matching:
         e = trial.effects.get(figure) or {}
@@ -148,13 +131,10 @@ def _figure(lookup: AALookup, figure: str) -> FigureCalibration:
         cal.trials.append(trial.run_id)
         cal.d.append(d)
         cal.s.append(s)
-        cal.df.append(float(trial.df[figure]))
     if cal.k and spotless:  # they count, as agreeing twins (leaving them out biased τ₀² up), weighted as the most
         cal.trials += spotless     # precise of the others (their own interval, 0 … 0, says nothing of its spread)
-        surest = int(np.argmin(cal.s))
         cal.d += [0.0] * len(spotless)
-        cal.s += [cal.s[surest]] * len(spotless)
-        cal.df += [cal.df[surest]] * len(spotless)
+        cal.s += [min(cal.s)] * len(spotless)
     if cal.k:
         d, s = np.array(cal.d), np.array(cal.s)
         cal.tau2 = tau2_known_zero(d, s)
@@ -170,8 +150,8 @@ def calibrate(lookup: AALookup) -> Calibration:
 def widen_effect(effect: Effect, cal: FigureCalibration, between: float | None = None,
                  between_df: float | None = None) -> bool:
     """The effect's interval with the calibration's between-run variance (True), its within-run interval kept in
-    within_low/high; False when there is nothing to widen. One run takes τ₀² (the defaults); a series passes its own
-    share of the A/A's variance (between, between_df: combine.py)."""
+    within_low/high; False when there is nothing to widen. One run takes τ₀² with k df (the defaults); a series
+    passes its own share of the A/A's variance (between, between_df: combine.py)."""
     if not effect.has_interval or not cal.k or (effect.kind == "difference" and effect.default == effect.tuned == 0):
         return False    # no interval, no calibration of this figure; or no errors on either machine: exactly none
     between = cal.tau2 if between is None else between
@@ -179,7 +159,7 @@ def widen_effect(effect: Effect, cal: FigureCalibration, between: float | None =
     effect.within_low, effect.within_high = effect.low, effect.high
     if between > 0:         # (none: the interval as it was, not as recomputed to the last bit)
         effect.low, effect.high, effect.df = widen(effect.kind, effect.estimate, se, effect.df, between,
-                                                   cal.df_of(cal.tau2, cal.k) if between_df is None else between_df)
+                                                   cal.k if between_df is None else between_df)
     effect.intervals = f"calibrated (A/A runs {', '.join(cal.trials)})"
     return True
 

@@ -25,7 +25,6 @@ from report.stats.between import (
     FigureCalibration,
     dl_regression,
     on_scale,
-    tau2_df,
     widen,
     widen_effect,
     within_se,
@@ -89,8 +88,7 @@ def combine_figure(trials: list[LoadedRun], figure: str, cal: FigureCalibration 
         b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias), df=df)
         b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
         combined.bias = b
-    _random_effects(combined, points, np.nanvar(reps, axis=1, ddof=1), signs,
-                    np.array([t.analysis.df(figure) for t in usable], dtype=float))
+    _random_effects(combined, points, np.nanvar(reps, axis=1, ddof=1), signs)
     if not math.isnan(combined.tau2):
         combined.effect.intervals = f"random-effects ({len(usable)} trials)"
     elif cal is not None:
@@ -106,8 +104,8 @@ def _calibrated(combined: Combined, cal: FigureCalibration, signs: np.ndarray) -
     around no difference, which keeps the bias in."""
     c_effect, _ = _coefficients(signs)
     around_mean = combined.bias is not None and cal.k >= 2
-    tau2, m = (cal.tau2_dl, cal.k - 1) if around_mean else (cal.tau2, cal.k)
-    widen_effect(combined.effect, cal, tau2 * float(np.sum(c_effect ** 2)), cal.df_of(tau2, m))
+    tau2, tau2_df = (cal.tau2_dl, cal.k - 1) if around_mean else (cal.tau2, cal.k)
+    widen_effect(combined.effect, cal, tau2 * float(np.sum(c_effect ** 2)), tau2_df)
 
 
 def tuned_level(trials: list[LoadedRun], figure: str) -> Effect | None:
@@ -133,9 +131,8 @@ def tuned_level(trials: list[LoadedRun], figure: str) -> Effect | None:
         return level
     tau2 = max(0.0, float(values.var(ddof=1) - np.mean(se * se))) if k >= 2 else 0.0
     within = float(np.sqrt(np.sum(se * se))) / k
-    dfs = np.array([t.analysis.level_df(figure) for t in trials], dtype=float)
-    level.low, level.high, level.df = widen(kind, level.tuned, within, float(dfs.sum()), tau2 / k,
-                                            tau2_df(tau2, se * se, dfs, max(k - 1, 1)))
+    df = float(sum(t.analysis.level_df(figure) for t in trials))
+    level.low, level.high, level.df = widen(kind, level.tuned, within, df, tau2 / k, max(k - 1, 1))
     if figure == "error_pct":           # a rate: inside 0 … 100 %
         level.low, level.high = max(0.0, level.low), min(100.0, level.high)
     return level
@@ -151,15 +148,13 @@ def _coefficients(signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.full(len(signs), 1.0 / len(signs)), np.zeros(len(signs))
 
 
-def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, signs: np.ndarray,
-                    dfs: np.ndarray) -> None:
+def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, signs: np.ndarray) -> None:
     """Agreement and the between-trial variance: Cochran's Q of the trials around the weighted least-squares fit of
     effect + s·bias (weights: 1 / each trial's bootstrap variance), χ² with N − fitted terms df; DerSimonian–Laird's
     τ² from the same fit (Q − df over the weights' trace); the effect Σ c_i L_i then has variance Σ c_i² (s_i² + τ²),
     so its interval (and the bias's) becomes estimate ± t·√(se² + τ² Σ c_i²), t with Satterthwaite's degrees of
-    freedom (the trials' for se², tau2_df's for τ²: N − fitted terms, fewer where τ² is near the trials' own
-    variances). Without N > fitted terms τ² cannot be estimated: the within-trial interval stays, and the report
-    says so."""
+    freedom (the trials' for se², N − fitted terms for τ²). Without N > fitted terms τ² cannot be estimated: the
+    within-trial interval stays, and the report says so."""
     both = combined.bias is not None
     combined.q_df = len(points) - (2 if both else 1)
     if combined.q_df < 1 or not np.all(var > 0):
@@ -174,8 +169,7 @@ def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, sig
         se = within_se(e.kind, e.low, e.high, e.df)
         half = on_scale(e.kind, e.high) - on_scale(e.kind, e.estimate)
         e.within_low, e.within_high = e.low, e.high
-        e.low, e.high, e.df = widen(e.kind, e.estimate, se, e.df, combined.tau2 * float(np.sum(c * c)),
-                                    tau2_df(combined.tau2, var, dfs, combined.q_df))
+        e.low, e.high, e.df = widen(e.kind, e.estimate, se, e.df, combined.tau2 * float(np.sum(c * c)), combined.q_df)
         if e is combined.effect and half > 0:
             combined.inflated = (on_scale(e.kind, e.high) - on_scale(e.kind, e.estimate)) / half
 

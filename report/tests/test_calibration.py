@@ -138,18 +138,12 @@ def aa_d_s(folder, figure="tps"):
     return math.log(e["estimate"]), s
 
 
-def widened_by_hand(record, tau2, aa_folders, figure="tps"):
-    """The A/B interval widened by τ₀², t with Satterthwaite's df, τ₀²'s own df those of a difference: k τ⁴ over the
-    mean of (s_i² + τ²)² + s_i⁴/df_i over the A/A trials (not k: issue 52)."""
+def widened_by_hand(record, tau2, k, figure="tps"):
     e, df = record["effects"][figure], record["method"]["df"][figure]
     lo, hi = math.log(e["ci_within"]["low"]), math.log(e["ci_within"]["high"])
     se = (hi - lo) / 2 / stats.t.ppf(0.975, df)
     total = se ** 2 + tau2
-    aa = [(aa_d_s(f, figure)[1] ** 2, json.loads((f / "verdict.json").read_text())["method"]["df"][figure])
-          for f in aa_folders]
-    tau2_df = len(aa) * tau2 ** 2 / np.mean([(s2 + tau2) ** 2 + s2 ** 2 / aa_df for s2, aa_df in aa])
-    assert tau2_df < len(aa)
-    df_total = total ** 2 / (se ** 4 / df + tau2 ** 2 / tau2_df)
+    df_total = total ** 2 / (se ** 4 / df + tau2 ** 2 / k)
     half = stats.t.ppf(0.975, df_total) * math.sqrt(total)
     return e["estimate"] * math.exp(-half), e["estimate"] * math.exp(half)
 
@@ -173,7 +167,7 @@ def test_a_150_user_run_is_calibrated_by_the_150_user_aa_runs_only(tmp_path):
     tau2 = max(0.0, d * d - s * s)
     assert tau2 > 0 and record["calibration"]["figures"]["tps"]["tau2"] == pytest.approx(tau2, rel=1e-9)
     tps = record["effects"]["tps"]
-    assert (tps["low"], tps["high"]) == pytest.approx(widened_by_hand(record, tau2, [aa1]), rel=1e-9)
+    assert (tps["low"], tps["high"]) == pytest.approx(widened_by_hand(record, tau2, 1), rel=1e-9)
     assert tps["low"] < tps["ci_within"]["low"] and tps["high"] > tps["ci_within"]["high"]
 
     aa2 = write_run(tmp_path / "20261123T100000Z-aa", paired_samples(34, seconds=SECONDS, bias=0.95), design=AA)
@@ -190,7 +184,7 @@ def test_a_150_user_run_is_calibrated_by_the_150_user_aa_runs_only(tmp_path):
     assert figures["tau2"] == pytest.approx(tau0, rel=1e-9) and figures["aa_mean"] == pytest.approx(mean, rel=1e-9)
     assert figures["tau2_dl"] == pytest.approx(tau_dl, rel=1e-9, abs=1e-15)
     tps = record["effects"]["tps"]
-    assert (tps["low"], tps["high"]) == pytest.approx(widened_by_hand(record, tau0, [aa1, aa2]), rel=1e-9)
+    assert (tps["low"], tps["high"]) == pytest.approx(widened_by_hand(record, tau0, 2), rel=1e-9)
     assert "DerSimonian–Laird's τ" in summary and "from 2 matching A/A trials" in summary
 
     # an A/A run keeps its within-run interval, and names the matching A/A runs beside it
@@ -200,21 +194,10 @@ def test_a_150_user_run_is_calibrated_by_the_150_user_aa_runs_only(tmp_path):
             f"trials beside it: {aa1.name})") in aa_summary
 
 
-def test_a_between_run_variance_near_the_trials_own_counts_fewer_degrees_of_freedom():
-    """Issue 52: τ² is the trials' mean square less their own variances, so a τ² seen beside within-run variances as
-    large is far less sure than k trials of it alone; with none beside, it has all m; with none at all, it adds
-    nothing (m, unused)."""
-    from report.stats.between import tau2_df
-    assert tau2_df(1.0, np.zeros(4), np.full(4, 30.0), 4) == pytest.approx(4.0)
-    assert tau2_df(1.0, np.ones(4), np.full(4, 1e9), 4) == pytest.approx(1.0)         # 4 · 1 / (1 + 1)²
-    assert tau2_df(1.0, np.ones(4), np.full(4, 1.0), 4) == pytest.approx(4 / 5)       # and s² itself uncertain
-    assert tau2_df(0.0, np.ones(4), np.full(4, 30.0), 3) == 3.0
-
-
 def test_a_crossover_series_adds_its_own_between_trial_variance():
     """Four trials, two per orientation, one of them 30 % off: τ² by DerSimonian–Laird around the orientation
     groups' weighted means (what a fit of effect + s·bias is with two orientations), computed here per group; the
-    combined interval is the within-trial one widened by τ²·Σc², c = 1/4 per trial, t with the df of both."""
+    combined interval is the within-trial one widened by τ²·Σc², c = 1/4 per trial."""
     from report.stats.combine import combine
 
     from .test_uncertainty import _trial
@@ -236,10 +219,7 @@ def test_a_crossover_series_adds_its_own_between_trial_variance():
     df = sum(t.analysis.df("tps") for t in trials)
     se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
     between = tau2 * 4 * (1 / 4) ** 2
-    dfs = np.array([t.analysis.df("tps") for t in trials])     # τ²'s df: a difference's (between.tau2_df), not 2
-    tau2_df = 2 * tau2 ** 2 / np.mean((var + tau2) ** 2 + var ** 2 / dfs)
-    assert tau2_df < 2
-    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / tau2_df)
+    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 2)
     half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
     assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
     assert c.inflated > 1.5
@@ -262,8 +242,7 @@ def test_an_aa_calibrates_only_runs_of_its_own_boxes(tmp_path):
 def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     """Issue 52: one trial per orientation cannot estimate its between-trial variance; the matching A/A trials'
     (DerSimonian–Laird's τ², around their mean: the crossover cancels the twins' bias) join the interval as
-    τ²·Σc², c = 1/2 per trial, with the degrees of freedom of a τ² from k − 1 (between.tau2_df); verdict.json says
-    which variance each effect holds."""
+    τ²·Σc², c = 1/2 per trial, with k − 1 degrees of freedom; verdict.json says which variance each effect holds."""
     from report.read.calibrations import AALookup
     from report.stats.between import Calibration, FigureCalibration
     from report.stats.combine import combine
@@ -272,8 +251,7 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     from .test_uncertainty import _trial
     trials = [_trial(2100, False, 1.1, 1.2), _trial(2101, True, 1.1, 1.2)]
     names = ["aa-1", "aa-2", "aa-3"]
-    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, [0.0] * 3, [0.05] * 3, [20.0] * 3, tau2=0.004,
-                                                     tau2_dl=0.0025)
+    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, [0.0] * 3, [0.01] * 3, tau2=0.004, tau2_dl=0.0025)
                                    for f in FIGURES})
     alone, calibrated = combine(trials)["tps"], combine(trials, cal)["tps"]
     assert alone.effect.intervals == "within-run" and math.isnan(alone.effect.within_low)
@@ -283,8 +261,7 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     df = sum(t.analysis.df("tps") for t in trials)
     se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
     between = 0.0025 * 2 * (1 / 2) ** 2
-    tau2_df = 2 * 0.0025 ** 2 / ((0.05 ** 2 + 0.0025) ** 2 + 0.05 ** 4 / 20)       # 0.9, where k − 1 said 2
-    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / tau2_df)
+    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 2)
     half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
     assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
     four = combine([*trials, _trial(2102, False, 1.1, 1.2), _trial(2103, True, 1.1, 1.2)], cal)["tps"]
