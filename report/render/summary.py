@@ -165,7 +165,7 @@ def resultstable(machines: dict[str, Machine], analysis: Analysis | None = None,
         row(f"peak RSS {group}", d.system.peak_rss_mib.get(group), t.system.peak_rss_mib.get(group),
             lambda x: fmt.num(x, 1, "MiB"))
     rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s), ""])
-    d_cpu, t_cpu = (m.system.jvm_cpu_ms / m.load.successes if m.load.successes else math.nan for m in (d, t))
+    d_cpu, t_cpu = d.jvm_cpu_per_success_ms, t.jvm_cpu_per_success_ms
     row("JVM CPU per successful request", d_cpu, t_cpu, lambda x: fmt.num(x, 2, "ms"))
     rows.append(["JIT compiling (CPU on average)", _jit(d), _jit(t), fmt.ratio(t.system.jit_s, d.system.jit_s), ""])
     if d.system.conversions or t.system.conversions:

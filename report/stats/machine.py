@@ -2,6 +2,7 @@
 stop, steady state and log hints. Missing or unreadable files leave the part empty and add a note."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +33,11 @@ class Machine:
     @property
     def t0(self) -> float | None:
         return self.window.t0 if self.window else None
+
+    @property
+    def jvm_cpu_per_success_ms(self) -> float:
+        """The JVM's CPU time per successful request over the measured window, ms (nan where either is unknown)."""
+        return self.system.jvm_cpu_ms / self.load.successes if self.load.successes else math.nan
 
 
 def _parse_utc(text: object) -> float | None:

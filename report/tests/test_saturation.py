@@ -489,3 +489,33 @@ def test_the_jits_time_and_camels_conversions_are_read_in_the_window_and_a_compi
     said = "".join(compiling_lines({"default": busy}))
     assert said.startswith("**Still compiling:**") and "default 0.30 CPU on average" in said
     assert "Camel type conversions" not in "\n".join(resultstable({"default": busy, "tuned": busy}))
+
+
+def test_the_overhead_command_reads_the_jvms_cpu_and_rss_as_the_report_does(run_copy, tmp_path):
+    """`report overhead`: per configuration the JVM's CPU per second and per successful request and its peak RSS,
+    the figures the run's own report reads (the JVM's processes only, in the measured window), and the change
+    between a run with an instrument and one without."""
+    import shutil
+
+    from report.explain.overhead import jvm_figures
+    from report.render.overhead import table
+    java = "1234 /usr/bin/java -jar app.jar"
+    without = tmp_path / "without"
+    shutil.copytree(run_copy, without)
+    for folder, cpu in ((run_copy, 700.0), (without, 350.0)):
+        for name in ("default", "tuned"):
+            _write_metrics(folder, {
+                ("hotproc.psinfo.rss", java): lambda k: 200_000 if k < 100 else 300_000,
+                ("hotproc.psinfo.utime", java): lambda k, cpu=cpu: cpu - 100.0,
+                ("hotproc.psinfo.stime", java): lambda k: 100.0,
+                ("hotproc.psinfo.utime", "88 /usr/sbin/apache2"): lambda k: 500.0,   # not the JVM's
+            }, name=name)
+    figures = jvm_figures(run_copy, "default")
+    machine = load_machine(RunInfo(run_copy), "default", RunInfo(run_copy).warmup_s or 0)
+    assert figures["cpu_ms_s"] == pytest.approx(700.0, rel=0.05)
+    assert figures["cpu_ms_per_request"] == pytest.approx(machine.system.jvm_cpu_ms / machine.load.successes)
+    assert figures["tps"] == machine.load.tps and figures["rss_mib"] == pytest.approx(300_000 / 1024)
+    rows = table(run_copy, without)
+    cpu_row = next(r for r in rows if r.startswith("| default | JVM CPU |"))
+    assert cpu_row.endswith("| +100.0 % |"), cpu_row
+    assert next(r for r in rows if r.startswith("| tuned | successful TPS |")).endswith("| +0.0 % |")
