@@ -32,13 +32,13 @@ from report.stats import between
 from report.stats.between import Calibration
 from report.stats.combine import combine
 from report.stats.uncertainty import FIGURES, analyse
-from report.stats.windows import paired_windows
-from report.tests.synthetic import as_aa_trial, as_trial, paired_samples
+from report.stats.windows import attach_cpu, paired_windows
+from report.tests.synthetic import as_aa_trial, as_trial, jvm_cpu, paired_samples
 
 RESAMPLES = 500
 WARM_UP = dict(warmup_s=60.0, warmup_depth=0.6)
-EFFECT = dict(effect=1.1, latency_factor=0.8, error_tuned=0.05)
-BETWEEN = dict(run_sd_tps=0.05, run_sd_latency=0.05, run_sd_error_pt=0.5)
+EFFECT = dict(effect=1.1, latency_factor=0.8, error_tuned=0.05, cpu_factor=1.2)
+BETWEEN = dict(run_sd_tps=0.05, run_sd_latency=0.05, run_sd_error_pt=0.5, run_sd_cpu=0.05)
 # the noise of native containers at 150 users (report/tests/synthetic.py): the host's slowdown slow and shared, each
 # machine's own noise larger, quicker and leaning against the other's
 LAB = dict(phi=0.8, common_sigma=0.15, own_phi=0.3, own_sigma=0.25, rivalry=-0.3)
@@ -90,23 +90,28 @@ def truth_of(params: dict) -> dict[str, float]:
     latency = params.get("latency_factor", 1.0)
     return {"tps": params.get("effect", 1.0), "error_pct": 100.0 * (params.get("error_tuned", 0.02)
                                                                     - params.get("error_default", 0.02)),
-            "p50": latency, "p95": latency, "p99": latency}
+            "p50": latency, "p95": latency, "p99": latency, "cpu": params.get("cpu_factor", 1.0)}
 
 
 def calibration_of(seed: int, seconds: int, params: dict) -> Calibration:
     """CALIBRATING simulated A/A runs of the row's machines and load (no configuration effect; the same twin bias and
     between-run effects), as the report's calibration reads them from their verdict.json."""
-    same = {k: v for k, v in params.items() if k not in ("effect", "latency_factor", "error_tuned")}
+    same = {k: v for k, v in params.items() if k not in ("effect", "latency_factor", "error_tuned", "cpu_factor")}
     runs = []
     for k in range(CALIBRATING):
         runs.append(as_aa_trial(f"aa-{k}", one_run(seed * 100 + 90 + k, seconds, same)))
     return between.calibrate(AALookup(matching=runs))
 
 
+CPU_PARAMETERS = ("cpu_factor", "cpu_sigma", "cpu_step_s", "run_sd_cpu")     # jvm_cpu's alone
+
+
 def one_run(seed: int, seconds: int, params: dict):
-    sides = paired_samples(seed, seconds=seconds, **params)
-    t0 = max(s.start[0] for s in sides.values())
-    return analyse(paired_windows(sides, t0, t0 + seconds - 1), resamples=RESAMPLES, seed=seed)
+    sides = paired_samples(seed, seconds=seconds, **{k: v for k, v in params.items() if k not in CPU_PARAMETERS})
+    t0 = 1_795_000_000.0            # paired_samples' start on both machines
+    paired = paired_windows(sides, t0, t0 + seconds - 1)
+    attach_cpu(paired, jvm_cpu(seed, sides, seconds, t0=t0, **params), params.get("cpu_step_s", 30))
+    return analyse(paired, resamples=RESAMPLES, seed=seed)
 
 
 def simulate(job: tuple[str, int, int]) -> dict[str, dict]:
@@ -135,8 +140,9 @@ def summarise(row: str, results: list[dict]) -> dict[str, dict]:
     trials, params = ROWS[row]
     # one run carries the twins' bias unless an A/A calibration takes it in; a crossover series cancels it
     calibrated = row.endswith("A/A-calibrated)")
-    truth = truth_of(params if trials > 1 or calibrated else {**params, "effect": params.get("effect", 1.0)
-                                                               * params.get("bias", 1.0)})
+    bias = params.get("bias", 1.0)
+    truth = truth_of(params if trials > 1 or calibrated else {**params, "effect": params.get("effect", 1.0) * bias,
+                                                               "cpu_factor": params.get("cpu_factor", 1.0) / bias})
     out = {}
     for f in FIGURES:
         held = [r[f] for r in results if r[f]["low"] is not None and not math.isnan(r[f]["low"])]

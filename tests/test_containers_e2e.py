@@ -132,8 +132,13 @@ def test_a_short_ab_on_containers_is_complete_and_says_its_kind(short_run):
     summary = (short_run / "summary.md").read_text()
     assert "containers / native" in summary and "The JVMs saw different machines" not in summary
     assert summary.count("the container's memory limit") == 2, "both machines' memory from their cgroups"
-    verdict = json.loads((short_run / "verdict.json").read_text())["effects"]["tps"]
+    effects = json.loads((short_run / "verdict.json").read_text())["effects"]
+    verdict = effects["tps"]
     assert verdict["low"] is not None and verdict["low"] <= verdict["estimate"] <= verdict["high"]
+    # the JVM's CPU per request, read from each container's PCP (a minute's window: too few samples for an interval)
+    cpu = effects["cpu"]
+    assert cpu["default"] > 0.05 and cpu["tuned"] > 0.05 and cpu["estimate"] > 0, cpu
+    assert cpu["low"] is not None or "PCP's 30 s samples" in cpu["why_not"], cpu
 
 
 def test_both_containers_served_and_were_profiled(short_run):

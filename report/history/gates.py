@@ -6,10 +6,11 @@ What a gate reads:
   the lower bound for `>=`, the upper for `<=` — so a pass is what the data show, not what the estimate hopes: a
   run too noisy to tell fails, and says "not shown" (the estimate alone would pass a noisy run half the time);
 - an error difference (`errors<=+0.5pt`): the same, on the difference's interval;
-- a level (`errors<=0.1%`, `p99<=2s`, `tps>=30/s`): the tuned configuration's own figure over the measured
-  window, judged on its own 95 % interval's bound in the same way (verdict.json `tuned_ci`: the block bootstrap of
-  that machine's windows, so an error burst widens it): a 0.2 % error rate measured on a short run does not pass
-  `errors<=0.1%` by luck; a verdict without that interval (an older folder, too few windows) shows nothing.
+- a level (`errors<=0.1%`, `p99<=2s`, `tps>=30/s`, `cpu<=2ms`: the JVM's CPU per successful request): the tuned
+  configuration's own figure over the measured window, judged on its own 95 % interval's bound in the same way
+  (verdict.json `tuned_ci`: the block bootstrap of that machine's windows, so an error burst widens it): a 0.2 %
+  error rate measured on a short run does not pass `errors<=0.1%` by luck; a verdict without that interval (an
+  older folder, too few windows) shows nothing.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from report.history.index import as_change
 
-FIGURES = {"tps": "tps", "p99": "p99", "p95": "p95", "p50": "p50", "errors": "error_pct"}
+FIGURES = {"tps": "tps", "p99": "p99", "p95": "p95", "p50": "p50", "errors": "error_pct", "cpu": "cpu"}
 GATE = re.compile(r"^\s*(?P<figure>[a-z0-9]+)\s*(?P<op><=|>=)\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*"
                   r"(?P<unit>%|pt|ms|s|/s)?\s*$")
 FAILED_EXIT = 3

@@ -166,7 +166,7 @@ def resultstable(machines: dict[str, Machine], analysis: Analysis | None = None,
             lambda x: fmt.num(x, 1, "MiB"))
     rows.append(["total GC pause", _gc(d), _gc(t), fmt.ratio(t.system.gc_pause_s, d.system.gc_pause_s), ""])
     d_cpu, t_cpu = d.jvm_cpu_per_success_ms, t.jvm_cpu_per_success_ms
-    row("JVM CPU per successful request", d_cpu, t_cpu, lambda x: fmt.num(x, 2, "ms"))
+    row("JVM CPU per successful request", d_cpu, t_cpu, lambda x: fmt.num(x, 2, "ms"), figure="cpu")
     rows.append(["JIT compiling (CPU on average)", _jit(d), _jit(t), fmt.ratio(t.system.jit_s, d.system.jit_s), ""])
     if d.system.conversions or t.system.conversions:
         rows.append(["Camel type conversions per request (hit / miss / failed)", _conversions(d), _conversions(t),
@@ -185,7 +185,10 @@ def uncertainty_lines(analysis: Analysis | None) -> list[str]:
     b = analysis.blocks
     return [f"Intervals: {CONFIDENCE * 100:.0f} % confidence, circular block bootstrap over the {p.n:,} paired 1 s "
             f"windows both machines were measured in (from {utc_clock(p.start)} UTC), blocks of {b['tps']} s (TPS), "
-            f"{b['errors']} s (errors), {b['latency']} s (latency), {analysis.resamples:,} resamples "
+            f"{b['errors']} s (errors), {b['latency']} s (latency)"
+            + (f", {b['cpu']} s (the JVM's CPU per request: at least one of PCP's {p.cpu_step_s:g} s samples)"
+               if analysis.effects["cpu"].has_interval else "")
+            + f", {analysis.resamples:,} resamples "
             f"(seed {analysis.seed}), Student t with (windows ÷ block − 1) degrees of freedom on the log ratio "
             "(errors: on the difference in percentage points). Latency percentiles are compared only when both "
             "machines served enough successful requests (p50 ≥ 20, p95 ≥ 200, p99 ≥ 1,000). "

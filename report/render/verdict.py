@@ -22,7 +22,7 @@ from report.stats.uncertainty import CI, FIGURES, POWER, Analysis, Effect, kind_
 from report.stats.windows import WINDOW_S
 
 FIGURE_NAMES = {"tps": "successful TPS", "error_pct": "errors", "p50": "latency p50", "p95": "latency p95",
-                "p99": "latency p99"}
+                "p99": "latency p99", "cpu": "JVM CPU per request"}
 NO_ERRORS = "no errors on either machine"
 
 

@@ -12,11 +12,11 @@ import numpy as np
 from arch.bootstrap import optimal_block_length
 
 from report import MACHINES
-from report.stats.windows import LATENCY_BIN, PERCENTILES, Paired, Side
+from report.stats.windows import LATENCY_BIN, PERCENTILES, WINDOW_S, Paired, Side
 
 # × Politis–White's length: the plug-in length itself (and twice it) under-covered, 88–91 % for TPS; errors 8×
 # still 89.5–92 % where bursts and a warm-up meet, 16× 93–95.5 % (report/README.md, Coverage and width)
-BLOCK_FACTOR = {"tps": 4, "errors": 16, "latency": 3}
+BLOCK_FACTOR = {"tps": 4, "errors": 16, "latency": 3, "cpu": 2}
 
 
 def influence(paired: Paired, group: str) -> list[np.ndarray]:
@@ -26,7 +26,8 @@ def influence(paired: Paired, group: str) -> list[np.ndarray]:
     - TPS, log(T/D) of the successes' sums: t_i/t̄ − d_i/d̄;
     - errors, the difference of the failed shares F/R: (f_i − e·r_i)/r̄ of tuned less the same of default;
     - latency, log(q_t/q_d) of each percentile: (p·s_i − b_i)/(S·g) of tuned less default's, with b_i the window's
-      successes at or below the side's percentile and g the density of log latency there (the histogram's)."""
+      successes at or below the side's percentile and g the density of log latency there (the histogram's);
+    - the JVM's CPU per success, log(C/S) of each side: c_i/c̄ − s_i/s̄ of tuned less default's."""
     d, t = (side_influence(paired.sides[name], group) for name in MACHINES)
     return [tuned - default for tuned, default in zip(t, d, strict=True) if np.ptp(tuned - default) > 0]
 
@@ -38,6 +39,12 @@ def side_influence(side: Side, group: str) -> list[np.ndarray]:
         return [side.successes / mean if mean else np.zeros(len(side.successes))]
     if group == "errors":
         return [_error_influence(side)]
+    if group == "cpu":
+        recorded = np.isfinite(side.cpu_ms) if side.cpu_ms is not None else None
+        if recorded is None or not np.nanmean(side.cpu_ms) or not side.successes[recorded].mean():
+            return [np.zeros(len(side.successes))]
+        return [np.where(recorded, np.nan_to_num(side.cpu_ms) / np.nanmean(side.cpu_ms)
+                         - side.successes / side.successes[recorded].mean(), 0.0)]
     return [_quantile_influence(side, p) for p in PERCENTILES]
 
 
@@ -68,21 +75,38 @@ def _quantile_influence(side: Side, p: float) -> np.ndarray:
 
 def block_length(paired: Paired, group: str = "tps") -> int:
     """BLOCK_FACTOR[group] × Politis & White's optimal circular block length of the group's paired influence
-    series (influence(); the largest over the latency percentiles'), rounded up; 1 ≤ b ≤ n/3."""
-    return _block_of(influence(paired, group), paired.n, BLOCK_FACTOR[group])
+    series (influence(); the largest over the latency percentiles'), rounded up; 1 ≤ b ≤ n/3. The CPU's blocks
+    hold at least one of its sampling intervals (within one, its windows share a rate by construction)."""
+    return _block_of(influence(paired, group), paired.n, BLOCK_FACTOR[group], _least(paired, group))
 
 
 def level_block_length(paired: Paired, group: str = "tps") -> int:
     """The same rule on the tuned machine's own influence series: the blocks of its level's interval, which
     nothing cancels (the host's slowdown, a warm-up and a drift are all in it)."""
     columns = [c for c in side_influence(paired.sides["tuned"], group) if np.ptp(c) > 0]
-    return _block_of(columns, paired.n, BLOCK_FACTOR[group])
+    return _block_of(columns, paired.n, BLOCK_FACTOR[group], _least(paired, group))
 
 
-def _block_of(columns: list[np.ndarray], n: int, factor: float) -> int:
+def _least(paired: Paired, group: str) -> int:
+    return math.ceil(paired.cpu_step_s / WINDOW_S - 1e-9) if group == "cpu" else 1
+
+
+def _block_of(columns: list[np.ndarray], n: int, factor: float, least: int = 1) -> int:
     if not columns or n < 4:
         return 1
     lengths = optimal_block_length(np.column_stack(columns))["circular"].to_numpy()
     lengths = lengths[np.isfinite(lengths)]
     b = math.ceil(factor * lengths.max()) if len(lengths) else 1
-    return int(min(max(b, 1), max(1, n // 3)))
+    return int(min(max(b, least, 1), max(1, n // 3)))
+
+
+def sampling_inflation(paired: Paired, block: int) -> float:
+    """How much wider than the bootstrap's the CPU's interval must be: PCP spreads a sampling interval of L windows
+    over them alike (by successes), so two windows h apart share their interval's cost with probability 1 − h/L —
+    a triangular autocorrelation that a circular block bootstrap of b ≥ L windows weighs by 1 − h/b, seeing
+    1 − L/(3b) of the variance (Künsch 1989: the block bootstrap's Bartlett weights). √ of its inverse; 1 where the
+    blocks are shorter than an interval (they cannot be: _least)."""
+    least = math.ceil(paired.cpu_step_s / WINDOW_S - 1e-9)
+    if least <= 1 or block < least:
+        return 1.0
+    return 1.0 / math.sqrt(1.0 - least / (3.0 * block))

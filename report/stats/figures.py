@@ -131,6 +131,35 @@ def process_match(metrics: Metrics, group: str) -> Match | None:
     return None
 
 
+JVM_CPU_TIMES = ("hotproc.psinfo.utime", "hotproc.psinfo.stime")   # counters of ms, exported as ms per s
+GAP_SAMPLES = 2.5           # a spacing over this many times the series' usual one is a gap, not a sample
+MIN_CPU_RECORDED = 0.5      # share of the windows PCP must have recorded the JVM's CPU through
+
+
+def jvm_cpu_windows(metrics: Metrics | None, start: float, n: int, width: float = 1.0) -> np.ndarray | None:
+    """The JVM's CPU time (user + system, ms) in each of n windows of `width` s from `start`: each sample's rate
+    holds since the sample before it, so the CPU accumulates linearly between samples and a window takes its share
+    of it — spread evenly over a sampling interval, whose length is the figure's resolution. NaN in a window PCP
+    did not record (before its first sample, after its last — the load's last seconds — or in a gap); None where
+    PCP recorded no JVM or fewer than half of the windows."""
+    java = process_match(metrics, "java") if metrics is not None else None
+    if java is None or n <= 0:
+        return None
+    edges = start + width * np.arange(n + 1)
+    cpu = np.zeros(n)
+    for metric in JVM_CPU_TIMES:
+        times, rates = metrics.series(metric, java)
+        if len(times) < 2:
+            return None
+        dt = np.diff(times)
+        cumulative = np.interp(edges, times, np.concatenate([[0.0], np.cumsum(rates[1:] * dt)]))
+        recorded = (edges[:-1] >= times[0]) & (edges[1:] <= times[-1])
+        for gap in np.flatnonzero(dt > GAP_SAMPLES * np.median(dt)):
+            recorded &= (edges[1:] <= times[gap]) | (edges[:-1] >= times[gap + 1])
+        cpu += np.where(recorded, np.diff(cumulative), np.nan)
+    return cpu if np.isfinite(cpu).mean() >= MIN_CPU_RECORDED else None
+
+
 CONVERSION_OUTCOMES = ("attempt", "hit", "miss", "failed", "noop")   # the kit's camel_type_converter_total
 
 
@@ -155,9 +184,8 @@ def system_figures(metrics: Metrics | None, window: Window) -> SystemFigures:
         peak = max_in_window(metrics, "hotproc.psinfo.rss", window, match) if match else math.nan
         figures.peak_rss_mib[group] = peak / 1024.0  # hotproc RSS is in KiB
     java = process_match(metrics, "java")
-    if java:        # hotproc's times are counters of ms, exported as ms per s
-        figures.jvm_cpu_ms = sum(integral_in_window(metrics, f"hotproc.psinfo.{time}", window, java)
-                                 for time in ("utime", "stime"))
+    if java:
+        figures.jvm_cpu_ms = sum(integral_in_window(metrics, time, window, java) for time in JVM_CPU_TIMES)
     figures.gc_pause_s = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_sum", window)
     figures.gc_pauses = integral_in_window(metrics, "openmetrics.app.jvm_gc_pause_seconds_count", window)
     figures.jit_s = integral_in_window(metrics, "openmetrics.app.jvm_compilation_time_ms_total", window) / 1000.0

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
+
 from report.read.jtl import Samples, read_jtl
 from report.read.logs import Hint, log_hints
 from report.read.pcp import Metrics, read_metrics, read_processes
@@ -29,6 +31,8 @@ class Machine:
     steady: Steady | None = None    # where its throughput settled, or None without samples
     hints: list[Hint] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what could not be read
+    cpu_step_s: float = math.nan    # how often PCP sampled the processes' CPU (the knob pcp_scan_interval_s, else
+    #                                 the export's own interval): the resolution of the JVM's CPU per window
 
     @property
     def t0(self) -> float | None:
@@ -87,5 +91,9 @@ def load_machine(run: RunInfo, name: str, warmup_s: float) -> Machine:
         machine.steady = find_steady(machine)
     if machine.metrics is not None and machine.window is not None:
         machine.system = system_figures(machine.metrics, machine.window)
+    if machine.metrics is not None:
+        times, _ = machine.metrics.series("hotproc.psinfo.utime")
+        exported = float(np.median(np.diff(times))) if len(times) > 1 else math.nan
+        machine.cpu_step_s = float(run.get("machines", name, "knobs", "pcp_scan_interval_s", default=exported))
     machine.hints = log_hints(mdir)
     return machine

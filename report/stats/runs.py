@@ -13,9 +13,10 @@ import numpy as np
 from report import MACHINES
 from report.output import warn
 from report.read.runinfo import RunInfo, design
+from report.stats.figures import jvm_cpu_windows
 from report.stats.machine import Machine, load_machine
 from report.stats.uncertainty import SEED, Analysis, analyse
-from report.stats.windows import Paired, paired_windows
+from report.stats.windows import WINDOW_S, Paired, attach_cpu, paired_windows
 
 
 def analyse_window(machines: dict[str, Machine]) -> Paired | None:
@@ -25,7 +26,11 @@ def analyse_window(machines: dict[str, Machine]) -> Paired | None:
         return None
     start = max(m.window.start for m in ms)
     end = min(m.window.end for m in ms)      # whole seconds only, up to the earlier machine's last sample
-    return paired_windows({m.name: m.samples for m in ms}, start, end)
+    paired = paired_windows({m.name: m.samples for m in ms}, start, end)
+    if paired is not None:
+        attach_cpu(paired, {m.name: jvm_cpu_windows(m.metrics, paired.start, paired.n, WINDOW_S) for m in ms},
+                   max((m.cpu_step_s for m in ms if not math.isnan(m.cpu_step_s)), default=WINDOW_S))
+    return paired
 
 
 def analyse_machines(machines: dict[str, Machine], seed: int = SEED) -> Analysis | None:

@@ -19,9 +19,9 @@ from arch.bootstrap import CircularBlockBootstrap
 from scipy import stats
 
 from report import MACHINES
-from report.stats.blocks import block_length, level_block_length
+from report.stats.blocks import block_length, level_block_length, sampling_inflation
 from report.stats.figures import percentile
-from report.stats.windows import PERCENTILES, Paired, Side
+from report.stats.windows import PERCENTILES, WINDOW_S, Paired, Side
 
 RESAMPLES = 2000
 SEED = 20261123           # fixed: the same run folder gives the same interval every time
@@ -29,9 +29,10 @@ CONFIDENCE = 0.95
 CI = f"{CONFIDENCE * 100:.0f} % CI"     # how every table and sentence names the interval
 POWER = 0.80              # the power at which a verdict states the smallest difference it could have detected
 MIN_WINDOWS = 10          # fewer paired windows: no interval
+MIN_CPU_SAMPLES = 3       # the JVM's CPU: PCP's process samples (pcp_scan_interval_s) a paired window must span
 MIN_TAIL_SAMPLES = 10     # a latency percentile p needs ≥ this many successes above it: n ≥ 10 / (1 − p/100)
 
-FIGURES = ("tps", "error_pct", "p50", "p95", "p99")
+FIGURES = ("tps", "error_pct", "p50", "p95", "p99", "cpu")     # cpu: the JVM's CPU ms per successful request
 
 
 def min_successes(p: float) -> int:
@@ -40,7 +41,8 @@ def min_successes(p: float) -> int:
     return math.ceil(MIN_TAIL_SAMPLES / (1.0 - p / 100.0) - 1e-9)
 
 
-GROUPS = {"tps": ("tps",), "errors": ("error_pct",), "latency": ("p50", "p95", "p99")}
+GROUPS = {"tps": ("tps",), "errors": ("error_pct",), "latency": ("p50", "p95", "p99"), "cpu": ("cpu",)}
+NO_CPU = "the JVM's CPU was not recorded by PCP through the paired window on both machines"
 
 
 def resample_indices(n: int, block: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
@@ -79,6 +81,13 @@ def side_figures(side: Side, weights: np.ndarray, seconds: float,
         cum = np.cumsum(weights @ side.latency_hist, axis=1)
         for p in wanted:
             out[f"p{p}"] = np.where(successes > 0, nearest_rank(cum, successes, p, side.bin_ms), np.nan)
+    if "cpu" in figures:            # over the windows PCP recorded the JVM's CPU in
+        if side.cpu_ms is None:
+            out["cpu"] = np.full(weights.shape[0], np.nan)
+        else:
+            recorded = np.isfinite(side.cpu_ms)
+            served = weights @ np.where(recorded, side.successes, 0.0)
+            out["cpu"] = np.where(served > 0, (weights @ np.nan_to_num(side.cpu_ms)) / np.maximum(served, 1), np.nan)
     return out
 
 
@@ -90,6 +99,8 @@ def point_figures(side: Side, seconds: float) -> dict[str, float]:
            "successes": successes, "requests": requests}
     for p in PERCENTILES:
         out[f"p{p}"] = percentile(side.latencies, p)
+    served = side.successes[np.isfinite(side.cpu_ms)].sum() if side.cpu_ms is not None else 0.0
+    out["cpu"] = float(np.nansum(side.cpu_ms) / served) if served else math.nan
     return out
 
 
@@ -212,6 +223,13 @@ def error_level_interval(failed: float, requests: float, replicates: np.ndarray,
     return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)
 
 
+def widened(center: float, low: float, high: float, factor: float) -> tuple[float, float]:
+    """A ratio's interval around its center, factor times as wide on the log scale."""
+    if factor == 1.0 or math.isnan(low) or center <= 0:
+        return low, high
+    return center * (low / center) ** factor, center * (high / center) ** factor
+
+
 def kind_of(figure: str) -> str:
     """Error % is compared as a difference in points; every other figure as a ratio."""
     return "difference" if figure == "error_pct" else "ratio"
@@ -252,6 +270,8 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
     if not few:
         analysis.replicates = {name: {} for name in paired.sides}
         for group, figures in GROUPS.items():
+            if group == "cpu" and any(side.cpu_ms is None for side in paired.sides.values()):
+                continue
             indices = resample_indices(paired.n, analysis.blocks[group], resamples, seed)
             weights = window_weights(indices, paired.n)
             for name, side in paired.sides.items():
@@ -272,6 +292,13 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
         e = effect_from(figure, d, t, *reps, analysis.df(figure))
         if few:
             e.why_not = f"only {paired.n} paired windows (need {MIN_WINDOWS})"
+        elif figure == "cpu" and any(side.cpu_ms is None for side in paired.sides.values()):
+            e.why_not = NO_CPU
+        elif figure == "cpu" and paired.n < MIN_CPU_SAMPLES * paired.cpu_step_s / WINDOW_S:
+            e.why_not = (f"the paired window holds fewer than {MIN_CPU_SAMPLES} of PCP's {paired.cpu_step_s:g} s "
+                         "samples of the JVM's CPU")
+        elif figure == "cpu":
+            e.low, e.high = widened(e.estimate, e.low, e.high, sampling_inflation(paired, analysis.block(figure)))
         elif figure.startswith("p"):
             need = min_successes(int(figure[1:]))
             short = [f"{name} {int(points[name]['successes']):,}" for name in MACHINES
@@ -287,5 +314,8 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
         elif not math.isnan(t) and figure in levels:
             e.tuned_low, e.tuned_high = interval(t, levels[figure], analysis.level_df(figure),
                                                  log_scale=kind_of(figure) == "ratio" and t > 0)
+            if figure == "cpu":
+                e.tuned_low, e.tuned_high = widened(t, e.tuned_low, e.tuned_high, sampling_inflation(
+                    paired, analysis.level_blocks[group_of(figure)]))
         analysis.effects[figure] = e
     return analysis

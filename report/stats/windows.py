@@ -1,6 +1,7 @@
 """The paired 1 s windows of a run's two machines (duet benchmarking: both ran at the same time, so their seconds
-pair): each machine's requests, successes and a histogram of its successful latencies per window. What the
-bootstrap (stats/uncertainty.py) resamples and the block rule (stats/blocks.py) reads."""
+pair): each machine's requests, successes, a histogram of its successful latencies and, where PCP recorded it, its
+JVM's CPU time per window. What the bootstrap (stats/uncertainty.py) resamples and the block rule
+(stats/blocks.py) reads."""
 from __future__ import annotations
 
 import math
@@ -23,6 +24,8 @@ class Side:
     latency_hist: np.ndarray  # (n, bins) successful latencies per window, counted in log bins
     bin_ms: np.ndarray        # (bins,) each bin's representative latency (geometric centre), ms
     latencies: np.ndarray     # successful latencies in the paired windows (exact point estimates)
+    cpu_ms: np.ndarray | None = None  # (n,) the JVM's CPU time in each window, ms (stats/figures.py, jvm_cpu_windows:
+    #                                   spread evenly over each PCP sampling interval); None where not recorded
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Paired:
     start: float              # epoch seconds of the first window
     n: int                    # windows
     sides: dict[str, Side]    # 'default' / 'tuned' -> Side
+    cpu_step_s: float = WINDOW_S  # the coarsest sampling interval behind the sides' cpu_ms: the CPU's resolution
 
     @property
     def seconds(self) -> float:
@@ -64,3 +68,29 @@ def paired_windows(samples_by_side: dict[str, Samples | None], start: float, end
         sides[name] = Side(requests=requests.astype(float), successes=successes.astype(float),
                            latency_hist=hist, bin_ms=centres, latencies=lat)
     return Paired(start=start, n=n, sides=sides)
+
+
+def attach_cpu(paired: Paired, cpu_by_side: dict[str, np.ndarray | None], step_s: float) -> None:
+    """Each side's JVM CPU per window (NaN where not recorded, None where not at all), as a sampling interval's CPU
+    spread over its windows by the successes in them (by_successes), and the samples' resolution."""
+    for name, cpu in cpu_by_side.items():
+        side = paired.sides[name]
+        side.cpu_ms = None if cpu is None else by_successes(np.asarray(cpu, dtype=float)[:paired.n], side.successes)
+    paired.cpu_step_s = step_s
+
+
+def by_successes(cpu: np.ndarray, successes: np.ndarray) -> np.ndarray:
+    """PCP gives a sampling interval's mean rate: its windows hold equal CPU whatever they served, so a block
+    that cuts an interval would count the CPU by time and the requests by what they were — noise the bootstrap
+    would take for the JVM's (98–99 % coverage at 1.7× the width needed, bench/coverage.py). The CPU of each run of
+    equal windows (one sampling interval, or its part between the export's samples) is spread over them by their
+    successes instead: the interval's cost per request, in each of its windows; by time where it served none."""
+    out = cpu.copy()
+    finite = np.isfinite(cpu)
+    same = np.isclose(cpu[1:], cpu[:-1], rtol=1e-6, atol=1e-9) & finite[1:] & finite[:-1]
+    starts = np.flatnonzero(np.concatenate([[True], ~same]))
+    for first, end in zip(starts, np.append(starts[1:], len(cpu)), strict=True):
+        served = successes[first:end].sum()
+        if finite[first] and served > 0:
+            out[first:end] = cpu[first:end].sum() * successes[first:end] / served
+    return out

@@ -18,6 +18,12 @@ Shared by both machines (what a paired statistic cancels and a per-machine one d
 exponentially within warmup_s) and a drift over the run (`drift`: the rate's log moves by that much from the
 first second to the last). Neither changes the truth: both sides are scaled alike.
 
+The JVM's CPU (jvm_cpu): each side's CPU per successful request is `cpu_cost` ms, tuned's `cpu_factor` times it (and
+÷ bias: a faster twin spends less CPU time on the same work), with its own AR(1) noise (`cpu_sigma`) and the
+warm-up's (compiling: costlier at first, shared); the CPU each second is the successes that second times that
+cost, and PCP sees it only as the mean of each of its sampling intervals (`cpu_step_s`, a phase of its own per
+machine), nothing before a side's first sample and nothing in the last seconds (its last sample).
+
 Between runs (Kalibera & Jones 2013: each JVM invocation is a random effect), a run can carry its own true
 effect on top of that truth: with `run_sd_tps`, `run_sd_latency` (log scale) or `run_sd_error_pt` (percentage
 points) above 0, the run draws u ~ N(0, sd²) per figure (run_effects) and tuned's rate is multiplied by exp(u),
@@ -46,12 +52,12 @@ def lognormal_rate(base, noise, sigma):
     return base * np.exp(noise - sigma * sigma / 2.0)
 
 
-def run_effects(seed, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0):
+def run_effects(seed, run_sd_tps=0.0, run_sd_error_pt=0.0, run_sd_latency=0.0, run_sd_cpu=0.0):
     """The run's own random effects {figure group: u}, drawn from a stream of their own (seeded by the run's
     seed), so that a run without them is the very run it was before they existed."""
     rng = np.random.default_rng([seed, 36])
     return {"tps": rng.normal(0.0, run_sd_tps), "error_pt": rng.normal(0.0, run_sd_error_pt),
-            "latency": rng.normal(0.0, run_sd_latency)}
+            "latency": rng.normal(0.0, run_sd_latency), "cpu": rng.normal(0.0, run_sd_cpu)}
 
 
 def shared_course(seconds, warmup_s=0.0, warmup_depth=0.0, drift=0.0):
@@ -105,6 +111,26 @@ def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_f
                               ok=np.concatenate(ok), label=np.full(n, "get", dtype=object),
                               error=np.full(n, "", dtype=object))
     return sides
+
+
+def jvm_cpu(seed, sides, seconds, t0=1_795_000_000.0, cpu_cost=1.5, cpu_factor=1.0, bias=1.0, cpu_sigma=0.1,
+            phi=0.8, cpu_step_s=30, run_sd_cpu=0.0, warmup_s=0.0, warmup_depth=0.0, **_):
+    """{side: (seconds,) the JVM's CPU ms per second as PCP records it (NaN where it does not)} for paired_samples'
+    sides of the same run (its other parameters are taken and ignored, so a row's parameters serve both)."""
+    rng = np.random.default_rng([seed, 37])
+    u = run_effects(seed, run_sd_cpu=run_sd_cpu)["cpu"]
+    _, compiling = shared_course(seconds, warmup_s, warmup_depth)
+    out = {}
+    for name, factor in (("default", 1.0), ("tuned", cpu_factor / bias * np.exp(u))):
+        successes = np.bincount((sides[name].start[sides[name].ok] - t0).astype(int), minlength=seconds)[:seconds]
+        cost = cpu_cost * factor * compiling * lognormal_rate(1.0, ar1(rng, seconds, phi, cpu_sigma), cpu_sigma)
+        cpu = successes * cost
+        phase = int(rng.integers(0, cpu_step_s))
+        recorded = np.full(seconds, np.nan)
+        for first in range(phase, seconds - 2 - cpu_step_s + 1, cpu_step_s):
+            recorded[first:first + cpu_step_s] = cpu[first:first + cpu_step_s].mean()
+        out[name] = recorded
+    return out
 
 
 def as_trial(name: str, swapped: bool, analysis) -> LoadedRun:
