@@ -66,6 +66,10 @@ ROWS = {
     "lab: between-run effect (A/A-calibrated)": (1, {**LAB, **BETWEEN}),
     "lab: series of 2 (A/A-calibrated)": (2, {**LAB, "bias": 1.1, **BETWEEN}),
     "series of 2 (bias, no between; A/A-calibrated)": (2, dict(bias=1.1)),
+    # a series' own τ² pooled with its A/A runs' (combine.py)
+    "series of 4 (bias + between; A/A-calibrated)": (4, dict(bias=1.1, **BETWEEN)),
+    "lab: series of 4 (A/A-calibrated)": (4, {**LAB, "bias": 1.1, **BETWEEN}),
+    "series of 4 (bias, no between; A/A-calibrated)": (4, dict(bias=1.1)),
 }
 CALIBRATING = 4             # A/A runs behind a calibrated row
 

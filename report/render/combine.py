@@ -25,10 +25,12 @@ def _between_words(c: Combined) -> str:
         if c.effect.intervals.startswith("calibrated"):
             return f"; too few trials for their own between-trial variance: {c.effect.intervals}"
         return "; within-trial noise only (too few trials for a between-trial variance, no matching A/A runs)"
+    pooled = (f", pooled with the matching A/A runs' by their degrees of freedom (interval ×{c.inflated:.1f}: "
+              f"{c.effect.intervals})") if c.pooled else ""
     if c.tau2 == 0:
-        return "; no between-trial variance beyond their own noise (DerSimonian–Laird τ = 0)"
-    return (f"; between trials τ = {spread_text(c.figure, math.sqrt(c.tau2))} (DerSimonian–Laird), included in the "
-            f"interval (×{c.inflated:.1f})")
+        return f"; no between-trial variance beyond their own noise (DerSimonian–Laird τ = 0){pooled}"
+    return (f"; between trials τ = {spread_text(c.figure, math.sqrt(c.tau2))} (DerSimonian–Laird)"
+            + (pooled or f", included in the interval (×{c.inflated:.1f})"))
 
 
 def agreement_words(c: Combined) -> str:
@@ -48,7 +50,8 @@ def agreement_words(c: Combined) -> str:
 def agreement_cell(c: Combined) -> str:
     """agreement_words in a few words, for the table."""
     if c.q_df >= 1 and not math.isnan(c.q_p):
-        widened = f"; interval ×{c.inflated:.1f} for τ" if c.tau2 > 0 else ""
+        widened = f"; interval ×{c.inflated:.1f} for τ" if c.tau2 > 0 or c.pooled else ""
+        widened += " (pooled with A/A runs)" if c.pooled else ""
         return (f"agree (p = {c.q_p:.2f}){widened}" if c.q_p >= AGREEMENT_P
                 else f"DISAGREE (p = {c.q_p:.3f}){widened}")
     calibrated = "; A/A's τ in the interval" if c.effect.intervals.startswith("calibrated") else ""

@@ -265,7 +265,37 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
     assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
     four = combine([*trials, _trial(2102, False, 1.1, 1.2), _trial(2103, True, 1.1, 1.2)], cal)["tps"]
-    assert four.effect.intervals == "random-effects (4 trials)"     # its own τ² where it can estimate one
+    # its own τ² where it can estimate one, pooled with the A/A trials' (test below)
+    assert four.effect.intervals == "random-effects (4 trials, pooled with A/A runs aa-1, aa-2, aa-3)"
+
+
+def test_a_series_own_between_trial_variance_is_pooled_with_its_aa_trials_by_their_degrees_of_freedom():
+    """Issue 52: four trials estimate τ² from 2 degrees of freedom (89.5 % coverage); the matching A/A trials measured
+    the same variance apart, around their mean, from k − 1 = 2 more: τ² = (2·τ²_series + 2·τ²_A/A) / 4, 4 df."""
+    from report.read.calibrations import AALookup
+    from report.stats.between import Calibration, FigureCalibration
+    from report.stats.combine import combine
+    from report.stats.uncertainty import FIGURES
+
+    from .test_uncertainty import _trial
+    trials = [_trial(2000, False, 1.0, 1.2), _trial(2001, True, 1.0, 1.2), _trial(2002, False, 1.3, 1.2),
+              _trial(2003, True, 1.0, 1.2)]
+    names = ["aa-1", "aa-2", "aa-3"]
+    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, [0.0] * 3, [0.01] * 3, tau2=0.004, tau2_dl=0.0025)
+                                   for f in FIGURES})
+    alone, pooled = combine(trials)["tps"], combine(trials, cal)["tps"]
+    assert pooled.tau2 == alone.tau2 > 0.0025 and pooled.pooled and not alone.pooled
+    e = pooled.effect
+    assert e.intervals == "random-effects (4 trials, pooled with A/A runs aa-1, aa-2, aa-3)"
+    df = sum(t.analysis.df("tps") for t in trials)
+    se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
+    tau2 = (2 * alone.tau2 + 2 * 0.0025) / 4
+    between = tau2 * 4 * (1 / 4) ** 2
+    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 4)
+    half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
+    assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
+    one_aa = Calibration(AALookup(), {f: FigureCalibration(f, ["aa-1"], [0.0], [0.01], tau2=0.004) for f in FIGURES})
+    assert not combine(trials, one_aa)["tps"].pooled        # one A/A trial: no τ² around its mean to pool
 
 
 def test_aa_trials_without_errors_count_in_the_error_calibration():
