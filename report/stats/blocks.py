@@ -12,7 +12,7 @@ import numpy as np
 from arch.bootstrap import optimal_block_length
 
 from report import MACHINES
-from report.stats.windows import LATENCY_BIN, PERCENTILES, WINDOW_S, Paired, Side
+from report.stats.windows import LATENCY_BIN, PERCENTILES, Paired, Side
 
 # × Politis–White's length: the plug-in length itself (and twice it) under-covered, 88–91 % for TPS; errors 8×
 # still 89.5–92 % where bursts and a warm-up meet, 16× 93–95.5 % (report/README.md, Coverage and width)
@@ -88,7 +88,7 @@ def level_block_length(paired: Paired, group: str = "tps") -> int:
 
 
 def _least(paired: Paired, group: str) -> int:
-    return math.ceil(paired.cpu_step_s / WINDOW_S - 1e-9) if group == "cpu" else 1
+    return paired.cpu_step_windows if group == "cpu" else 1
 
 
 def _block_of(columns: list[np.ndarray], n: int, factor: float, least: int = 1) -> int:
@@ -106,7 +106,7 @@ def sampling_inflation(paired: Paired, block: int) -> float:
     a triangular autocorrelation that a circular block bootstrap of b ≥ L windows weighs by 1 − h/b, seeing
     1 − L/(3b) of the variance (Künsch 1989: the block bootstrap's Bartlett weights). √ of its inverse; 1 where the
     blocks are shorter than an interval (they cannot be: _least)."""
-    least = math.ceil(paired.cpu_step_s / WINDOW_S - 1e-9)
+    least = paired.cpu_step_windows
     if least <= 1 or block < least:
         return 1.0
     return 1.0 / math.sqrt(1.0 - least / (3.0 * block))

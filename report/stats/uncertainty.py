@@ -270,7 +270,7 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
     if not few:
         analysis.replicates = {name: {} for name in paired.sides}
         for group, figures in GROUPS.items():
-            if group == "cpu" and any(side.cpu_ms is None for side in paired.sides.values()):
+            if group == "cpu" and not paired.has_cpu:
                 continue
             indices = resample_indices(paired.n, analysis.blocks[group], resamples, seed)
             weights = window_weights(indices, paired.n)
@@ -292,7 +292,7 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
         e = effect_from(figure, d, t, *reps, analysis.df(figure))
         if few:
             e.why_not = f"only {paired.n} paired windows (need {MIN_WINDOWS})"
-        elif figure == "cpu" and any(side.cpu_ms is None for side in paired.sides.values()):
+        elif figure == "cpu" and not paired.has_cpu:
             e.why_not = NO_CPU
         elif figure == "cpu" and paired.n < MIN_CPU_SAMPLES * paired.cpu_step_s / WINDOW_S:
             e.why_not = (f"the paired window holds fewer than {MIN_CPU_SAMPLES} of PCP's {paired.cpu_step_s:g} s "

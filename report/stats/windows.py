@@ -24,8 +24,8 @@ class Side:
     latency_hist: np.ndarray  # (n, bins) successful latencies per window, counted in log bins
     bin_ms: np.ndarray        # (bins,) each bin's representative latency (geometric centre), ms
     latencies: np.ndarray     # successful latencies in the paired windows (exact point estimates)
-    cpu_ms: np.ndarray | None = None  # (n,) the JVM's CPU time in each window, ms (stats/figures.py, jvm_cpu_windows:
-    #                                   spread evenly over each PCP sampling interval); None where not recorded
+    cpu_ms: np.ndarray | None = None  # (n,) the JVM's CPU time in each window, ms (attach_cpu: each PCP sampling
+    #                                   interval's shared out by successes; NaN unrecorded); None where not recorded
 
 
 @dataclass
@@ -38,6 +38,16 @@ class Paired:
     @property
     def seconds(self) -> float:
         return self.n * WINDOW_S
+
+    @property
+    def has_cpu(self) -> bool:
+        """Both sides have their JVM's CPU per window."""
+        return all(side.cpu_ms is not None for side in self.sides.values())
+
+    @property
+    def cpu_step_windows(self) -> int:
+        """The CPU's sampling interval in whole windows: its windows share one rate."""
+        return math.ceil(self.cpu_step_s / WINDOW_S - 1e-9)
 
 
 def paired_windows(samples_by_side: dict[str, Samples | None], start: float, end: float) -> Paired | None:
