@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 3, "sweep.json": 2, "tune.json": 2}
+FORMATS = {"run.json": 2, "verdict.json": 3, "sweep.json": 2, "tune.json": 3}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -24,7 +24,10 @@ HISTORY = {
                         "min_detectable (80 % power), tuned_ci (the tuned level's interval, what level gates judge); "
                         "a series': tuned, tuned_ci and calibration; method.level_block_windows (issue 52)"},
     "sweep.json": {1: "the plan, each trial's values, folder and exit code", 2: "format_version"},
-    "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version"},
+    "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version",
+                  3: "one hold (holds_s [hold]) and no successive halving; base, known, between; each run's outcome "
+                     "with settled, steady_from_s, swapped, calibrated; replicate_of and known per run; candidates "
+                     "(each candidate's runs combined); best and finalist are candidates (issue 54)"},
 }
 
 

@@ -56,14 +56,19 @@ VERDICT = {"format_version": int, "run_id": str, "status": str, "verdict": str, 
 SWEEP = {"format_version": int, "kind": str, "sweep_id": str, "status": str, "configuration": str,
          "warmup_s": NUMBER, "load": dict, "rule": {"max_error_pct": NUMBER, "best": str},
          "points": ListOf({"label": str, "about": str, "values": dict, "tier": str, "run_dir": str, "exit_code": int})}
-_OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str}
-_ROW = {"number": int, "state": str, "hold_s": NUMBER, "values": dict, "outcome": _OUTCOME, "ended": str}
+_OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str, "settled": bool,
+            "steady_from_s": NUMBER, "swapped": bool, "calibrated": bool}
+_ROW = {"number": int, "state": str, "hold_s": NUMBER, "values": dict, "outcome": _OUTCOME, "ended": str,
+        "replicate_of": int, "known": str}
+_CANDIDATE = {"number": int, "values": dict, "runs": ListOf(int), "orientations": int, "settled": bool,
+              "feasible": bool, "counts": bool, "ratio": NUMBER, "low": NUMBER, "high": NUMBER, "known": str}
 _RATIO = {"estimate": NUMBER, "low": NUMBER, "high": NUMBER}
 TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "ended": str, "error": str,
         "budget_s": NUMBER, "spent_s": NUMBER, "holds_s": ListOf(NUMBER), "floor": NUMBER, "space": ListOf(dict),
         "load": dict, "service": str, "objective": str, "constraints": ListOf(str), "control": str, "name": str,
-        "trials": ListOf(str), "results": ListOf(_ROW), "best": _ROW, "importance": MapOf(NUMBER),
-        "finalist": {**_ROW, "counted": bool},
+        "base": str, "known": ListOf(str), "between": NUMBER,
+        "trials": ListOf(str), "results": ListOf(_ROW), "candidates": ListOf(_CANDIDATE), "best": _CANDIDATE,
+        "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool},
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,
                                  "verdict": str}),
         "knob_set": str}
@@ -77,7 +82,8 @@ REQUIRED: dict[str, dict[str, int]] = {
     "verdict.json": {"run_id": 1, "design": 1, "effects": 1, "format_version": 2},
     "sweep.json": {"kind": 1, "sweep_id": 1, "status": 1, "configuration": 1, "points": 1, "format_version": 2},
     "tune.json": {"tune_id": 1, "status": 1, "holds_s": 1, "floor": 1, "space": 1, "results": 1,
-                  "format_version": 2, "budget_s": 2, "trials": 2, "confirmations": 2},
+                  "format_version": 2, "budget_s": 2, "trials": 2, "confirmations": 2, "base": 3, "between": 3,
+                  "candidates": 3},
 }
 # files whose `status` is a run's (a series' verdict has none; a run's verdict repeats its run's)
 STATUS_OF = ("run.json", "verdict.json", "sweep.json", "tune.json")

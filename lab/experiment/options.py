@@ -125,9 +125,9 @@ def contradictions(args) -> list[str]:
                                            ("--knob-set", bool(getattr(args, "knob_sets", None))),
                                            ("--duration", getattr(args, "duration", None) is not None)) if given]
         if chosen:
-            problems.append(f"{', '.join(chosen)}: a tune chooses each trial's design itself (one A/B run per "
-                            "candidate at the --holds, the candidate against --control SET, the finalist's "
-                            "--repeat 2)")
+            problems.append(f"{', '.join(chosen)}: a tune chooses each run's design itself (A/B runs at the "
+                            "--hold, the candidate against --control SET, the leader's swapped replicate, the "
+                            "finalist's --repeat 4)")
     if getattr(args, "command", None) in ("sweep", "ablate", "tune") and getattr(args, "gates", None):
         problems.append("--gate judges one run or one series: a sweep's or a tune's trials each have their own "
                         "verdict (a tune's constraints: --constraint GATE; judge one run with ./start.sh gate FOLDER "

@@ -98,3 +98,41 @@ def test_a_damaged_tune_json_is_named_and_nothing_is_written(tmp_path, capsys):
         main(["tune", str(folder)])
     assert "`results` is a string, not a list" in capsys.readouterr().err
     assert not (folder / "tune.md").exists() and not (folder / "tune.html").exists()
+
+
+def run3(number, threads, gc, ratio, low, high, swapped=False, settled=True, replicate_of=None, known=None,
+         ended="01:00"):
+    """A run of a format-3 tune.json (one hold, replicates, steady state)."""
+    return {**row(number, "complete", 360, threads, gc, ratio, low, high, ended=ended),
+            "outcome": {**row(number, "complete", 360, threads, gc, ratio, low, high)["outcome"],
+                        "settled": settled, "steady_from_s": 150.0 if settled else None, "swapped": swapped,
+                        "calibrated": False},
+            "replicate_of": replicate_of, "known": known}
+
+
+def test_a_format_3_tune_shows_candidates_their_runs_orientations_and_steady_windows(tmp_path):
+    """Issue 54: each candidate's runs combined, each run's machines and steady window, the answer over its runs."""
+    candidate = {"number": 1, "values": {"tomcat_threads_max": 150, "jvm_gc": "g1"}, "runs": [1, 2],
+                 "orientations": 2, "settled": True, "feasible": True, "counts": True, "ratio": 1.2, "low": 1.1,
+                 "high": 1.31, "known": "tuned"}
+    warming = {**candidate, "number": 3, "values": {"tomcat_threads_max": 40, "jvm_gc": "serial"}, "runs": [3],
+               "orientations": 1, "settled": False, "counts": False, "ratio": 1.4, "low": 1.2, "high": 1.6,
+               "known": None}
+    data = tune(format_version=3, holds_s=[360], base="default", known=["tuned", "article-2018"], between=0.05,
+                results=[run3(1, 150, "g1", 1.22, 1.12, 1.33, known="tuned", ended="00:20"),
+                         run3(2, 150, "g1", 1.18, 1.08, 1.29, swapped=True, replicate_of=1, ended="00:40"),
+                         run3(3, 40, "serial", 1.4, 1.2, 1.6, settled=False, ended="01:00")],
+                candidates=[candidate, warming], best=candidate, finalist={**candidate, "counted": True})
+    code, md = write(tmp_path, data)
+    assert code == 0
+    assert "2 candidates in 3 runs (1 of them a leader run again with the machines' roles swapped)" in md
+    assert "Trial 1 (the known set tuned), its gain counted in the search: +20 % (+10 % … +31 %)" in md
+    assert "over 2 runs (trials 1, 2)" in md and "Confirmed by `--repeat 4`" in md
+    lines = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and
+             line.split("|")[1].strip().isdigit()}
+    assert "| replicate of 1 | swapped | +150 s |" in lines["2"] and "| yes |" in lines["2"]
+    assert "| proposed | as named | not settled |" in lines["3"] and "| no |" in lines["3"], \
+        "a warm-up's +40 % does not count"
+    assert "| 3 | — | 3 | 1 | no | +40 % (+20 % … +60 %) | no |" in md, "the candidates table"
+    html = (tmp_path / "results" / "20261128T000000Z-tune" / "tune.html").read_text()
+    assert "Best so far against time" in html

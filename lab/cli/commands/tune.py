@@ -1,18 +1,21 @@
-"""`./start.sh tune`: the tune's plan from the command line, checked before anything starts (the space, the holds,
-the floor, the budget; a resumed tune's own from its tune.json), then the search (lab/experiment/tune/command.py),
-the tune folder indexed, the machines taken down when asked."""
+"""`./start.sh tune`: the tune's plan from the command line, checked before anything starts (the space, the hold,
+the floor, the base and known sets, the budget; a resumed tune's own from its tune.json), then the search
+(lab/experiment/tune/command.py), the tune folder indexed, the machines taken down when asked."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import runfolder
 from lab import redact
 from lab.experiment import preflight, reporting, run
 from lab.experiment.options import Options, seconds
 from lab.experiment.tune import space
+from lab.machines import lifecycle
 from lab.provision import catalog, knob_sets
 from runfolder import schema
 
-HELP = "search the knob space within a budget (optuna TPE, successive halving)"
+HELP = "search the knob space within a budget (optuna TPE from the known sets, judged at steady state)"
 NEEDS_ROOT = True
 TAKES_LOCK = True
 RUN_OPTIONS = "all"
@@ -25,11 +28,19 @@ def add_arguments(parser) -> None:
              "its own)")
     add("--space", type=Path, default=None, metavar="FILE",
         help="knob: range (YAML) to search instead of the catalog's tune: ranges (ansible/knobs.yml)")
-    add("--holds", type=lambda t: tuple(seconds(x) for x in t.split(",")), default=(120, 360), metavar="T1,T2,…",
-        help="the trials' holds, shortest first; a third of each hold's candidates go on to the next (default 2m,6m)")
+    add("--hold", type=seconds, default=360, metavar="TIME",
+        help="every run's hold (default 6m: long enough for both machines to settle at native speed, whose steady "
+             "window is what is judged)")
     add("--floor", type=float, default=0.05, metavar="FRACTION",
-        help="the noise floor: a gain counts when its interval's lower bound clears it (default 0.05: what an A/A "
-             "of the load spreads by between runs)")
+        help="the smallest gain worth a change: a gain counts when its interval's lower bound clears 1 + FRACTION "
+             "(default 0.05)")
+    add("--between", type=float, default=None, metavar="FRACTION",
+        help="what a run's ratio spreads by between runs of the load where no A/A runs calibrate its verdict (log "
+             "scale; default 0.05)")
+    add("--base", default=None, metavar="SET",
+        help="the knob set a candidate starts from: the candidate is SET and its values (default: the catalog)")
+    add("--known", dest="known", action="append", default=None, metavar="SET",
+        help="a knob set to run first, beside default, tuned and article-2018 (repeatable)")
     add("--objective", default=None, metavar="tps|p99",
         help="what a candidate improves: the paired successful-TPS ratio (tps, default), or p99 latency (p99)")
     add("--constraint", dest="constraints", action="append", default=None, metavar="GATE",
@@ -87,53 +98,67 @@ def plan_of(args):
             saved = schema.read(args.resume / "tune.json")
         except schema.ContractError as e:
             raise ValueError(f"--resume {args.resume}: not a tune folder this lab can go on with ({e})") from None
-        if args.space is not None:
-            raise ValueError("--resume goes on with the tune's own space: leave --space out")
+        if runfolder.version(saved) < 3:
+            raise ValueError(f"--resume {args.resume}: begun by the tuner of successive halving (tune.json format "
+                             f"{runfolder.version(saved)}), whose study this one cannot go on with: begin a new tune")
+        left = [name for name, given in (("--space", args.space), ("--control", args.control), ("--name", args.name),
+                                         ("--study", args.study), ("--objective", args.objective),
+                                         ("--constraint", args.constraints), ("--base", args.base),
+                                         ("--known", args.known), ("--between", args.between)) if given is not None]
+        if left:
+            raise ValueError(f"--resume goes on with the tune's own space, control, name, study, objective, "
+                             f"constraints, base, known sets and between-run spread: leave {', '.join(left)} out")
         params = saved_space(args.resume, saved["space"])
         budget = args.budget if args.budget is not None else saved["budget_s"]
-        if args.control is not None or args.name is not None or args.study is not None:
-            raise ValueError("--resume goes on with the tune's own control, knob set name and study: leave "
-                             "--control, --name and --study out")
-        if args.objective is not None or args.constraints is not None:
-            raise ValueError("--resume goes on with the tune's own objective and constraints: leave --objective and "
-                             "--constraint out")
-        return command.Plan(space.Space(params), tuple(saved["holds_s"]), saved["floor"], budget,
+        return command.Plan(space.Space(params), int(saved["holds_s"][-1]), saved["floor"], budget,
                             saved.get("objective", "tps"), tuple(saved.get("constraints", trials.CONSTRAINTS)),
-                            saved.get("control", knob_sets.DEFAULT), saved.get("name"), saved.get("study"))
+                            saved.get("control", knob_sets.DEFAULT), saved.get("name"), saved.get("study"),
+                            saved["base"], tuple(saved.get("known") or ()), saved["between"])
     if args.budget is None:
         raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
     if not 0 <= args.floor < 1:
         raise ValueError(f"--floor {args.floor}: a fraction from 0 to 1, e.g. 0.05")
-    holds = tuple(args.holds)
-    if not holds or any(h <= 0 for h in holds) or list(holds) != sorted(set(holds)):
-        raise ValueError(f"--holds {','.join(map(str, holds))}: positive, different, shortest first")
+    between = trials.BETWEEN if args.between is None else args.between
+    if not 0 <= between < 1:
+        raise ValueError(f"--between {args.between}: a fraction from 0 to 1, e.g. 0.05")
+    if args.hold <= 0:
+        raise ValueError(f"--hold {args.hold}: a positive length")
     specs = catalog.specs()
     chosen = space.from_file(args.space, specs) if args.space else space.from_catalog(specs)
     control = args.control or knob_sets.DEFAULT
-    if control not in knob_sets.names():
-        raise ValueError(f"--control {control}: not a knob set ({', '.join(knob_sets.names())})")
+    base = args.base or knob_sets.DEFAULT
+    for option, name in [("--control", control), ("--base", base), *(("--known", k) for k in args.known or ())]:
+        if name not in knob_sets.names():
+            raise ValueError(f"{option} {name}: not a knob set ({', '.join(knob_sets.names())})")
     if args.name is not None:
         confirm.check_name(args.name, "")           # a file of that name is another tune's: refused now
     if args.objective is not None and args.objective not in trials.OBJECTIVES:
         raise ValueError(f"--objective {args.objective}: one of {', '.join(trials.OBJECTIVES)}")
     constraints = tuple(args.constraints) if args.constraints is not None else trials.CONSTRAINTS
     reporting.check_gates(constraints)          # a constraint that cannot be read: refused now
-    plan = command.Plan(chosen, holds, args.floor, args.budget, args.objective or "tps", constraints,
+    known = tuple(dict.fromkeys([*trials.KNOWN, *(args.known or ())]))
+    plan = command.Plan(chosen, args.hold, args.floor, args.budget, args.objective or "tps", constraints,
                         control=control, name=args.name,
-                        study=study_url(args.study) if args.study is not None else None)
-    whole = sum(plan.trial_s(h, 0) for h in holds) + plan.reserve_s(0)
-    if args.budget < whole:
-        raise ValueError(f"--budget {args.budget} s: not even one trial and its confirmations fit (~{whole} s: "
-                         "every hold, then the best run again against each control)")
+                        study=study_url(args.study) if args.study is not None else None,
+                        base=base, known=known, between=between)
+    check_budget(plan, args.budget)      # with a native run's cost: the machines' kind is known later (main)
     return plan
 
 
 def check_warmup(opts: Options, plan) -> None:
     """--warmup must leave every trial a measured window (it is cut from the ramp-up and the hold)."""
-    shortest = opts.profile.ramp_up_s + plan.holds_s[0]
+    shortest = opts.profile.ramp_up_s + plan.hold_s
     if opts.warmup_s is not None and opts.warmup_s >= shortest:
-        raise ValueError(f"--warmup {opts.warmup_s} s: the shortest trial lasts {shortest} s (ramp-up and the first "
-                         "hold): lengthen --holds or shorten --warmup")
+        raise ValueError(f"--warmup {opts.warmup_s} s: a run lasts {shortest} s (ramp-up and hold): lengthen --hold "
+                         "or shorten --warmup")
+
+
+def check_budget(plan, budget_s: int) -> None:
+    """The budget holds at least one run and the confirmations; ValueError naming what would fit."""
+    whole = plan.trial_s(0) + plan.reserve_s(0)
+    if budget_s < whole:
+        raise ValueError(f"--budget {budget_s} s: not even one run and its confirmations fit (~{whole} s on these "
+                         "machines: a run, then the best run again against each control)")
 
 
 def main(args) -> int:
@@ -142,6 +167,9 @@ def main(args) -> int:
     plan = plan_of(args)
     check_warmup(opts, plan)
     s, opts = preflight.ready(opts, trials=1)
+    kind = "hosts" if opts.hosts is not None else lifecycle.kind(s)
+    plan = dataclasses.replace(plan, overhead_s=command.OVERHEAD_S.get(kind, max(command.OVERHEAD_S.values())))
+    check_budget(plan, plan.budget_s)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
     preflight.namespace_free(opts)
     code, folder = command.execute(opts, s, plan, resume_folder=args.resume)

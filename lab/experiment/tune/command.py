@@ -30,16 +30,18 @@ from lab.experiment.tune.space import Space
 from lab.provision import knob_sets
 
 STUDY = "tune"
-# A trial's cost beside its hold and ramp-up under emulation (re-provisioning the tuned machine, the equal start and
-# check, collection and the report): 20261128T084303Z-s48-tune's 60 s trials took 6–8 min with a 20 s ramp-up (its
-# candidates change HTTPD too; the mini-tune's, two Tomcat and JVM knobs on the tuned set, took 4.7–4.9 min)
-OVERHEAD_S = 330
+# A run's cost beside its hold and ramp-up (re-provisioning the tuned machine, the equal start and check,
+# collection and the report), by the machines' kind. Emulated VMs: 20261128T084303Z-s48-tune's 60 s trials took 6–8
+# min with a 20 s ramp-up (its candidates change HTTPD too). Native containers: a JVM knob's run took 52 s beside a
+# 14 s load (results/20261129T224022Z-bench-cycle, scenario jvm), a longer load's dashboards and report a little more.
+# Real hosts are taken as native.
+OVERHEAD_S = {"libvirt": 330, "containers": 90, "hosts": 90}
 
 
 @dataclass
 class Plan:
     space: Space
-    holds_s: tuple[int, ...]
+    hold_s: int                             # every run's hold (its steady window is what is judged)
     floor: float
     budget_s: int
     objective: str = "tps"                  # trials.OBJECTIVES
@@ -47,31 +49,38 @@ class Plan:
     control: str = knob_sets.DEFAULT        # the knob set the candidates run against
     name: str | None = None                 # the knob set the answer is written as (confirm.default_name)
     study: str | None = None                # a study shared by several workers (storage URL); None: the folder's
+    base: str = knob_sets.DEFAULT           # a candidate is this set and its values
+    known: tuple[str, ...] = trials.KNOWN   # the sets run first, as far as the space holds their values
+    between: float = trials.BETWEEN         # a run's between-run spread where A/A runs do not calibrate its verdict
+    overhead_s: int = OVERHEAD_S["containers"]    # a run's cost beside ramp-up and hold on the machines' kind
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
 
-    def trial_s(self, hold_s: int, ramp_up_s: int) -> int:
-        return OVERHEAD_S + ramp_up_s + hold_s
+    def trial_s(self, ramp_up_s: int) -> int:
+        return self.overhead_s + ramp_up_s + self.hold_s
 
     def reserve_s(self, ramp_up_s: int) -> int:
         """The confirmations' share of the budget."""
-        return confirm.reserve_s(self.control, self.trial_s(self.holds_s[-1], ramp_up_s))
+        return confirm.reserve_s(self.control, self.trial_s(ramp_up_s))
 
     def expected_trials(self, ramp_up_s: int) -> int:
-        """About how many candidates fit the budget with successive halving (a third go on to each longer hold)."""
-        per = sum(self.trial_s(h, ramp_up_s) / search.REDUCTION ** i for i, h in enumerate(self.holds_s))
-        return max(1, int((self.budget_s - self.reserve_s(ramp_up_s)) // per))
+        """About how many runs fit the budget beside the confirmations (a leader's replicates among them)."""
+        return max(1, int((self.budget_s - self.reserve_s(ramp_up_s)) // self.trial_s(ramp_up_s)))
 
-    def describe(self, ramp_up_s: int) -> str:
-        lines = [f"tune: {len(self.space.params)} knobs on the tuned side against the {self.control} set; objective: "
-                 f"the paired {self.objective} ratio; constraints: {', '.join(self.constraints) or 'none'}; holds "
-                 f"{', '.join(f'{h} s' for h in self.holds_s)} (a third of each hold's candidates go on to the next); "
-                 f"a gain counts when its interval clears the noise floor ({self.floor:.0%}); budget "
-                 f"{self.budget_s / 3600:.1f} h, about {self.expected_trials(ramp_up_s)} candidates "
-                 f"(~{self.trial_s(self.holds_s[0], ramp_up_s) / 60:.0f} min for the shortest trial), then "
+    def describe(self, ramp_up_s: int, known: dict[str, dict] | None = None) -> str:
+        lines = [f"tune: {len(self.space.params)} knobs on the tuned side, from the {self.base} set, against the "
+                 f"{self.control} set; objective: the paired {self.objective} ratio at steady state; constraints: "
+                 f"{', '.join(self.constraints) or 'none'}; every run holds {self.hold_s} s; the leader runs again "
+                 f"with the machines' roles swapped until it has {search.REPLICATES} runs; a gain counts when its "
+                 f"combined interval (with a between-run spread of {self.between:.0%} where no A/A runs calibrate "
+                 f"it) clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
+                 f"{self.expected_trials(ramp_up_s)} runs (~{self.trial_s(ramp_up_s) / 60:.0f} min each), then "
                  f"~{self.reserve_s(ramp_up_s) / 60:.0f} min to confirm the best by --repeat {confirm.REPEAT} "
                  f"against {' and '.join(confirm.against(self.control))}"]
+        if known:
+            lines.append("  first: " + "; ".join(f"{name} ({len(v)} of {len(self.space.params)} knobs)"
+                                                 for name, v in known.items()))
         lines += [f"  {p.knob:34} {p.describe()}" for p in self.space.params]
         return "\n".join(lines)
 
@@ -90,29 +99,42 @@ def _failed(data: dict, failure: BaseException) -> dict:
 
 def _row(r: search.Result) -> dict:
     return {"number": r.number, "state": r.state, "hold_s": r.hold_s, "values": r.values,
-            "outcome": dataclasses.asdict(r.outcome), "ended": r.ended}
+            "outcome": dataclasses.asdict(r.outcome), "ended": r.ended, "replicate_of": r.replicate_of,
+            "known": r.known}
+
+
+def candidate_row(c: search.Candidate, floor: float, known: str | None = None) -> dict:
+    """A candidate as tune.json keeps it: its runs, their combined ratio and whether its gain counts."""
+    got = c.combined() or (None, None, None)
+    return {"number": c.number, "values": c.values, "runs": [r.number for r in c.runs],
+            "orientations": c.orientations, "settled": c.settled, "feasible": c.feasible,
+            "counts": c.improves(floor), "ratio": got[0], "low": got[1], "high": got[2], "known": known}
 
 
 def record(folder: Path, data: dict, tuner: search.Tuner) -> dict:
-    """tune.json from the study: every trial, the best that counts, the importances."""
+    """tune.json from the study: every run, every candidate, the best that counts, the importances."""
     results = tuner.results()
+    known = {r.number: r.known for r in results if r.known}
     best = tuner.best()
-    data.update(results=[_row(r) for r in results], best=_row(best) if best else None,
-                importance=tuner.importance() if len(results) >= 4 else {})
+    data.update(results=[_row(r) for r in results],
+                candidates=[candidate_row(c, tuner.floor, known.get(c.number)) for c in tuner.candidates()],
+                best=candidate_row(best, tuner.floor, known.get(best.number)) if best else None,
+                importance=tuner.importance())
     _save(folder, data)
     return data
 
 
 def ran(tuner: search.Tuner) -> int:
-    """The candidates the study has run (those the knob rules refused cost nothing and are not counted)."""
+    """The runs the study has made (candidates the knob rules refused cost nothing and are not counted)."""
     return sum(r.state != "refused" for r in tuner.results())
 
 
 def progress(k: int, expected: int, tuner: search.Tuner, left_s: float) -> str:
     best = tuner.best()
-    said = (f"best so far trial {best.number}: {best.outcome.ratio:.2f}× ({best.outcome.low:.2f} … "
-            f"{best.outcome.high:.2f})" if best else "no gain beyond the noise floor yet")
-    return f"tune: trial {k} of about {expected}; {said}; {max(0.0, left_s) / 60:.0f} min left"
+    got = best.combined() if best else None
+    said = (f"best so far trial {best.number}: {got[0]:.2f}× ({got[1]:.2f} … {got[2]:.2f}, {len(best.runs)} runs)"
+            if got else "no gain beyond the floor yet")
+    return f"tune: run {k} of about {expected}; {said}; {max(0.0, left_s) / 60:.0f} min left"
 
 
 def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tuple[Path, dict]:
@@ -124,13 +146,15 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
     folder = run_record.make_run_dir(f"{opts.label}-tune" if opts.label else "tune")
     data = runfolder.stamped("tune.json", {
         "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
-        "budget_s": plan.budget_s, "holds_s": list(plan.holds_s), "floor": plan.floor,
+        "budget_s": plan.budget_s, "holds_s": [plan.hold_s], "floor": plan.floor, "base": plan.base,
+        "known": list(plan.known), "between": plan.between,
         "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
         "constraints": list(plan.constraints),
         "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
         "control": plan.control, "name": plan.name or confirm.default_name(folder.name),
         "study": redact.redacted(plan.study) if plan.study else None,
-        "trials": [], "results": [], "best": None, "importance": {}, "finalist": None, "confirmations": [],
+        "trials": [], "results": [], "candidates": [], "best": None, "importance": {}, "finalist": None,
+        "confirmations": [],
         "knob_set": None})
     _save(folder, data)
     return folder, data
@@ -159,7 +183,8 @@ MACHINES: Lab = _Machines()
 def question(opts: Options, plan: Plan) -> dict:
     """What, beside the space and holds, makes a study one question: every worker on it must ask the same."""
     return {"load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
-            "objective": plan.objective, "constraints": list(plan.constraints), "control": plan.control}
+            "objective": plan.objective, "constraints": list(plan.constraints), "control": plan.control,
+            "base": plan.base, "between": plan.between}
 
 
 def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = True,
@@ -168,23 +193,24 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     confirms the finalist and writes its knob set and tune.html; (exit code, folder). judge: run folder → the
     constraints it broke (default: the plan's gates judged by the report)."""
     folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
+    known = trials.known_sets(plan.space, list(plan.known), plan.base, opts.service, plan.control)
     try:        # a study of another question is refused here: tune.json says so rather than "running"
-        tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.holds_s, plan.floor,
-                             rules=trials.rules(opts, s, lab.validate, plan.control), question=question(opts, plan))
+        tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.hold_s, plan.floor,
+                             rules=trials.rules(opts, s, lab.validate, plan.control, plan.base),
+                             question=question(opts, plan), between=plan.between, known=known)
     except BaseException as failure:
         _save(folder, _failed(data, failure))
         raise
     evaluate = trials.evaluator(opts, s, lab.run_trial, folder.name, plan.objective,
                                 judge or trials.gate_judge(plan.constraints),
                                 on_run=lambda run_dir: (data["trials"].append(run_dir.name), _save(folder, data)),
-                                done=len(data["trials"]), control=plan.control)
+                                done=len(data["trials"]), control=plan.control, base=plan.base)
     ramp = opts.profile.ramp_up_s
-    log(plan.describe(ramp))
+    log(plan.describe(ramp, known))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
-    # a trial starts only when it fits whole (successive halving may take it through every hold) with the
-    # confirmations after it
-    whole = sum(plan.trial_s(h, ramp) for h in plan.holds_s) + (plan.reserve_s(ramp) if proves else 0)
+    # a run starts only when it fits whole with the confirmations after it
+    whole = plan.trial_s(ramp) + (plan.reserve_s(ramp) if proves else 0)
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
@@ -218,14 +244,15 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, ru
     as a knob set."""
     final, counted = confirm.finalist(tuner)
     if final is None:
-        log("tune: no candidate ran whole at the longest hold without breaking a constraint: nothing to confirm")
+        log("tune: no candidate ran within its constraints: nothing to confirm")
         return
-    row = {**_row(final), "counted": counted}
+    known = {r.number: r.known for r in tuner.results() if r.known}
+    row = {**candidate_row(final, tuner.floor, known.get(final.number)), "counted": counted}
     same = (data.get("finalist") or {}).get("number") == final.number     # a resumed tune's, for this finalist
     kept = (data.get("confirmations") or []) if same else []
     data.update(finalist=row, confirmations=kept)
     _save(folder, data)
-    why = "its gain counts" if counted else "no gain cleared the noise floor: the top feasible candidate, unproven"
+    why = "its gain counts" if counted else "no gain cleared the floor: the top feasible candidate, unproven"
     log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
         + " and ".join(confirm.against(plan.control)))
     label = f"{folder.name.split('-', 1)[-1]}-confirm"
@@ -233,7 +260,7 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, ru
     def keep(confirmations: list[dict]) -> None:
         data["confirmations"] = confirmations
         _save(folder, data)
-    confirm.confirm(opts, s, run_series, final.values, plan.holds_s[-1], plan.control, label, kept, keep)
+    confirm.confirm(opts, s, run_series, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base)
     record(folder, data, tuner)             # the importances its comments give, as of now
     file = confirm.write_knob_set(data["name"], data)
     data["knob_set"] = f"ansible/knob_sets/{file.name}"

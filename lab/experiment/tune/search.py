@@ -1,17 +1,26 @@
-"""The search, made for noisy, expensive trials: optuna's TPE (multivariate, constraint-aware: a candidate that breaks a
-constraint or does not start is infeasible, never a penalised value), successive halving over trial lengths (optuna's
-SuccessiveHalvingPruner: every candidate runs the shortest hold; the best third of those at each length go on to the
-next), the study in SQLite (optuna's RDBStorage) in the tune folder, so that an interrupted tune keeps every finished
-trial and goes on where it stopped. No home-made optimiser: this module only says what a trial is and when a gain
-counts.
+"""The search, made for a handful of noisy, expensive trials: optuna's TPE (multivariate, constraint-aware: a
+candidate that breaks a constraint, does not start or is refused by the knob rules is infeasible, told as such so
+that the sampler learns where not to go, never a penalised value); the known knob sets first (`known`: where experts
+start); every candidate measured at one hold, at steady state (trials.py); the leading candidate run again with the
+machines' roles swapped until it has a run in each orientation (replication: the twins' bias cancels and the
+between-run variance is seen twice) before its gain can count; the study in SQLite (optuna's RDBStorage) in the
+tune folder, so that an interrupted tune keeps every finished run and goes on where it stopped. No home-made
+optimiser: this module only says what a run is, which candidate runs next and when a gain counts.
 
-A gain counts as an improvement only where its whole interval clears the noise floor: the candidate's paired ratio
-to the control has its lower bound above 1 + floor (the floor: what an A/A of this load spreads by between runs).
+A candidate's runs are combined on the log scale, each weighted by the inverse of its variance: its own interval's
+and, where its verdict was not calibrated by A/A runs, the between-run variance (`between`, what A/A runs of a load
+spread by between runs). A gain counts only where the candidate ran in both orientations, at steady state, within
+its constraints, and its combined interval's lower bound clears 1 + the floor (the smallest gain worth a change).
+
+Successive halving over hold lengths (optuna's SuccessiveHalvingPruner) was here before issue 54: with
+bootstrap_count it pruned the first candidates whatever they scored, never cut a second time with three or more
+holds, and ranked at its shortest hold, where the machines had not settled: what it promoted was warm-up speed.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -24,14 +33,10 @@ import sqlalchemy.exc
 from lab.errors import LabError
 from lab.experiment.tune.space import Space
 
-REDUCTION = 3                 # successive halving: a third of each length's trials go on to the next
-# candidates that must end a hold before any goes on from it: without, optuna's asynchronous halving promotes the
-# first candidate at each hold whatever its ratio (it has no competitor yet): 20261128T084303Z-s48-tune's first
-# candidate (trial 5), 0.985× at 60 s, then spent 8 more minutes at 180 s
-BOOTSTRAP = REDUCTION - 1
 STARTUP = 5                   # TPE's random candidates before it models: trials cost minutes each, not seconds
 OPEN_ATTEMPTS = 5             # a shared storage opened while another worker makes its tables
 MAX_REFUSED = 200             # proposals in a row the knob rules refuse before the space is called unsearchable
+REPLICATES = 2                # a candidate's runs before its gain can count: one in each orientation
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
@@ -43,65 +48,129 @@ class TuneError(LabError):
 class Outcome:
     """One run of a candidate against the control, as the tuner sees it."""
     ratio: float | None                 # candidate ÷ control, successful TPS (paired); None: it did not run
-    low: float | None = None            # the ratio's 95 % interval
+    low: float | None = None            # the ratio's 95 % interval (the between-run variance in it: `calibrated`)
     high: float | None = None
     violations: tuple[str, ...] = ()    # the constraints it broke, or why it did not start or stopped answering
     run: str = ""                       # its run folder
+    # Whether both machines' throughput settled within the hold (the report's steady state) and the ratio is of the
+    # window from there (the later machine's start_s, report --warmup auto); False: a machine still warming up at
+    # the hold's end, its ratio a warm-up's (under emulation a C1-only JIT's quicker start looked like +17 % at a
+    # 6-min hold on the stand-in); None: not judged (a verdict without steady states)
+    settled: bool | None = None
+    steady_from_s: float | None = None
+    swapped: bool = False               # the machines' roles swapped (the candidate on machine default)
+    calibrated: bool = False            # its interval holds the between-run variance already (A/A runs of the load)
 
     @property
     def feasible(self) -> bool:
         return self.ratio is not None and not self.violations
 
+    def log_variance(self, between: float) -> float:
+        """The variance of its log ratio: its interval's, and the between-run variance where that is not in it."""
+        se = (math.log(self.high) - math.log(self.low)) / (2 * Z95) if self.low and self.high else 0.0
+        return se * se + (0.0 if self.calibrated else between * between)
+
+
+Z95 = 1.959964
+
 
 @dataclass(frozen=True)
 class Result:
-    """A finished trial of the study: its knobs, its last outcome and the longest hold it reached."""
+    """A finished run of the study (one optuna trial): its knobs, its outcome, its hold, and whose replicate it is."""
     number: int
     values: dict
     outcome: Outcome
     hold_s: int
-    state: str                          # complete, pruned (stopped at a shorter hold), refused (by a knob rule)
+    state: str                          # complete (it ran), refused (by a knob rule: never ran)
     ended: str | None = None            # when it ended (UTC, ISO 8601): best-so-far against time
+    replicate_of: int | None = None     # the candidate's first run, for a run again of the same values
+    known: str | None = None            # the known knob set it is, where it was enqueued as one
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate's runs together (its first run's number): their combined ratio and interval."""
+    number: int
+    values: dict
+    runs: tuple[Result, ...]
+    between: float
+
+    @property
+    def feasible(self) -> bool:
+        return all(r.outcome.feasible for r in self.runs)
+
+    @property
+    def settled(self) -> bool:
+        return all(r.outcome.settled is not False for r in self.runs)
+
+    @property
+    def orientations(self) -> int:
+        return len({r.outcome.swapped for r in self.runs})
+
+    def combined(self) -> tuple[float, float, float] | None:
+        """(ratio, low, high): the runs' log ratios weighted by the inverse of their variance; None if one did not
+        run."""
+        if not self.feasible:
+            return None
+        logs = [(math.log(r.outcome.ratio), r.outcome.log_variance(self.between)) for r in self.runs]
+        if any(v <= 0 for _, v in logs):
+            return None
+        weights = [1 / v for _, v in logs]
+        mean = sum(w * x for w, (x, _) in zip(weights, logs, strict=False)) / sum(weights)
+        half = Z95 / math.sqrt(sum(weights))
+        return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
     def improves(self, floor: float) -> bool:
-        """Its gain is real: feasible, and its interval's lower bound above 1 + the noise floor."""
-        o = self.outcome
-        return o.feasible and o.low is not None and o.low > 1 + floor
+        """Its gain is real: it ran in both orientations, within its constraints, at steady state, and its combined
+        interval's lower bound clears 1 + the floor."""
+        got = self.combined()
+        return (got is not None and self.settled and self.orientations >= min(2, REPLICATES)
+                and len(self.runs) >= REPLICATES and got[1] > 1 + floor)
+
+    def may_improve(self, floor: float) -> bool:
+        """Worth another run: feasible, settled, and its upper bound above 1 + the floor."""
+        got = self.combined()
+        return got is not None and self.settled and got[2] > 1 + floor
 
 
-Evaluate = Callable[[dict, int], Outcome]        # (knob values, hold in s) → the outcome of one A/B run
+Evaluate = Callable[[dict, int, bool], Outcome]   # (knob values, hold in s, roles swapped) → one A/B run's outcome
 
 
 class Tuner:
-    """One study: `step(evaluate)` proposes a candidate the knob rules accept and runs it, hold by hold."""
+    """One study: `step(evaluate)` runs the next candidate (the leader again while it lacks its replicates, else the
+    sampler's next proposal that the knob rules accept) and tells the sampler what it found."""
 
-    def __init__(self, space: Space, storage: str, name: str, holds_s: tuple[int, ...], floor: float,
+    def __init__(self, space: Space, storage: str, name: str, hold_s: int, floor: float,
                  rules: Callable[[dict], str | None] | None = None, sampler: optuna.samplers.BaseSampler | None = None,
-                 seed: int | None = None, question: dict | None = None) -> None:
-        if not holds_s or list(holds_s) != sorted(set(holds_s)):
-            raise TuneError(f"holds {holds_s}: one or more, shortest first")
-        self.space, self.holds_s, self.floor, self.rules = space, tuple(holds_s), floor, rules
+                 seed: int | None = None, question: dict | None = None, between: float = 0.0,
+                 known: dict[str, dict] | None = None) -> None:
+        if hold_s <= 0:
+            raise TuneError(f"hold {hold_s} s: a positive length")
+        self.space, self.hold_s, self.floor, self.rules, self.between = space, int(hold_s), floor, rules, between
         self.question = dict(question or {})
         for attempt in range(OPEN_ATTEMPTS):      # workers starting together race to make the storage's tables
             try:
                 self.study = optuna.create_study(
                     storage=storage, study_name=name, load_if_exists=True, direction="maximize",
-                    sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP),
-                    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=REDUCTION,
-                                                                  bootstrap_count=BOOTSTRAP))
+                    # TPE reads each trial's constraint values (trial.set_constraint): the infeasible go to its
+                    # "bad" density whatever value they were told
+                    sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP))
                 break
             except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError):
                 if attempt == OPEN_ATTEMPTS - 1:
                     raise
                 time.sleep(0.5 * (attempt + 1))
         self._check_same_question()
+        for set_name, values in (known or {}).items():      # where experts start: run first (once per study)
+            self.study.enqueue_trial(values, user_attrs={"known": set_name}, skip_if_exists=True)
 
     def _check_same_question(self) -> None:
-        """A resumed or shared study answers one question: its space and holds, and what the caller says makes the
-        question (tune/command.py: the load, the service, the objective, the constraints, the control). A worker
-        asking another is refused, naming the first difference; what a study began without is taken as this one's."""
+        """A resumed or shared study answers one question: its space and hold, and what the caller says makes the
+        question (tune/command.py: the load, the service, the objective, the constraints, the control, the base). A
+        worker asking another is refused, naming the first difference; what a study began without is taken as this
+        one's."""
         mine = {**self.question, "space": [dataclasses.asdict(p) for p in self.space.params],
-                "holds_s": list(self.holds_s)}
+                "holds_s": [self.hold_s]}
         mine = json.loads(json.dumps(mine))          # as the storage gives it back: JSON
         said = self.study.user_attrs
         for key, value in mine.items():
@@ -114,8 +183,8 @@ class Tuner:
                 self.study.set_user_attr(key, value)
 
     def propose(self) -> tuple[optuna.trial.Trial, dict]:
-        """The sampler's next candidate that the knob rules accept; the refused are kept as failed trials (with
-        why), never run."""
+        """The sampler's next candidate that the knob rules accept. A refused one is told to the sampler as
+        infeasible (a constraint value it learns from, not a failure it ignores), with why, and never run."""
         for _ in range(MAX_REFUSED):
             trial = self.study.ask()
             values = self.space.suggest(trial)
@@ -123,59 +192,87 @@ class Tuner:
             if why is None:
                 return trial, values
             trial.set_user_attr("refused", why)
-            self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            trial.set_constraint("feasible", 1.0)
+            self.study.tell(trial, 0.0)
         raise TuneError(f"the knob rules refused {MAX_REFUSED} candidates in a row: narrow the space")
 
+    def next_replicate(self) -> Candidate | None:
+        """The leading candidate (the highest combined ratio among those that may still improve on the floor) when
+        it lacks runs for its gain to count."""
+        open_ = [c for c in self.candidates() if c.may_improve(self.floor)]
+        leader = max(open_, key=lambda c: c.combined()[0], default=None)
+        return leader if leader is not None and len(leader.runs) < REPLICATES else None
+
     def step(self, evaluate: Evaluate) -> Result:
-        """One trial: the shortest hold, then each longer one while successive halving keeps it."""
+        """One run: the leader again with the roles swapped where it lacks its replicates, else a new candidate."""
+        leader = self.next_replicate()
+        if leader is not None:
+            return self._replicate(leader, evaluate)
         trial, values = self.propose()
-        outcome, reached = Outcome(None), self.holds_s[0]
-        for rung, hold in enumerate(self.holds_s, 1):
-            outcome, reached = evaluate(values, hold), hold
-            trial.set_user_attr(f"hold_{hold}", dataclasses.asdict(outcome))
-            if not outcome.feasible:
-                break
-            trial.report(outcome.ratio, rung)
-            if rung < len(self.holds_s) and trial.should_prune():
-                trial.set_constraint("feasible", 0.0)
-                self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                return Result(trial.number, values, outcome, reached, "pruned")
-        trial.set_constraint("feasible", 0.0 if outcome.feasible else 1.0)   # TPE samples feasible ones first
-        self.study.tell(trial, outcome.ratio if outcome.ratio is not None else 0.0)
-        return Result(trial.number, values, outcome, reached, "complete")
+        outcome = evaluate(values, self.hold_s, False)
+        trial.set_user_attr("outcome", dataclasses.asdict(outcome))
+        trial.set_constraint("feasible", 0.0 if outcome.feasible else 1.0)
+        self.study.tell(trial, outcome.ratio if outcome.ratio is not None else 0.0)   # infeasible: its value unused
+        return Result(trial.number, values, outcome, self.hold_s, "complete", known=trial.user_attrs.get("known"))
+
+    def _replicate(self, leader: Candidate, evaluate: Evaluate) -> Result:
+        """The leader run again, the roles swapped from its last run, added to the study once it ended (a run
+        interrupted half-way leaves nothing; queued known sets keep their turn)."""
+        outcome = evaluate(leader.values, self.hold_s, not leader.runs[-1].outcome.swapped)
+        first = self.study.get_trials(deepcopy=False)[leader.number]
+        self.study.add_trial(optuna.trial.create_trial(
+            params=dict(first.params), distributions=dict(first.distributions),
+            value=outcome.ratio if outcome.ratio is not None else 0.0,
+            user_attrs={"replicate_of": leader.number, "outcome": json.loads(json.dumps(dataclasses.asdict(outcome)))},
+            constraints={"feasible": 0.0 if outcome.feasible else 1.0}))
+        number = len(self.study.get_trials(deepcopy=False)) - 1
+        return Result(number, dict(leader.values), outcome, self.hold_s, "complete", replicate_of=leader.number)
 
     def results(self) -> list[Result]:
-        """Every trial of the study so far, refused ones included, in order."""
+        """Every run of the study so far, refused candidates included, in order."""
         out = []
         for t in self.study.get_trials(deepcopy=False):
             ended = (t.datetime_complete.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")   # optuna's: local
                      if t.datetime_complete else None)
-            if t.state == optuna.trial.TrialState.FAIL and "refused" in t.user_attrs:
+            if "refused" in t.user_attrs:
                 out.append(Result(t.number, dict(t.params), Outcome(None, violations=(t.user_attrs["refused"],)),
                                   0, "refused", ended))
                 continue
-            holds = [h for h in self.holds_s if f"hold_{h}" in t.user_attrs]
-            if not holds or t.state not in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED):
-                continue            # interrupted mid-trial: not a result (a resumed tune runs it anew)
-            kept = t.user_attrs[f"hold_{holds[-1]}"]
+            if t.state != optuna.trial.TrialState.COMPLETE or "outcome" not in t.user_attrs:
+                continue            # interrupted mid-run: not a result (a resumed tune runs anew)
+            kept = t.user_attrs["outcome"]
             outcome = Outcome(**{**kept, "violations": tuple(kept["violations"])})
-            out.append(Result(t.number, dict(t.params), outcome, holds[-1],
-                              "pruned" if t.state == optuna.trial.TrialState.PRUNED else "complete", ended))
+            out.append(Result(t.number, dict(t.params), outcome, self.hold_s, "complete", ended,
+                              t.user_attrs.get("replicate_of"), t.user_attrs.get("known")))
         return out
 
-    def best(self) -> Result | None:
-        """The best candidate whose gain counts (Result.improves), among those run at the longest hold; None when
-        no candidate's gain clears the noise floor."""
-        proven = [r for r in self.results() if r.state == "complete" and r.hold_s == self.holds_s[-1]
-                  and r.improves(self.floor)]
-        return max(proven, key=lambda r: (r.outcome.low, r.outcome.ratio), default=None)
+    def candidates(self) -> list[Candidate]:
+        """Each candidate that ran, its runs together (a replicate joins the run it repeats)."""
+        runs: dict[int, list[Result]] = {}
+        for r in self.results():
+            if r.state == "complete":
+                runs.setdefault(r.number if r.replicate_of is None else r.replicate_of, []).append(r)
+        return [Candidate(n, rs[0].values, tuple(rs), self.between) for n, rs in sorted(runs.items())]
+
+    def best(self) -> Candidate | None:
+        """The candidate whose gain counts (Candidate.improves) with the highest lower bound; None when none does."""
+        proven = [c for c in self.candidates() if c.improves(self.floor)]
+        return max(proven, key=lambda c: (c.combined()[1], c.combined()[0]), default=None)
 
     def importance(self) -> dict[str, float]:
-        """Each knob's share of what explains the outcome (optuna's default evaluator); {} with too few trials."""
+        """Each knob's share of what explains the outcome over the runs that measured one (refused and infeasible
+        runs left out: their told value is no measurement), by optuna's default evaluator; {} with too few."""
+        measured = [t for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+                    if "outcome" in t.user_attrs and Outcome(**{**t.user_attrs["outcome"], "violations": tuple(
+                        t.user_attrs["outcome"]["violations"])}).feasible]
+        if len(measured) < 4:
+            return {}
+        local = optuna.create_study(direction="maximize")
+        local.add_trials(measured)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")        # "too few trials": equal shares, which say nothing
             try:
-                found = optuna.importance.get_param_importances(self.study)
+                found = optuna.importance.get_param_importances(local)
             except (RuntimeError, ValueError, ZeroDivisionError):
                 return {}
         return {} if len(set(found.values())) <= 1 else found

@@ -4,7 +4,14 @@ region where the candidate does not start. Nothing here touches a machine.
 
 The true ratio is 1 + gain × a bump around the optimum: each knob's distance to its best value in the range's own
 scale (log for a log range, the choice's index for choices), weighted, with an interaction between the first two
-knobs (as HTTPD's and the JVM's tiers interact on the machines).
+knobs (as HTTPD's and the JVM's tiers interact on the machines). That is the steady state; what a run measures
+may also carry (issue 54's realistic stand-in, bench/tuner.py):
+- a between-run draw (`between_sd`, on the log scale, one per run: what A/A runs of a load spread by), which a
+  run's own interval does not see;
+- the JIT's warm-up (`warmup_s`): each side's throughput at t s into the measured window is 1 − depth·e^(−t/T) of its
+  steady state, T the control's time constant and, for the candidate, that times `quick_warmup(values)` (C1-only
+  code compiles sooner); a short hold then ranks warm-up speed, not the steady state (the 2-hour emulated tune of
+  2026-11-28: every trial still warming up).
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from dataclasses import dataclass, field
 from lab.experiment.tune.search import Outcome
 from lab.experiment.tune.space import Param, Space
 
+SETTLED = 0.05                 # a side within this share of its steady state has settled (the report's 10 % drift rule)
 WINDOW_S = 10                  # the paired interval's window (report/stats: one TPS value per window and machine)
 
 
@@ -36,6 +44,11 @@ class StandIn:
     noise_sd: float = 0.08               # one window's relative noise
     rho: float = 0.6                     # AR(1) correlation of successive windows
     infeasible: callable = None          # values → why it does not start, or None
+    between_sd: float = 0.0              # a run's own draw (log scale), shared by its windows
+    warmup_s: float = 0.0                # the control's warm-up time constant (0: a run starts at its steady state)
+    warmup_depth: float = 0.5            # how far below its steady state a side starts
+    quick_warmup: callable = None        # values → the candidate's warm-up time constant ÷ the control's
+    machine_bias: float = 1.0            # machine tuned's throughput ÷ machine default's, configuration aside
     seed: int = 0
     runs: list = field(default_factory=list)     # (values, hold_s) of every run, in order
 
@@ -47,22 +60,47 @@ class StandIn:
             distance += d[0] * d[1]
         return 1 + self.gain * math.exp(-max(distance, 0.0) / (2 * self.width ** 2))
 
-    def __call__(self, values: dict, hold_s: int) -> Outcome:
+    def __call__(self, values: dict, hold_s: int, swapped: bool = False) -> Outcome:
         self.runs.append((dict(values), hold_s))
         why = self.infeasible(values) if self.infeasible else None
         if why:
-            return Outcome(None, violations=(why,), run=f"standin-{len(self.runs)}")
+            return Outcome(None, violations=(why,), run=f"standin-{len(self.runs)}", swapped=swapped)
         rng = random.Random(f"{self.seed}:{len(self.runs)}")
         n = max(2, hold_s // WINDOW_S)
+        settled_s = self.settled_s(values)
+        # the report's rule: steady with at least a minute and a third of the run left (report/stats/steady.py)
+        settled = settled_s is None or hold_s - settled_s >= max(60.0, hold_s / 3)
+        first = 0 if settled_s is None or not settled else int(settled_s // WINDOW_S)
+        drawn = math.exp(rng.gauss(0, self.between_sd)) if self.between_sd else 1.0
+        drawn *= 1 / self.machine_bias if swapped else self.machine_bias     # the candidate on the other machine
         e, ratios = 0.0, []
-        for _ in range(n):
+        for i in range(n):
             e = self.rho * e + math.sqrt(1 - self.rho ** 2) * rng.gauss(0, self.noise_sd)
-            ratios.append(self.true_ratio(values) * (1 + e))
+            ratios.append(self.true_ratio(values) * self.warming(values, (i + 0.5) * WINDOW_S) * drawn * (1 + e))
+        ratios = ratios[first:]
+        n = len(ratios)
         mean = sum(ratios) / n
         sd = math.sqrt(sum((r - mean) ** 2 for r in ratios) / (n - 1))
         effective = max(2.0, n * (1 - self.rho) / (1 + self.rho))     # autocorrelated windows count for fewer
         half = 1.96 * sd / math.sqrt(effective)
-        return Outcome(mean, mean - half, mean + half, run=f"standin-{len(self.runs)}")
+        return Outcome(mean, mean - half, mean + half, run=f"standin-{len(self.runs)}",
+                       settled=None if settled_s is None else settled,
+                       steady_from_s=None if settled_s is None or not settled else first * WINDOW_S, swapped=swapped)
+
+    def settled_s(self, values: dict) -> float | None:
+        """When the later side's warm-up is within 5 % of its steady state (None: no warm-up modelled)."""
+        if not self.warmup_s or self.warmup_depth <= SETTLED:
+            return None
+        share = self.quick_warmup(values) if self.quick_warmup else 1.0
+        return self.warmup_s * max(1.0, share) * math.log(self.warmup_depth / SETTLED)
+
+    def warming(self, values: dict, t: float) -> float:
+        """The candidate's throughput ÷ the control's at t s into the window, from their warm-ups alone."""
+        if not self.warmup_s:
+            return 1.0
+        share = self.quick_warmup(values) if self.quick_warmup else 1.0
+        control = 1 - self.warmup_depth * math.exp(-t / self.warmup_s)
+        return (1 - self.warmup_depth * math.exp(-t / (self.warmup_s * share))) / control
 
 
 @dataclass
@@ -89,7 +127,10 @@ class Runs:
         folder.mkdir(parents=True)
         effects = {"tps": {"estimate": outcome.ratio, "low": outcome.low, "high": outcome.high},
                    "error_pct": {"tuned": 0.0}} if outcome.ratio is not None else {}
-        (folder / "verdict.json").write_text(json.dumps({"verdict": "stand-in", "effects": effects}))
+        steady = {} if outcome.settled is None else {      # as the report writes it: each machine's
+            side: {"settled": outcome.settled, "start_s": outcome.steady_from_s} for side in ("default", "tuned")}
+        (folder / "verdict.json").write_text(json.dumps({"verdict": "stand-in", "effects": effects,
+                                                         "steady": steady}))
         return folder
 
     def validate(self, o, s) -> None:
@@ -101,11 +142,35 @@ class Runs:
         values = self.values(o, t.configurations["tuned"])
         self.clock[0] += self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s
         self.ran.append((label, values))
-        return 0, self._folder(f"{label}-{len(self.ran)}", self.lab(values, o.profile.duration_s))
+        return 0, self._folder(f"{label}-{len(self.ran)}", self.lab(values, o.profile.duration_s, t.swapped))
 
     def run_series(self, o, s):
+        """o.repeat runs of the candidate, the machines swapped on every second, each with its own draw, combined on
+        the log scale by inverse variance, with the runs' own between-run variance (DerSimonian–Laird) where there
+        are more runs than orientations, as the lab's series are."""
         first = o.trials()[0]
         values = self.values(o, first.configurations["tuned"])
         self.clock[0] += o.repeat * (self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s)
         self.series.append((first.configurations["default"].base, values))
-        return 0, self._folder(f"{o.label}-series", self.lab(values, o.repeat * o.profile.duration_s))
+        runs = [self.lab(values, o.profile.duration_s, t.swapped) for t in o.trials()]
+        return 0, self._folder(f"{o.label}-series", combined(runs))
+
+
+def combined(runs: list[Outcome]) -> Outcome:
+    """Runs of one candidate as one outcome: their log ratios weighted by the inverse of their within-run variance
+    plus DerSimonian–Laird's τ² from their spread (with more than two runs); the first that did not run, when one
+    did not."""
+    if any(not r.feasible for r in runs):
+        return next(r for r in runs if not r.feasible)
+    x = [math.log(r.ratio) for r in runs]
+    v = [max(((math.log(r.high) - math.log(r.low)) / (2 * 1.96)) ** 2, 1e-12) for r in runs]
+    tau2 = 0.0
+    if len(runs) > 2:
+        w = [1 / vi for vi in v]
+        mean = sum(wi * xi for wi, xi in zip(w, x, strict=False)) / sum(w)
+        q = sum(wi * (xi - mean) ** 2 for wi, xi in zip(w, x, strict=False))
+        tau2 = max(0.0, (q - (len(runs) - 1)) / (sum(w) - sum(wi * wi for wi in w) / sum(w)))
+    w = [1 / (vi + tau2) for vi in v]
+    mean = sum(wi * xi for wi, xi in zip(w, x, strict=False)) / sum(w)
+    half = 1.96 / math.sqrt(sum(w))
+    return Outcome(math.exp(mean), math.exp(mean - half), math.exp(mean + half), run=runs[-1].run)

@@ -2,7 +2,9 @@
 the tuned side, the control (the out-of-the-box configuration, or a named knob set) on the default side, an ordinary
 A/B run (its own run folder, report and verdict.json) at the hold the search asks for; its verdict read
 back as the tuner's Outcome (the objective: the paired successful-TPS ratio, or the p99 ratio turned so that higher
-is better), with the constraints it broke.
+is better), with the constraints it broke. The ratio is the steady state's: where both machines settled later than
+the run's warm-up, the trial's report is rendered again from there (`report run --warmup auto`); where one never
+settled within the hold, the outcome says so and its gain does not count (search.Outcome.settled).
 
 The constraints are constraints, never penalties: gates (`--constraint`, as `--gate` reads them: report/history/
 gates.py) judged on each trial's verdict, by default the candidate's errors at most 0.1 % (its level); a candidate
@@ -19,11 +21,17 @@ from pathlib import Path
 from lab.experiment import design, reporting
 from lab.experiment.options import Options
 from lab.experiment.tune.search import Outcome
-from lab.provision import knob_sets
+from lab.experiment.tune.space import Space
+from lab.provision import catalog, knob_sets
 from lab.provision.configuration import Configuration, same
 from runfolder import verdict as runfolder_verdict
 
 CONSTRAINTS = ("errors<=0.1%",)          # the default: a candidate that fails requests is not an improvement
+KNOWN = ("default", "tuned", "article-2018")     # the sets a tune starts from, beside those --known names
+# What a run's ratio spreads by between runs of one load where no A/A runs of it calibrate the verdict (log scale):
+# issue 54's review took 5 %; the lab's own A/A series at 150 users on containers agreed within 4 %
+# (20261128T191144Z-s50-aa150-ct-series). --between changes it; a calibrated verdict brings its own.
+BETWEEN = 0.05
 OBJECTIVES = ("tps", "p99")
 CONTROL, SIDE = design.CONFIGS            # the sides: the control's, the candidate's
 
@@ -34,28 +42,62 @@ def candidate_config(control: str) -> str:
     return SIDE if control != SIDE else CONTROL
 
 
-def candidate(values: dict, control: str, service, given: dict | None = None) -> Configuration:
-    """The candidate as the configuration its side runs: that configuration's knob set with the candidate's values
-    given on top, and whatever the set changes from the catalog put back (a candidate is the catalog and its values:
-    it never inherits the tuned set's min-spare threads); given: the tune's own values for that set (its --set).
+def candidate(values: dict, control: str, service, given: dict | None = None, base: str = knob_sets.DEFAULT
+              ) -> Configuration:
+    """The candidate as the configuration its side runs: the base set (the catalog unless --base) with the
+    candidate's values on top, whatever the side's own set changes beyond that put back (a candidate from the catalog
+    never inherits the tuned set's min-spare threads); given: the tune's own values for that side's set (its --set).
     ValueError when the service cannot take a value."""
     config = candidate_config(control)
-    wanted = Configuration(knob_sets.DEFAULT, values).knobs(service)
+    wanted = Configuration(base, values).knobs(service)
     own = Configuration(config).knobs(service)
     return Configuration(config, given or {}).given({knob: value for knob, value in wanted.items()
                                                      if not same(own.get(knob), value)})
 
 
 def options(opts: Options, values: dict, hold_s: int, label: str, control: str = knob_sets.DEFAULT,
-            repeat: int = 1) -> Options:
+            repeat: int = 1, base: str = knob_sets.DEFAULT) -> Options:
     """The run options of one trial: the tune's, the control on the default side, the candidate on the tuned side,
-    the hold asked for (repeat 2: the crossover of a confirmation). The tune's own --set values stay with the
+    the hold asked for (repeat > 1: the crossover of a confirmation). The tune's own --set values stay with the
     configuration they were given for."""
     given = {c.base: dict(c.values) for c in opts.configurations.values()}
     configured = {CONTROL: Configuration(control, given.get(control) or {}),
-                  SIDE: candidate(values, control, opts.service, given.get(candidate_config(control)))}
+                  SIDE: candidate(values, control, opts.service, given.get(candidate_config(control)), base)}
     return dataclasses.replace(opts, configurations=configured, label=label, repeat=repeat,
                                profile=dataclasses.replace(opts.profile, duration_s=hold_s))
+
+
+def known_sets(tune_space: Space, names: list[str], base: str, service=None, control: str | None = None
+               ) -> dict[str, dict]:
+    """Each named knob set as a first candidate: its values of the space's knobs, where the space holds them (an
+    unset knob whose meaning is a number in its range, e.g. the backend pool's '200', as that number; a value outside
+    a range is left to the sampler); a set the lab does not have is left out, and so is one that changes nothing the
+    space searches from the base when the base is the control (it would be an A/A run)."""
+    specs = catalog.specs()
+    out, base_values = {}, Configuration(base).knobs(service)
+    for name in names:
+        if name not in knob_sets.names():
+            continue
+        values = Configuration(name).knobs(service)
+        fits = {}
+        for p in tune_space.params:
+            value = as_searched(p, values.get(p.knob), specs.get(p.knob) or {})
+            if p.contains(value):
+                fits[p.knob] = value
+        if (control or base) != base or any(
+                not same(as_searched(p, base_values.get(p.knob), specs.get(p.knob) or {}), fits[p.knob])
+                for p in tune_space.params if p.knob in fits):
+            out[name] = fits
+    return out
+
+
+def as_searched(p, value, spec: dict):
+    """A knob's value as its range holds it: an unset (null) knob whose `unset` meaning is a plain number, as that
+    number when the range is numeric and does not list null itself."""
+    unset = str(spec.get("unset", ""))
+    if value is None and p.kind != "choice" and unset.strip().lstrip("-").isdigit():
+        return int(unset)
+    return value
 
 
 def objective_of(effects: dict, objective: str) -> tuple[float | None, float | None, float | None]:
@@ -68,17 +110,42 @@ def objective_of(effects: dict, objective: str) -> tuple[float | None, float | N
 
 
 def outcome(run_dir: Path, exit_code: int, objective: str = "tps",
-            judge: Callable[[Path], tuple[str, ...]] = lambda folder: ()) -> Outcome:
+            judge: Callable[[Path], tuple[str, ...]] = lambda folder: (), swapped: bool = False) -> Outcome:
     """The trial's verdict.json as the tuner's Outcome; judge: run folder → the constraints it broke."""
     name = run_dir.name
     verdict = runfolder_verdict.read(run_dir)
     if verdict is None:
-        return Outcome(None, violations=(f"no verdict (exit {exit_code}): see {name}",), run=name)
+        return Outcome(None, violations=(f"no verdict (exit {exit_code}): see {name}",), run=name, swapped=swapped)
     ratio, low, high = objective_of(verdict.effects, objective)
     if exit_code != 0 or ratio is None:
         why = verdict.sentence or f"exit {exit_code}"
-        return Outcome(None, violations=(f"no paired {objective} ratio: {why}",), run=name)
-    return Outcome(ratio, low, high, tuple(judge(run_dir)), name)
+        return Outcome(None, violations=(f"no paired {objective} ratio: {why}",), run=name, swapped=swapped)
+    settled, steady_from_s = steady_state(verdict)
+    said = str((verdict.effects.get(objective) or {}).get("intervals") or "within-run")
+    return Outcome(ratio, low, high, tuple(judge(run_dir)), name, settled, steady_from_s, swapped,
+                   calibrated=not said.startswith("within-run"))
+
+
+def steady_state(verdict: runfolder_verdict.Verdict) -> tuple[bool | None, float | None]:
+    """(both machines settled, from when: the later one's start, s from its first sample); (None, None) when the
+    verdict judged no steady state."""
+    steady = verdict.written.get("steady") if isinstance(verdict.written.get("steady"), dict) else {}
+    judged = [m for m in steady.values() if isinstance(m, dict) and isinstance(m.get("settled"), bool)]
+    if len(judged) < len(design.CONFIGS):
+        return None, None
+    if not all(m["settled"] for m in judged):
+        return False, None
+    starts = [m.get("start_s") for m in judged]
+    return True, max(starts) if all(isinstance(x, (int, float)) for x in starts) else None
+
+
+def at_steady_state(run_dir: Path, warmup_s: float, log=print) -> None:
+    """The trial's report again from where both machines settled, when that is later than the warm-up it
+    excluded (report run --warmup auto): the tuner's ratio is then the steady state's."""
+    verdict = runfolder_verdict.read(run_dir)
+    settled, steady_from_s = steady_state(verdict) if verdict else (None, None)
+    if settled and steady_from_s is not None and steady_from_s > warmup_s:
+        reporting.report_command("run", run_dir, "--warmup", "auto", log=log, what="steady-state report")
 
 
 def gate_judge(constraints: tuple[str, ...]) -> Callable[[Path], tuple[str, ...]]:
@@ -90,27 +157,32 @@ def gate_judge(constraints: tuple[str, ...]) -> Callable[[Path], tuple[str, ...]
 
 def evaluator(opts, s, run_trial, series: str, objective: str = "tps",
               judge: Callable[[Path], tuple[str, ...]] = lambda folder: (),
-              on_run: Callable[[Path], None] = lambda folder: None, done: int = 0, control: str = knob_sets.DEFAULT):
-    """(values, hold_s) → Outcome: one A/B run of the candidate by run_trial (trial.run_trial), in the tune's series
-    (done: its runs so far, a resumed tune's)."""
+              on_run: Callable[[Path], None] = lambda folder: None, done: int = 0, control: str = knob_sets.DEFAULT,
+              base: str = knob_sets.DEFAULT):
+    """(values, hold_s, swapped) → Outcome: one A/B run of the candidate by run_trial (trial.run_trial), in the
+    tune's series (done: its runs so far, a resumed tune's), the machines' roles swapped when asked."""
     count = [done]
 
-    def evaluate(values: dict, hold_s: int) -> Outcome:
+    def evaluate(values: dict, hold_s: int, swapped: bool = False) -> Outcome:
         count[0] += 1
-        o = options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}", control)
-        code, run_dir = run_trial(o, o.trials(series=series, repeat=1)[0], s, o.label)
+        o = options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}", control, base=base)
+        crossover = o.trials(series=series, repeat=2)[1 if swapped else 0]     # [1]: the machines' roles swapped
+        code, run_dir = run_trial(o, dataclasses.replace(crossover, number=None, of=None), s, o.label)
         on_run(run_dir)
         if code == 130:
             raise KeyboardInterrupt
-        return outcome(run_dir, code, objective, judge)
+        if code == 0:
+            at_steady_state(run_dir, o.effective_warmup_s, log=lambda line: None)
+        return outcome(run_dir, code, objective, judge, swapped)
     return evaluate
 
 
-def rules(opts, s, validate, control: str = knob_sets.DEFAULT) -> Callable[[dict], str | None]:
+def rules(opts, s, validate, control: str = knob_sets.DEFAULT, base: str = knob_sets.DEFAULT
+          ) -> Callable[[dict], str | None]:
     """values → why the lab's validation refuses them (validate: run.validate), None when it takes them."""
     def check(values: dict) -> str | None:
         try:
-            validate(options(opts, values, opts.profile.duration_s, "check", control), s)
+            validate(options(opts, values, opts.profile.duration_s, "check", control, base=base), s)
         except ValueError as refused:
             return str(refused)
         return None
