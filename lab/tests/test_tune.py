@@ -161,9 +161,10 @@ def test_a_gain_inside_the_floor_is_never_an_improvement():
     assert not candidate(search.Outcome(1.3, 1.25, 1.35)).improves(0.0), "one run: not a gain that counts"
     assert not candidate(run, dataclasses.replace(run, settled=False, swapped=True)).improves(0.0), \
         "a run whose machines never settled measured a warm-up"
-    assert not candidate(search.Outcome(1.3, 1.2, 1.4, violations=("errors 2 %",)),
-                         search.Outcome(1.3, 1.2, 1.4, swapped=True)).improves(0.0), \
-        "an infeasible candidate is no improvement, however fast"
+    broke = candidate(search.Outcome(1.3, 1.2, 1.4, violations=("errors 2 %",)),
+                      search.Outcome(1.3, 1.2, 1.4, swapped=True))
+    assert not broke.improves(0.0) and not broke.may_improve(0.0), "an infeasible candidate is no improvement"
+    assert broke.combined()[0] == pytest.approx(1.3), "what it measured is still shown"
 
 
 def test_a_warm_up_is_not_taken_for_a_gain():
@@ -206,6 +207,14 @@ def test_the_known_sets_are_run_first_once_as_far_as_the_space_holds_them(tmp_pa
     assert ran[2].known == "article-2018" and all(ran[2].values[k] == v for k, v in known["article-2018"].items())
     search.Tuner(tune_space, storage, "known", HOLD, 0.03, known=known).step(lab)     # resumed: not enqueued again
     assert sum(r.known == "tuned" for r in search.Tuner(tune_space, storage, "known", HOLD, 0.03).results()) == 1
+    refusing = search.Tuner(tune_space, "sqlite:///:memory:", "refusing", HOLD, 0.03, known=known,
+                            rules=lambda v: "needs ~522 MB" if v["tomcat_threads_max"] == 300 else None)
+    refusing.step(lab)
+    refusing.step(lab)
+    refusing.step(lab)
+    [refused] = [r for r in refusing.results() if r.state == "refused"]
+    assert refused.known == "article-2018" and refused.outcome.violations == ("needs ~522 MB",), \
+        "a known set the rules refuse is named as that set in tune.json"
 
 
 def test_an_infeasible_candidate_is_a_result_with_why(tmp_path):

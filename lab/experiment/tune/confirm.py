@@ -40,7 +40,7 @@ def finalist(tuner: search.Tuner) -> tuple[search.Candidate | None, bool]:
     best = tuner.best()
     if best is not None:
         return best, True
-    ran = [c for c in tuner.candidates() if c.combined() is not None]
+    ran = [c for c in tuner.candidates() if c.feasible and c.combined() is not None]
     return max(ran, key=lambda c: (c.settled, c.combined()[0]), default=None), False
 
 

@@ -108,12 +108,11 @@ class Candidate:
         return len({r.outcome.swapped for r in self.runs})
 
     def combined(self) -> tuple[float, float, float] | None:
-        """(ratio, low, high): the runs' log ratios weighted by the inverse of their variance; None if one did not
-        run."""
-        if not self.feasible:
-            return None
-        logs = [(math.log(r.outcome.ratio), r.outcome.log_variance(self.between)) for r in self.runs]
-        if any(v <= 0 for _, v in logs):
+        """(ratio, low, high): the measured runs' log ratios weighted by the inverse of their variance (a run that
+        broke a constraint measured one too: shown, never counted); None when no run measured one."""
+        logs = [(math.log(r.outcome.ratio), r.outcome.log_variance(self.between)) for r in self.runs
+                if r.outcome.ratio is not None and r.outcome.low and r.outcome.high]
+        if not logs or any(v <= 0 for _, v in logs):
             return None
         weights = [1 / v for _, v in logs]
         mean = sum(w * x for w, (x, _) in zip(weights, logs, strict=False)) / sum(weights)
@@ -124,13 +123,13 @@ class Candidate:
         """Its gain is real: it ran in both orientations, within its constraints, at steady state, and its combined
         interval's lower bound clears 1 + the floor."""
         got = self.combined()
-        return (got is not None and self.settled and self.orientations >= min(2, REPLICATES)
+        return (got is not None and self.feasible and self.settled and self.orientations >= min(2, REPLICATES)
                 and len(self.runs) >= REPLICATES and got[1] > 1 + floor)
 
     def may_improve(self, floor: float) -> bool:
         """Worth another run: feasible, settled, and its upper bound above 1 + the floor."""
         got = self.combined()
-        return got is not None and self.settled and got[2] > 1 + floor
+        return got is not None and self.feasible and self.settled and got[2] > 1 + floor
 
 
 Evaluate = Callable[[dict, int, bool], Outcome]   # (knob values, hold in s, roles swapped) → one A/B run's outcome
@@ -236,7 +235,7 @@ class Tuner:
                      if t.datetime_complete else None)
             if "refused" in t.user_attrs:
                 out.append(Result(t.number, dict(t.params), Outcome(None, violations=(t.user_attrs["refused"],)),
-                                  0, "refused", ended))
+                                  0, "refused", ended, known=t.user_attrs.get("known")))
                 continue
             if t.state != optuna.trial.TrialState.COMPLETE or "outcome" not in t.user_attrs:
                 continue            # interrupted mid-run: not a result (a resumed tune runs anew)
