@@ -353,6 +353,43 @@ def test_a_tune_that_fails_says_so_in_its_tune_json(tmp_path, sets, monkeypatch)
     assert data["ended"] is not None and schema.problems("tune.json", data) == []
 
 
+def test_while_nothing_is_feasible_the_confirmations_share_goes_to_the_search(tmp_path, sets):
+    """Before: a run started only with the confirmations' share left after it, even with nothing to confirm (the
+    real tune of 20261130T111421Z stopped after 23 of 55 minutes). Now every candidate failing its constraint leaves
+    the whole budget to the search; the first feasible one late in it is written unconfirmed, and said so."""
+    import json
+
+    from lab import paths
+    from lab.experiment.tune import command
+    tune_space = command_space()
+    plan = command.Plan(tune_space, 180, 0.03, budget_s=2 * 3600)
+    trial_s, reserve_s = plan.trial_s(30), plan.reserve_s(30)
+    runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 100, "jvm_gc": "parallel"}, seed=3,
+                                        infeasible=lambda v: "errors 4 %"), paths.RESULTS, [0.0],
+                        command.OVERHEAD_S["containers"])
+    said = []
+    _, folder = command.execute(options.checked(profile=load_profile()), None, plan, runs, log=said.append,
+                                clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    assert len(runs.ran) == plan.budget_s // trial_s > (plan.budget_s - reserve_s) // trial_s + 1, \
+        "the whole budget searched"
+    assert not runs.series and any("nothing to confirm" in line for line in said)
+    late = {"n": 0}
+
+    def feasible_last(values):
+        late["n"] += 1
+        return None if late["n"] >= plan.budget_s // trial_s else "errors 4 %"
+    runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 100, "jvm_gc": "parallel"}, seed=4,
+                                        infeasible=feasible_last), paths.RESULTS, [0.0],
+                        command.OVERHEAD_S["containers"])
+    said = []
+    _, folder = command.execute(options.checked(profile=load_profile(), label="late"), None, plan, runs,
+                                log=said.append, clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    data = json.loads((folder / "tune.json").read_text())
+    assert not runs.series and data["finalist"] and data["confirmations"] == []
+    assert any("no budget left to confirm" in line for line in said) and data["knob_set"]
+    assert "NOT a confirmed gain" in (sets / f"{data['name']}.yml").read_text()
+
+
 def _worker(root, storage: str, seed: int, budget_s: int) -> str:
     """One worker of a shared study on its own stand-in twins (a process of its own)."""
     from lab import paths

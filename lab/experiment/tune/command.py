@@ -209,21 +209,26 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     log(plan.describe(ramp, known))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
-    # a run starts only when it fits whole with the confirmations after it
-    whole = plan.trial_s(ramp) + (plan.reserve_s(ramp) if proves else 0)
+    # a run starts only when it fits whole with the confirmations after it; while no candidate has run within its
+    # constraints there is nothing to confirm, and the confirmations' share goes to the search (the tune of
+    # 20261130T111421Z stopped after 23 of its 55 minutes with nothing feasible and 32 minutes kept unused)
+    def whole() -> int:
+        found = proves and any(c.feasible for c in tuner.candidates())
+        return plan.trial_s(ramp) + (plan.reserve_s(ramp) if found else 0)
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
     try:
         k = ran(tuner)
-        while left() >= whole:
+        while left() >= whole():
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
             tuner.step(evaluate)
             data["spent_s"] = round(spent + clock() - began)
             record(folder, data, tuner)
         if proves:
-            prove(opts, s, plan, tuner, folder, data, lab.run_series, log)
+            prove(opts, s, plan, tuner, folder, data, lab.run_series, log,
+                  confirms=left() >= plan.reserve_s(ramp))
     except KeyboardInterrupt:
         code = 130
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
@@ -239,9 +244,11 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     return code, folder
 
 
-def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, run_series, log=print) -> None:
+def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, run_series, log=print,
+          confirms: bool = True) -> None:
     """The finalist confirmed against the control and the tuned set (those a resumed tune has kept), then written
-    as a knob set."""
+    as a knob set; confirms False (a first feasible candidate found with no budget left for its confirmations):
+    written unconfirmed, and said so."""
     final, counted = confirm.finalist(tuner)
     if final is None:
         log("tune: no candidate ran within its constraints: nothing to confirm")
@@ -253,14 +260,19 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, ru
     data.update(finalist=row, confirmations=kept)
     _save(folder, data)
     why = "its gain counts" if counted else "no gain cleared the floor: the top feasible candidate, unproven"
-    log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
-        + " and ".join(confirm.against(plan.control)))
     label = f"{folder.name.split('-', 1)[-1]}-confirm"
 
     def keep(confirmations: list[dict]) -> None:
         data["confirmations"] = confirmations
         _save(folder, data)
-    confirm.confirm(opts, s, run_series, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base)
+    if confirms:
+        log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
+            + " and ".join(confirm.against(plan.control)))
+        confirm.confirm(opts, s, run_series, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base)
+    else:
+        log(f"tune: no budget left to confirm trial {final.number} (it was the first to run within its constraints, "
+            f"found after the confirmations' share went to the search): written unconfirmed; ./start.sh tune "
+            f"--resume {folder} --budget TIME confirms it")
     record(folder, data, tuner)             # the importances its comments give, as of now
     file = confirm.write_knob_set(data["name"], data)
     data["knob_set"] = f"ansible/knob_sets/{file.name}"
