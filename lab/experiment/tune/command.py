@@ -103,22 +103,21 @@ def _row(r: search.Result) -> dict:
             "known": r.known}
 
 
-def candidate_row(c: search.Candidate, floor: float, known: str | None = None) -> dict:
+def candidate_row(c: search.Candidate, floor: float) -> dict:
     """A candidate as tune.json keeps it: its runs, their combined ratio and whether its gain counts."""
     got = c.combined() or (None, None, None)
     return {"number": c.number, "values": c.values, "runs": [r.number for r in c.runs],
             "orientations": c.orientations, "settled": c.settled, "feasible": c.feasible,
-            "counts": c.improves(floor), "ratio": got[0], "low": got[1], "high": got[2], "known": known}
+            "counts": c.improves(floor), "ratio": got[0], "low": got[1], "high": got[2], "known": c.known}
 
 
 def record(folder: Path, data: dict, tuner: search.Tuner) -> dict:
     """tune.json from the study: every run, every candidate, the best that counts, the importances."""
-    results = tuner.results()
-    known = {r.number: r.known for r in results if r.known}
-    best = tuner.best()
+    results, candidates = tuner.results(), tuner.candidates()
+    best = tuner.best(candidates)
     data.update(results=[_row(r) for r in results],
-                candidates=[candidate_row(c, tuner.floor, known.get(c.number)) for c in tuner.candidates()],
-                best=candidate_row(best, tuner.floor, known.get(best.number)) if best else None,
+                candidates=[candidate_row(c, tuner.floor) for c in candidates],
+                best=candidate_row(best, tuner.floor) if best else None,
                 importance=tuner.importance())
     _save(folder, data)
     return data
@@ -253,8 +252,7 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, ru
     if final is None:
         log("tune: no candidate ran within its constraints: nothing to confirm")
         return
-    known = {r.number: r.known for r in tuner.results() if r.known}
-    row = {**candidate_row(final, tuner.floor, known.get(final.number)), "counted": counted}
+    row = {**candidate_row(final, tuner.floor), "counted": counted}
     same = (data.get("finalist") or {}).get("number") == final.number     # a resumed tune's, for this finalist
     kept = (data.get("confirmations") or []) if same else []
     data.update(finalist=row, confirmations=kept)

@@ -65,6 +65,11 @@ class Outcome:
     def feasible(self) -> bool:
         return self.ratio is not None and not self.violations
 
+    @classmethod
+    def stored(cls, kept: dict) -> Outcome:
+        """An outcome as the study keeps it (a trial's user attribute: JSON, its violations a list)."""
+        return cls(**{**kept, "violations": tuple(kept["violations"])})
+
     def log_variance(self, between: float) -> float:
         """The variance of its log ratio: its interval's, and the between-run variance where that is not in it."""
         se = (math.log(self.high) - math.log(self.low)) / (2 * Z95) if self.low and self.high else 0.0
@@ -102,6 +107,11 @@ class Candidate:
     @property
     def settled(self) -> bool:
         return all(r.outcome.settled is not False for r in self.runs)
+
+    @property
+    def known(self) -> str | None:
+        """The known knob set its first run was, if it was one."""
+        return self.runs[0].known
 
     @property
     def orientations(self) -> int:
@@ -239,10 +249,8 @@ class Tuner:
                 continue
             if t.state != optuna.trial.TrialState.COMPLETE or "outcome" not in t.user_attrs:
                 continue            # interrupted mid-run: not a result (a resumed tune runs anew)
-            kept = t.user_attrs["outcome"]
-            outcome = Outcome(**{**kept, "violations": tuple(kept["violations"])})
-            out.append(Result(t.number, dict(t.params), outcome, self.hold_s, "complete", ended,
-                              t.user_attrs.get("replicate_of"), t.user_attrs.get("known")))
+            out.append(Result(t.number, dict(t.params), Outcome.stored(t.user_attrs["outcome"]), self.hold_s,
+                              "complete", ended, t.user_attrs.get("replicate_of"), t.user_attrs.get("known")))
         return out
 
     def candidates(self) -> list[Candidate]:
@@ -253,17 +261,17 @@ class Tuner:
                 runs.setdefault(r.number if r.replicate_of is None else r.replicate_of, []).append(r)
         return [Candidate(n, rs[0].values, tuple(rs), self.between) for n, rs in sorted(runs.items())]
 
-    def best(self) -> Candidate | None:
-        """The candidate whose gain counts (Candidate.improves) with the highest lower bound; None when none does."""
-        proven = [c for c in self.candidates() if c.improves(self.floor)]
+    def best(self, candidates: list[Candidate] | None = None) -> Candidate | None:
+        """The candidate whose gain counts (Candidate.improves) with the highest lower bound; None when none does.
+        candidates: self.candidates(), where the caller has them already."""
+        proven = [c for c in (self.candidates() if candidates is None else candidates) if c.improves(self.floor)]
         return max(proven, key=lambda c: (c.combined()[1], c.combined()[0]), default=None)
 
     def importance(self) -> dict[str, float]:
         """Each knob's share of what explains the outcome over the runs that measured one (refused and infeasible
         runs left out: their told value is no measurement), by optuna's default evaluator; {} with too few."""
         measured = [t for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-                    if "outcome" in t.user_attrs and Outcome(**{**t.user_attrs["outcome"], "violations": tuple(
-                        t.user_attrs["outcome"]["violations"])}).feasible]
+                    if "outcome" in t.user_attrs and Outcome.stored(t.user_attrs["outcome"]).feasible]
         if len(measured) < 4:
             return {}
         local = optuna.create_study(direction="maximize")
