@@ -336,6 +336,10 @@ def runs(tmp_path_factory):
     jobs["cycle"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml",
                                              overrides={"tuned": {k: v[0] for k, v in CYCLE_CHANGES.values()}},
                                              tmp=tmp_path_factory.mktemp("cycle"))
+    # knobs the host has already validated in this command (./start.sh passes lab_knobs_checked): not checked again
+    jobs["checked_on_host"] = lambda: ansible_playbook(
+        "-i", str(INVENTORY), "-e", json.dumps({"lab_knobs_checked": True}), "site.yml",
+        overrides={"tuned": {"jvm_heap_max_mb": 400}}, tmp=tmp_path_factory.mktemp("checked"))
     jobs["bare_inventory"] = lambda: ansible_playbook("-i", str(bare_inventory(tmp_path_factory.mktemp("bare"))),
                                                       "site.yml")
     return run_all(jobs)
@@ -452,6 +456,18 @@ def test_memory_beyond_the_machine_is_refused_unless_the_run_insists(runs):
     warnings = [r for r in insisted.results() if WARNING.match(r["msg"])]
     assert [r["host"] for r in warnings] == ["tuned"], insisted.describe()
     assert WARNING.match(warnings[0]["msg"]).groups() == MEMORY.match(failure["msg"]).groups()
+
+
+def test_knobs_the_host_validated_are_applied_without_a_second_check(runs):
+    """site.yml after ./start.sh's own validate.yml (lab_knobs_checked): the overrides are applied, the checks skipped
+    (the heap that `memory` refuses goes through: the host refused it before, when it was bad)."""
+    run = runs["checked_on_host"]
+    assert run.rc == 4 and not run.failures() and PROVISION_PLAY in run.out, run.describe()
+    assert "Set this machine's overrides" in run.out
+    for check in ("Check every knob's type and range", "Estimate the machine's memory use"):
+        assert re.search(rf"TASK \[knobs : {re.escape(check)}\] \**\nskipping: \[default\]\nskipping: \[tuned\]\n",
+                         run.out), f"{check} ran\n{run.describe()}"
+    assert "Find each knob's type and range problem" not in run.out, run.describe()
 
 
 def test_a_services_measured_start_is_what_its_memory_estimate_takes(runs):

@@ -15,7 +15,7 @@ from lab import lock, machines, redact, steps
 from lab.cli import commands
 from lab.cli.arguments import parser
 from lab.errors import LabError
-from lab.experiment import disk, load, options, reporting, service
+from lab.experiment import disk, load, options, preflight, reporting, service
 from lab.experiment.load import plan_check
 from lab.provision import knob_sets
 
@@ -89,12 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"start.sh: the lab needs root (network namespace, loop devices, the machines); run it with sudo "
               f"({without} do not)", file=sys.stderr)
         return 1
+    trials = command.RUN_OPTIONS == "all"      # the full run, sweep, ablate, tune
     try:
-        if command.RUN_OPTIONS == "all":     # checked before the lock: bad input fails before anything waits
-            args.options = run_options(args)
-        typed = "./start.sh " + " ".join(redact.argv(sys.argv[1:] if argv is None else argv))
-        with lock.hold(typed.strip(), log=steps.note) if command.TAKES_LOCK else contextlib.nullcontext():
-            return command.main(args)
+        # the machines' image made ahead while the options, the app's jar and the knobs are checked; cancelled
+        # however the command ends before `up` takes it (bad input changes nothing)
+        with preflight.images_ahead(args.hosts) if trials else contextlib.nullcontext():
+            if trials:                  # checked before the lock: bad input fails before anything waits
+                args.options = run_options(args)
+            typed = "./start.sh " + " ".join(redact.argv(sys.argv[1:] if argv is None else argv))
+            with lock.hold(typed.strip(), log=steps.note) if command.TAKES_LOCK else contextlib.nullcontext():
+                return command.main(args)
     except LabError as failure:           # the lab's own: one message naming the problem (lab/errors.py)
         print(f"start.sh: {failure}", file=sys.stderr)
         return failure.exit_code

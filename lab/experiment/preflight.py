@@ -4,12 +4,15 @@ refused, real hosts reached (their memory is what the knobs must fit); and, afte
 found free."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 
 from lab import paths, steps
-from lab.experiment import disk
+from lab.errors import LabError
+from lab.experiment import design, disk
 from lab.experiment.options import Options
-from lab.machines import lifecycle, settings
+from lab.machines import ahead, image, lifecycle, settings
 from lab.provision import hosts, machine_fit
 
 
@@ -30,3 +33,18 @@ def namespace_free(opts: Options) -> None:
     if opts.hosts is None:
         lifecycle.refuse_foreign()
 
+
+
+def images_ahead(hosts) -> contextlib.AbstractContextManager:
+    """While a command that runs trials checks its options and knobs (the app's jar is built there), the
+    machines' container image is made ahead where `up` will need it (lab/machines/ahead.py). Its guesses are cheap
+    and safe: each machine's own knob set's Java (a --set jvm_version the guess misses is built by `up` itself),
+    and nothing at all without root, with --hosts, or when any of it cannot be read (the checks then say why)."""
+    if hosts is not None or os.geteuid() != 0:
+        return contextlib.nullcontext()
+    try:
+        kind = lifecycle.kind(settings.load())
+        suites = set(design.own_suites().values())
+    except (LabError, ValueError, OSError):
+        return contextlib.nullcontext()
+    return ahead.images(kind, suites, lambda suite: not image.recorded(image.base_name(suite)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -121,8 +122,7 @@ def _remove_stale_boxes(keep: Path, suite: str) -> None:
 def build(settings, target: Path, suite: str) -> None:
     if os.geteuid() != 0:
         raise BoxError("building the base box needs root (loop devices, mounts, chroot)")
-    paths.BOX_DIR.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="build-", dir=paths.BOX_DIR))
+    work = work_dir("build-")
     raw = work / "disk.raw"
     mnt = work / "root"
     mnt.mkdir()
@@ -162,7 +162,36 @@ def build(settings, target: Path, suite: str) -> None:
         if loop:
             subprocess.run(["partx", "-d", loop], capture_output=True)
             subprocess.run(["losetup", "-d", loop], capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
+        remove_work(work)
+
+
+def work_dir(prefix: str) -> Path:
+    """A new folder for one build under the box folder (build-: a VM's box, image-: a container's)."""
+    paths.BOX_DIR.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=paths.BOX_DIR))
+
+
+def mounts_under(folder: Path) -> list[Path]:
+    """What is mounted inside `folder` (this mount namespace), deepest first."""
+    inside, folder = [], folder.resolve()
+    with open("/proc/self/mountinfo") as table:
+        for line in table:
+            point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4]))  # \040: a space
+            if point.is_relative_to(folder) and point != folder:
+                inside.append(point)
+    return sorted(inside, key=lambda p: len(p.parts), reverse=True)
+
+
+def remove_work(work: Path) -> None:
+    """A build's folder removed, once nothing is mounted inside it: a chroot's /dev, /proc or /sys left mounted
+    by a stopped build would otherwise be emptied on the host's side. Kept (and said) when a mount stays."""
+    for point in mounts_under(work):
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+    left = mounts_under(work)
+    if left:
+        steps.note(f"kept {work}: {', '.join(map(str, left))} still mounted (unmount them, then remove it)")
+        return
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def root_filesystem(settings, suite: str, mnt: Path, include: list[str], login_public_key: str | None = None) -> None:

@@ -6,14 +6,13 @@ checkout, ~1 min of mmdebstrap), and this checkout's image, the base with its lo
 clone no longer builds the root file system again. Building needs root (chroot, mounts)."""
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from lab import paths, steps
-from lab.machines import box, containers
+from lab import steps
+from lab.machines import ahead, box, containers
 
 BOOT_ONLY = ("linux-image-amd64", "initramfs-tools")    # a VM's boot: the container runs on the host's kernel
 # Bump when what is changed below for a container changes.
@@ -45,6 +44,20 @@ def present(name: str) -> bool:
     return containers.docker("image", "inspect", name, timeout=30).returncode == 0
 
 
+def recorded(name: str) -> bool:
+    """Image `name` is in the lab's daemon: asked where it runs, else read from its data root's own table of tags
+    (a daemon that is not running keeps its images: a lab taken down, a host rebooted)."""
+    if containers.daemon_running():
+        return present(name)
+    try:
+        tags = json.loads((containers.DATA_ROOT / "image" / "overlay2" / "repositories.json").read_text())
+        repository = name.rsplit(":", 1)[0]
+        known = {**tags["Repositories"].get(repository, {}), **tags["Repositories"].get(f"docker.io/{repository}", {})}
+    except (OSError, ValueError, KeyError, AttributeError):
+        return False
+    return name in known or f"docker.io/{name}" in known
+
+
 def ensure(settings, suite: str) -> tuple[str, bool]:
     """The suite's image in the lab's daemon (running), made when missing: its base built first where that is
     missing too. Returns (name, made_now)."""
@@ -52,7 +65,7 @@ def ensure(settings, suite: str) -> tuple[str, bool]:
     if present(name):
         return name, False
     if not present(base):
-        build(settings, suite, base)
+        build(settings, suite, base, made=ahead.take(suite))
     keyed(base, name, box.login_key().with_suffix(".pub").read_text())
     _remove_stale(f"camel-lab/{suite}", keep=name)      # the keyed images first: they stand on their bases
     _remove_stale(f"camel-lab/{suite}-base", keep=base)
@@ -120,15 +133,22 @@ def container_tweaks(root: Path) -> None:
     init.chmod(0o755)
 
 
-def build(settings, suite: str, name: str) -> None:
-    paths.BOX_DIR.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="image-", dir=paths.BOX_DIR))
+def root_filesystem(settings, suite: str, root: Path) -> None:
+    """The base's root file system in the empty folder `root`: the recipe's without a VM's boot and login key,
+    with the changes a container needs. Run by `ensure` or ahead of it (lab/machines/ahead.py)."""
+    box.root_filesystem(settings, suite, root, [p for p in box.packages() if p not in BOOT_ONLY],
+                        login_public_key="")
+    container_tweaks(root)
+
+
+def build(settings, suite: str, name: str, made: Path | None = None) -> None:
+    """Image `name`: the root file system `made` ahead (its work folder is removed here), or one made now."""
+    work = made.parent if made is not None else box.work_dir("image-")
     root = work / "root"
-    root.mkdir()
     try:
-        box.root_filesystem(settings, suite, root, [p for p in box.packages() if p not in BOOT_ONLY],
-                            login_public_key="")
-        container_tweaks(root)
+        if made is None:
+            root.mkdir()
+            root_filesystem(settings, suite, root)
         steps.note(f"importing {name} into the lab's Docker daemon")
         tar = subprocess.Popen(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-cf", "-", "."],
                                stdout=subprocess.PIPE)
@@ -139,4 +159,4 @@ def build(settings, suite: str, name: str) -> None:
             raise box.BoxError(f"image build failed while importing {name}: docker import exited "
                                f"{imported.returncode}: {imported.stderr.strip()[-400:]}")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        box.remove_work(work)

@@ -10,7 +10,20 @@ from dataclasses import asdict
 
 from lab import machines, paths, shell, steps, unprivileged
 from lab.errors import LabError
-from lab.machines import accel, box, containers, image, netns, prereqs, provider, reach, settings, status, vagrant
+from lab.machines import (
+    accel,
+    ahead,
+    box,
+    containers,
+    image,
+    netns,
+    prereqs,
+    provider,
+    reach,
+    settings,
+    status,
+    vagrant,
+)
 
 
 def made_with(resolved: dict, s: settings.Settings) -> bool:
@@ -155,6 +168,7 @@ def machine_images(suites: set[str], s: settings.Settings, registered: bool = Tr
     container's, built into the lab's daemon when missing)."""
     if vagrant.in_containers() and registered:
         with steps.step("the machines' images"):
+            ahead.cancel_except(suites)
             for suite in sorted(suites):
                 name, built = image.ensure(s, suite)
                 steps.note(f"{'built' if built else 'reusing'} {name}")

@@ -3,6 +3,7 @@ placement; without root, what the lab's own files say."""
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from lab import machines
 from lab.machines import netns, reach, vagrant
@@ -18,19 +19,26 @@ def show() -> None:
           f"{resolved.get('accelerator', '-')} ({resolved.get('accelerator_reason', 'not resolved yet')})")
     print(f"{'machine':8} {'state':12} {'ip':15} {'box':9} {'provider':10} {'accel':6} {'memory':>8} {'cpus':>4} "
           f"{'uptime':>8}  placement")
+    with ThreadPoolExecutor(len(machines.NAMES)) as pool:     # both at once: an SSH login and a placement each
+        probed = dict(zip(machines.NAMES, pool.map(lambda n: probe(n, states[n]), machines.NAMES), strict=True))
     for name in machines.NAMES:
         state = states[name]
-        memory = cpus = uptime = "-"
-        cores = "-"
-        if state == "running":
-            probe = reach.ssh(name, MEMORY_CPUS_UPTIME)
-            if probe.returncode == 0 and len(probe.stdout.split()) == 3:
-                mem, cpus, up_s = probe.stdout.split()
-                memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
-            cores = vagrant.vcpu_placement(name)
+        memory, cpus, uptime, cores = probed[name]
         print(f"{name:8} {state:12} {resolved.get('machines', {}).get(name, '-'):15} "
               f"{(resolved.get('suites') or {}).get(name, '-'):9} {resolved.get('provider', '-'):10} "
               f"{resolved.get('accelerator', '-'):6} {memory:>8} {cpus:>4} {uptime:>8}  {cores}")
+
+
+def probe(name: str, state: str) -> tuple[str, str, str, str]:
+    """A running machine's memory, CPUs, uptime and vCPU placement, as the table shows them ("-": unknown)."""
+    memory = cpus = uptime = cores = "-"
+    if state == "running":
+        said = reach.ssh(name, MEMORY_CPUS_UPTIME)
+        if said.returncode == 0 and len(said.stdout.split()) == 3:
+            mem, cpus, up_s = said.stdout.split()
+            memory, uptime = f"{mem} MB", f"{float(up_s):.0f} s"
+        cores = vagrant.vcpu_placement(name)
+    return memory, cpus, uptime, cores
 
 
 # A machine's memory (its cgroup's limit where it has one below its RAM: a container's), CPUs and uptime. A

@@ -16,7 +16,7 @@ import yaml
 
 from lab import machines, maven, paths, shell, unprivileged
 from lab.errors import LabError
-from lab.provision import catalog
+from lab.provision import catalog, profiler
 
 
 class BuildError(LabError):
@@ -140,12 +140,14 @@ def _build_as(account: unprivileged.Account, project: Path, outside: list[Path],
 
 
 def jars_beside(log=print) -> Future:
-    """The tuning kit, which every service gets beside its jar, built on a thread of its own while the caller brings
-    the machines up (run(jars=...) waits for it): a cold run's base box build leaves a host core to Maven. (A
-    service's own builds are made when its descriptor's facts are first read: service.Service.facts_of.)"""
+    """What the machines get from the host beside the service's jar, made on a thread of its own while the caller
+    brings the machines up (playbook.run(jars=...) waits for it): the tuning kit, built, and async-profiler's agent,
+    fetched (4 s of a cold start on containers, after `up`, before this). A cold run's base box build leaves a host
+    core to Maven. (A service's own builds are made when its descriptor's facts are first read:
+    service.Service.facts_of.)"""
     pool = ThreadPoolExecutor(1, thread_name_prefix="jars")
     try:
-        return pool.submit(lambda: [ensure_kit(log)])
+        return pool.submit(lambda: [ensure_kit(log), profiler.ensure(log=log) / profiler.LIBRARY])
     finally:
         pool.shutdown(wait=False)
 

@@ -31,7 +31,8 @@ README = paths.ROOT / "docs" / "knobs.md"          # the knob reference page: it
 BEGIN, END = "<!-- knobs:begin -->", "<!-- knobs:end -->"
 INVENTORY_HOST_VARS = {"lab_private_ip"}     # per machine, from the inventory lab/provision/playbook.py writes
 # ./start.sh --set, the load's id range and --insist-memory, passed with -e
-PLAY_VARS = {"lab_overrides", "lab_load_id_max", "lab_insist_memory", "lab_controller_javas", "lab_controller_as"}
+PLAY_VARS = {"lab_overrides", "lab_load_id_max", "lab_insist_memory", "lab_controller_javas", "lab_controller_as",
+             "lab_knobs_checked"}
 PLAY_VAR_TEXT = {"lab_overrides": "this run's --set values per machine (./start.sh passes them with -e)",
                  "lab_load_id_max": "the load's highest customer id (./start.sh passes it with -e; "
                                     "mock_customers must cover it)",
@@ -39,7 +40,9 @@ PLAY_VAR_TEXT = {"lab_overrides": "this run's --set values per machine (./start.
                                       "not refused (./start.sh --insist-memory passes it with -e)",
                  "lab_controller_javas": "{jvm_version: the host's java of it}, to check jvm_* knobs (passed with -e)",
                  "lab_controller_as": "{argv, user, folder}: the check of jvm_* knobs runs as the lab's user, argv "
-                                      "before java, in folder (passed with -e; empty where the lab is not root)"}
+                                      "before java, in folder (passed with -e; empty where the lab is not root)",
+                 "lab_knobs_checked": "true: these very knobs passed validate.yml on the host in this command "
+                                      "(./start.sh passes it with -e): site.yml applies them without checking again"}
 # set by site.yml's pre_tasks before any role of the machines' play: what dpkg has installed (a role's apt runs only
 # for a package missing from it)
 PLAY_FACTS = {"lab_packages_installed"}

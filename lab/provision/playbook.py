@@ -92,6 +92,7 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
         done = subprocess.run(command, cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True)
     if done.returncode == 0:
+        _CHECKED.add(_checked_key(resolved, overrides, insist_memory, service_vars))
         return
     problems = validation_problems(done.stdout)
     if not problems:
@@ -99,6 +100,22 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
                              + "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:]))
     raise ValueError("bad knob values, nothing was built, booted or changed:\n"
                      + "\n".join(f"  {host}: {msg}" for host, msg in problems))
+
+
+# What validate() passed in this process: site.yml need not check the same knobs again (lab_knobs_checked).
+_CHECKED: set[str] = set()
+
+
+def _checked_key(resolved: dict, overrides: dict, insist_memory: bool, service_vars: dict | None) -> str:
+    """What the knobs' checks depend on: the machines' memory, the overrides, --insist-memory and the service."""
+    return json.dumps([inventory(resolved)["all"], scope.normal(overrides), insist_memory, service_vars],
+                      sort_keys=True, default=str)
+
+
+def checked_vars(resolved: dict, overrides: dict, insist_memory: bool, service_vars: dict | None) -> list[str]:
+    """-e lab_knobs_checked=true where validate() passed these knobs on these machines in this command."""
+    key = _checked_key(resolved, overrides, insist_memory, service_vars)
+    return ["-e", json.dumps({"lab_knobs_checked": True})] if key in _CHECKED else []
 
 
 def validation_problems(output: str) -> list[tuple[str, str]]:
@@ -159,12 +176,11 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
             log(f"regenerated {path.relative_to(paths.ROOT)} from ansible/knobs.yml")
     except (ValueError, yaml.YAMLError) as bad:
         raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
-    built = list(jars.result()) if jars is not None else [app_jars.ensure_kit(log)]
-    built += scope.service_files(service_vars)
-    try:   # the agent library the app role copies to the machines
-        built.append(profiler.ensure(log=log) / profiler.LIBRARY)
+    try:   # the kit and the agent library the app role copies to the machines
+        built = list((jars or app_jars.jars_beside(log)).result())
     except profiler.ProfilerError as failure:
         raise ProvisionError(str(failure)) from None
+    built += scope.service_files(service_vars)
     base = scope.fingerprint(resolved, {}, built, scope.machine_ids(), service_vars)
     names = tuple(resolved.get("machines") or machines.NAMES)
     chosen = scope.Scope(names, None, "asked for (./start.sh provision or --provision)") if force else \
@@ -177,10 +193,11 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     STAMP.unlink(missing_ok=True)
     # real hosts (lab/provision/hosts.py) come with their own inventory, written when they were checked
     hosts_inventory = resolved.get("inventory")
+    extra = [*start_services_vars(start_services), *_json_vars(service_vars), *controller_java.extra_vars(),
+             *insist_memory_vars(insist_memory), *checked_vars(resolved, overrides, insist_memory, service_vars),
+             *chosen.arguments()]
     command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
-                                             overrides, [*start_services_vars(start_services),
-                                                         *_json_vars(service_vars), *controller_java.extra_vars(),
-                                                         *insist_memory_vars(insist_memory), *chosen.arguments()]))
+                                          overrides, extra))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     with open(logfile, "w", buffering=1) as keep:     # line by line: a user may tail it

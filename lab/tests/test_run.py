@@ -261,18 +261,21 @@ def fake_provisioning(monkeypatch, tmp_path):
 
 
 def test_provisioning_takes_the_kit_built_beside_it_and_fingerprints_the_services_jar(fake_provisioning, monkeypatch):
-    """The full run starts Maven for the kit before the machines are up (jars_beside) and provisioning waits for it:
-    it builds no kit itself; the kit's content and the service's jar's are what it fingerprints."""
+    """The full run starts Maven for the kit and async-profiler's agent before the machines are up (jars_beside)
+    and provisioning waits for them: it builds or fetches neither itself; the kit's content and the service's
+    jar's are what it fingerprints."""
     provision, calls, jar = fake_provisioning
     built = []
-    kit = jars.ensure_kit()
+    kit, agent = jars.ensure_kit(), jars.profiler.ensure() / jars.profiler.LIBRARY
     monkeypatch.setattr(jars, "ensure_kit", lambda log=print: built.append("kit") or kit)
+    home = jars.profiler.ensure()
+    monkeypatch.setattr(jars.profiler, "ensure", lambda log=print: built.append("agent") or home)
     resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
     beside = jars.jars_beside()
-    assert beside.result(timeout=30) == [kit] and built == ["kit"]
+    assert beside.result(timeout=30) == [kit, agent] and built == ["kit", "agent"]
     quiet = dict(log=lambda *a: None, out=io.StringIO())
     assert playbook.run(resolved, {}, force=False, jars=beside, **quiet).roles is None
-    assert built == ["kit"] and len(calls) == 1                                 # no second build
+    assert built == ["kit", "agent"] and len(calls) == 1                        # no second build, no second fetch
     assert playbook.run(resolved, {}, force=False, jars=jars.jars_beside(), **quiet) is None
     jar.write_bytes(b"jar v2")                                                  # the service's jar changed
     assert playbook.run(resolved, {}, force=False, jars=jars.jars_beside(), **quiet).roles is None
@@ -612,3 +615,25 @@ def test_a_process_pcp_named_before_it_execd_is_named_as_it_runs(tmp_path):
     assert "001294 /usr/bin/java,215000" in metrics and "systemd-executor" not in metrics
     assert "001298 /usr/sbin/apache2" in metrics
     assert (pcp / "processes.csv").read_text().splitlines()[1].startswith("001294 /usr/bin/java,/usr/bin/java (PCP saw")
+
+
+def test_site_yml_skips_the_checks_only_for_knobs_this_command_validated(monkeypatch):
+    """lab_knobs_checked goes to site.yml only for the very knobs, machines and service validate() passed."""
+    monkeypatch.setattr(playbook, "_CHECKED", set())
+    resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
+    threads = {"tuned": {"tomcat_threads_max": 250}}
+    assert playbook.checked_vars(resolved, threads, False, None) == []
+    refused = "fatal: [tuned]: FAILED! => " + json.dumps({"msg": "tomcat_threads_max: too many"})
+    outcome = {"code": 2, "out": refused}
+    monkeypatch.setattr(playbook.subprocess, "run", lambda command, **kw: subprocess.CompletedProcess(
+        command, outcome["code"], outcome["out"], ""))
+    with pytest.raises(ValueError, match="tomcat_threads_max"):
+        playbook.validate(resolved, threads)
+    assert playbook.checked_vars(resolved, threads, False, None) == []             # refused: checked again
+    outcome.update(code=0, out="")
+    playbook.validate(resolved, threads)
+    assert playbook.checked_vars(resolved, threads, False, None) == ["-e", '{"lab_knobs_checked": true}']
+    assert playbook.checked_vars(resolved, {"tuned": {"tomcat_threads_max": 251}}, False, None) == []
+    assert playbook.checked_vars({**resolved, "memory_mb": 1024}, threads, False, None) == []
+    assert playbook.checked_vars(resolved, threads, True, None) == []
+    assert playbook.checked_vars(resolved, threads, False, {"lab_service": {"name": "shop"}}) == []

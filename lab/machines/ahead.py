@@ -1,0 +1,146 @@
+"""A container image's root file system made ahead. A cold start on containers spent 16 s on the app's jar and the
+knobs' check before `up` began the image's 62 s of mmdebstrap and apt (results/20261130T101705Z-cycle-cold): a
+command that runs trials now starts that build (`images`) as soon as it knows the machines' kind, in a process of its
+own, and `up` takes it (`take`) when it needs the image. The process leads a session of its own, so its mmdebstrap,
+apt and dpkg are one process group: a run that stops before `up` took it (bad knobs, Ctrl-C, another lab in the
+namespace, a failure) ends that group, undoes what is mounted in its folder and removes it, and nothing is left
+changed. Only a container's base image (one per recipe, host-wide) is made ahead: a VM's box needs loop devices, and
+under TCG its boot and provisioning dwarf it.
+
+    python -m lab.machines.ahead SUITE ROOT PARENT_PID    (the process itself: the suite's root file system in ROOT)
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from lab import paths, steps
+from lab.machines import box, provider
+
+PREFIX = "image-"           # box.work_dir's prefix for a container's root file system
+OWNER = "owner"             # in that folder: the PID of the command it was made ahead for
+STOP_GRACE_S = 30           # mmdebstrap undoes its mounts on SIGTERM; dpkg may take a few seconds to stop
+_PR_SET_PDEATHSIG = 1
+
+
+class Build:
+    """One suite's root file system being made by its own process group, in `work`/root."""
+
+    def __init__(self, suite: str, work: Path, proc: subprocess.Popen, log: Path):
+        self.suite, self.work, self.proc, self.log = suite, work, proc, log
+        self.started = time.monotonic()
+
+    def take(self) -> Path:
+        """The finished root file system (its folder, work, is now the caller's to remove); BoxError with the
+        build's last lines when it failed."""
+        if self.proc.poll() is None:
+            steps.note(f"the {self.suite} root file system, started {time.monotonic() - self.started:.0f} s ago "
+                       "beside the jar and the knobs' check: waiting for it")
+        code = self.proc.wait()
+        if code != 0:
+            box.remove_work(self.work)
+            tail = "\n  ".join(self.log.read_text(errors="replace").splitlines()[-12:]) if self.log.exists() else ""
+            raise box.BoxError(f"image build failed: the {self.suite} root file system made ahead exited {code} "
+                               f"(its whole output: {self.log})\n  {tail}")
+        steps.note(f"the {self.suite} root file system made ahead in {time.monotonic() - self.started:.0f} s")
+        return self.work / "root"
+
+    def cancel(self) -> None:
+        """Its process group ended (TERM, then KILL after STOP_GRACE_S), its mounts undone, its folder removed."""
+        if self.proc.poll() is None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, sig)        # the group this lab started: its leader is not reaped yet
+                try:
+                    self.proc.wait(STOP_GRACE_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        box.remove_work(self.work)
+
+
+_building: dict[str, Build] = {}        # suite → its root file system being made, until `up` takes it
+
+
+def start(suite: str) -> Build:
+    """The suite's root file system started in a process group of its own; its output in .lab/log/."""
+    work = box.work_dir(PREFIX)
+    (work / "root").mkdir()
+    (work / OWNER).write_text(f"{os.getpid()}\n")
+    paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
+    log = paths.LOG_DIR / f"image-{suite}.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "lab.machines.ahead", suite, str(work / "root"),
+                                 str(os.getpid())], cwd=paths.ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    return Build(suite, work, proc, log)
+
+
+def take(suite: str) -> Path | None:
+    """The suite's root file system made ahead (waited for), None when none is being made."""
+    build = _building.pop(suite, None)
+    return build.take() if build is not None else None
+
+
+def cancel_except(suites: set[str]) -> None:
+    """The builds of suites `up` does not need (the guess missed a --set jvm_version) cancelled now."""
+    for suite in [s for s in _building if s not in suites]:
+        _building.pop(suite).cancel()
+
+
+def _left_behind() -> None:
+    """The folders of builds made ahead for a command that is gone (killed: its build stopped with it)."""
+    for work in paths.BOX_DIR.glob(f"{PREFIX}*") if paths.BOX_DIR.is_dir() else ():
+        try:
+            owner = int((work / OWNER).read_text())
+        except (OSError, ValueError):
+            continue        # not one made ahead (image.build's own folder removes itself)
+        if owner != os.getpid() and not Path(f"/proc/{owner}").exists():
+            box.remove_work(work)
+
+
+@contextlib.contextmanager
+def images(kind: str, suites: set[str], missing) -> Iterator[None]:
+    """While the body runs, the base image of each suite that `missing(suite)` says is not in the lab's daemon is
+    made ahead (containers only); whatever `up` did not take is cancelled when the body ends, however it ends."""
+    if kind == provider.CONTAINERS:
+        _left_behind()
+        for suite in sorted(suites):
+            if suite not in _building and missing(suite):
+                _building[suite] = start(suite)
+                steps.note(f"building the {suite} root file system for the machines' image beside the jar and "
+                           f"the knobs' check (its output: {_building[suite].log})")
+    try:
+        yield
+    finally:
+        while _building:
+            _building.popitem()[1].cancel()
+
+
+def _orphaned(signum, frame) -> None:
+    """The command that started this build died: its group (mmdebstrap, apt, dpkg) stopped with it."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.killpg(0, signal.SIGTERM)
+    raise SystemExit(1)
+
+
+def main(argv: list[str]) -> int:
+    suite, root, parent = argv[0], Path(argv[1]), int(argv[2])
+    signal.signal(signal.SIGHUP, _orphaned)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGHUP)
+    if os.getppid() != parent:       # it died before the line above
+        _orphaned(signal.SIGHUP, None)
+    from lab.machines import image, settings  # here: image imports this module
+    image.root_filesystem(settings.load(), suite, root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

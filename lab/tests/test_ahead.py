@@ -1,0 +1,156 @@
+"""The container image's root file system made ahead (lab/machines/ahead.py): started only where `up` will need it,
+taken by `up`, and otherwise ended with its whole process group, its mounts undone and its folder removed."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lab import paths
+from lab.machines import ahead, box, containers, image, provider
+
+
+@pytest.fixture
+def box_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "BOX_DIR", tmp_path / "box")
+    monkeypatch.setattr(paths, "LOG_DIR", tmp_path / "log")
+    monkeypatch.setattr(ahead, "_building", {})
+    return tmp_path / "box"
+
+
+def stand_in(script: str):
+    """ahead.start with `script` (sh, in the root folder as $1) for the build: its own session, as the real one."""
+    def start(suite):
+        work = box.work_dir(ahead.PREFIX)
+        (work / "root").mkdir()
+        (work / ahead.OWNER).write_text(f"{os.getpid()}\n")
+        paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
+        log = paths.LOG_DIR / f"image-{suite}.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(["sh", "-c", script, "sh", str(work / "root")], stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        return ahead.Build(suite, work, proc, log)
+    return start
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "Z" not in open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0]
+    except OSError:
+        return False
+
+
+def test_a_build_up_did_not_take_is_ended_with_its_whole_group_and_its_folder(box_dir, monkeypatch):
+    monkeypatch.setattr(ahead, "start", stand_in('sleep 60 & echo $! > "$1/child"; touch "$1/etc-made"; wait'))
+    with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: True):
+        [build] = ahead._building.values()
+        deadline = time.monotonic() + 10
+        while not (build.work / "root" / "child").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = int((build.work / "root" / "child").read_text())
+        assert alive(child)
+    assert not alive(child), "the build's own child (mmdebstrap, apt, dpkg) must end with it"
+    assert not build.work.exists() and ahead._building == {}
+
+
+def test_bad_input_inside_the_block_cancels_the_build(box_dir, monkeypatch):
+    monkeypatch.setattr(ahead, "start", stand_in("sleep 60"))
+    with pytest.raises(ValueError, match="bad knob"), \
+            ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: True):
+        build = ahead._building["bookworm"]
+        raise ValueError("bad knob")
+    assert build.proc.returncode is not None and not build.work.exists()
+    assert list(box_dir.iterdir()) == []
+
+
+def test_up_takes_the_finished_root_file_system(box_dir, monkeypatch):
+    monkeypatch.setattr(ahead, "start", stand_in('mkdir "$1/etc" && echo bookworm > "$1/etc/debian_version"'))
+    with ahead.images(provider.CONTAINERS, {"bookworm", "trixie"}, missing=lambda suite: suite == "bookworm"):
+        assert sorted(ahead._building) == ["bookworm"]          # trixie's image is there: nothing to make
+        root = ahead.take("bookworm")
+        assert (root / "etc" / "debian_version").read_text() == "bookworm\n"
+        assert ahead.take("bookworm") is None                     # taken once; `up` builds anything else itself
+    assert root.exists(), "a taken root file system is the image build's to import and remove"
+    box.remove_work(root.parent)
+    assert not root.parent.exists()
+
+
+def test_a_failed_build_is_an_error_with_its_last_lines_and_leaves_nothing(box_dir, monkeypatch):
+    monkeypatch.setattr(ahead, "start", stand_in('echo "E: Unable to locate package pcp"; exit 100'))
+    with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: True):
+        work = ahead._building["bookworm"].work
+        with pytest.raises(box.BoxError, match="exited 100(.|\n)*Unable to locate package pcp"):
+            ahead.take("bookworm")
+    assert not work.exists()
+
+
+def test_nothing_is_made_ahead_for_vms_or_where_the_image_is_there(box_dir, monkeypatch):
+    monkeypatch.setattr(ahead, "start", lambda suite: pytest.fail("started a build"))
+    with ahead.images(provider.LIBVIRT, {"bookworm"}, missing=lambda suite: True):
+        pass
+    with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: False):
+        pass
+
+
+def test_up_cancels_the_builds_of_suites_it_does_not_need(box_dir, monkeypatch):
+    monkeypatch.setattr(ahead, "start", stand_in("sleep 60"))
+    with ahead.images(provider.CONTAINERS, {"bookworm", "trixie"}, missing=lambda suite: True):
+        trixie = ahead._building["trixie"]
+        ahead.cancel_except({"bookworm"})       # a --set jvm_version=17 the guess from the knob sets missed
+        assert sorted(ahead._building) == ["bookworm"] and not trixie.work.exists()
+
+
+def test_the_folders_of_a_killed_command_are_removed_by_the_next(box_dir, monkeypatch):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for owner in (dead.pid, os.getpid()):
+        work = box.work_dir(ahead.PREFIX)
+        (work / ahead.OWNER).write_text(f"{owner}\n")
+    other = box.work_dir("build-")          # a VM box's build, never made ahead: not this module's
+    monkeypatch.setattr(ahead, "start", lambda suite: pytest.fail("started a build"))
+    with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: False):
+        pass
+    owners = sorted((w / ahead.OWNER).read_text().strip() for w in box_dir.glob(f"{ahead.PREFIX}*"))
+    assert owners == [str(os.getpid())] and other.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root (CI runs as root)")
+def test_a_folder_is_removed_only_once_nothing_is_mounted_in_it(tmp_path, monkeypatch):
+    """A stopped chroot build may leave /proc, /sys or /dev mounted in its root: removing the folder then would
+    empty them on the host's side. They are unmounted first; the folder stays while one cannot be."""
+    work = tmp_path / "image-x"
+    (work / "root" / "proc").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(work / "root" / "proc")], check=True)
+    (work / "root" / "proc" / "kept").write_text("host's")
+    assert box.mounts_under(work) == [(work / "root" / "proc").resolve()]
+    busy = subprocess.run
+    monkeypatch.setattr(box.subprocess, "run", lambda *a, **k: None)    # an umount that does nothing
+    box.remove_work(work)
+    assert (work / "root" / "proc" / "kept").exists(), "removed with a mount inside"
+    monkeypatch.setattr(box.subprocess, "run", busy)
+    box.remove_work(work)
+    assert not work.exists() and box.mounts_under(tmp_path) == []
+
+
+def test_an_image_is_known_from_the_daemons_own_table_while_it_is_not_running(tmp_path, monkeypatch):
+    monkeypatch.setattr(containers, "DATA_ROOT", tmp_path)
+    monkeypatch.setattr(containers, "daemon_running", lambda: False)
+    name = "camel-lab/bookworm-base:d1b76b36835d-c4"
+    assert not image.recorded(name)                       # no table yet: a host that never ran the lab's daemon
+    table = tmp_path / "image" / "overlay2" / "repositories.json"
+    table.parent.mkdir(parents=True)
+    table.write_text(json.dumps({"Repositories": {"camel-lab/bookworm-base": {name: "sha256:cd35"}}}))
+    assert image.recorded(name)
+    assert not image.recorded("camel-lab/bookworm-base:000000000000-c4")     # another recipe's
+    table.write_text("{")                                                     # half written: build it
+    assert not image.recorded(name)
+
+
+def test_the_build_process_stops_when_its_command_dies(tmp_path):
+    """python -m lab.machines.ahead gets SIGHUP when the command that started it dies (PR_SET_PDEATHSIG) and ends
+    its group; here its parent is already gone when it starts."""
+    done = subprocess.run([sys.executable, "-m", "lab.machines.ahead", "bookworm", str(tmp_path / "root"), "1"],
+                          cwd=paths.ROOT, capture_output=True, text=True, timeout=60, start_new_session=True)
+    assert done.returncode == 1 and not (tmp_path / "root").exists()
