@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from lab import machines, paths, shell, steps, unprivileged
@@ -106,9 +107,16 @@ def remake(s: settings.Settings, suites: dict[str, str], names: tuple[str, ...])
         vagrant.write_resolved(resolved)
         vagrant.up(s.boot_timeout, names)
         vagrant.write_ssh_config()
-        for name in names:
-            shell.run(reach.ssh_command(name, "true"), f"{name} booted but does not answer over SSH",
-                      error=LabError, timeout=120)
+        answer_over_ssh(names)
+
+
+def answer_over_ssh(names) -> None:
+    """Each machine logs in over SSH (all at once); LabError naming one that does not."""
+    def login(name):
+        shell.run(reach.ssh_command(name, "true"), f"{name} booted but does not answer over SSH", error=LabError,
+                  timeout=120)
+    with ThreadPoolExecutor(len(names)) as pool:
+        list(pool.map(login, names))
 
 
 def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
@@ -152,9 +160,7 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
             boot(s.boot_timeout)
         with steps.step("SSH to both machines"):
             vagrant.write_ssh_config()
-            for name in machines.NAMES:
-                shell.run(reach.ssh_command(name, "true"), f"{name} booted but does not answer over SSH",
-                          error=LabError, timeout=120)
+            answer_over_ssh(machines.NAMES)
     except BaseException as failure:
         print(f"\nstart.sh up failed: {failure}\nTearing down what was started…", file=sys.stderr)
         for line in teardown():

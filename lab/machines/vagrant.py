@@ -25,6 +25,7 @@ SERIAL_LOG = "/var/log/libvirt/qemu/lab-{name}-serial.log"   # each guest's cons
 DOMAIN_DEFINITIONS = Path("/etc/libvirt/qemu")   # libvirt's domain XML files, also of a crashed lab
 NETWORKS = ("lab-mgmt", "lab-private")       # libvirt networks the Vagrantfile asks for
 VAGRANT_PROVIDERS = {provider.LIBVIRT: "libvirt", provider.CONTAINERS: "docker"}   # the lab's → Vagrant's name
+DOTFILE = paths.STATE_DIR / "vagrant"        # Vagrant's state of the machines (VAGRANT_DOTFILE_PATH): their ids
 
 
 class MachineError(LabError):
@@ -78,7 +79,7 @@ def read_resolved() -> dict | None:
 def vagrant_env() -> dict:
     env = {**os.environ,
            "VAGRANT_HOME": str(paths.VAGRANT_HOME),
-           "VAGRANT_DOTFILE_PATH": str(paths.STATE_DIR / "vagrant"),
+           "VAGRANT_DOTFILE_PATH": str(DOTFILE),
            "VAGRANT_DEFAULT_PROVIDER": VAGRANT_PROVIDERS[kind()],
            "VAGRANT_CHECKPOINT_DISABLE": "1",
            "VAGRANT_NO_COLOR": "1",
@@ -133,9 +134,28 @@ def parse_status(machine_readable: str) -> dict[str, str]:
 def states() -> dict[str, str]:
     if not healthy():
         return {name: "not_created" for name in NAMES}
+    if in_containers():
+        return container_states()
     result = vagrant("status", "--machine-readable")
     found = parse_status(result.stdout)
     return {name: found.get(name, "unknown") for name in NAMES}
+
+
+def container_states() -> dict[str, str]:
+    """What `vagrant status` says of containers, read as Vagrant's docker provider reads it (provider.rb `state`,
+    driver.rb `state`): the container id Vagrant keeps for a machine, running when `docker ps` lists it, stopped
+    when `docker ps -a` does, else not created. Without Ruby's start: ~0.1 s, not ~2 s, on every status."""
+    ids = {}
+    for name in NAMES:
+        try:
+            ids[name] = (DOTFILE / "machines" / name / VAGRANT_PROVIDERS[provider.CONTAINERS] / "id").read_text()
+            ids[name] = ids[name].strip()
+        except OSError:
+            ids[name] = ""
+    running, created = (set(containers.docker("ps", *flag, "-q", "--no-trunc").stdout.split())
+                        for flag in ((), ("-a",)))
+    return {name: "preparing" if cid == "preparing" else "running" if cid and cid in running else
+            "stopped" if cid and cid in created else "not_created" for name, cid in ids.items()}
 
 
 def ensure_box(box_path: Path, name: str) -> bool:
@@ -266,7 +286,7 @@ def cores_shared(cpusets: dict[str, str], log=print):
 def forget_containers() -> None:
     """Vagrant's record of the machines as containers (their ids), once the containers are gone: a machine
     recorded under one provider cannot be brought up under the other."""
-    for record in (paths.STATE_DIR / "vagrant" / "machines").glob(f"*/{VAGRANT_PROVIDERS[provider.CONTAINERS]}"):
+    for record in (DOTFILE / "machines").glob(f"*/{VAGRANT_PROVIDERS[provider.CONTAINERS]}"):
         shutil.rmtree(record, ignore_errors=True)
 
 

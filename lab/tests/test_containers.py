@@ -226,3 +226,21 @@ def test_a_daemon_that_does_not_answer_yet_is_not_running_rather_than_a_tracebac
     monkeypatch.setattr(containers, "docker", slow)
     monkeypatch.setattr(containers.procs, "alive", lambda name: True)
     assert containers.daemon_running() is False
+
+
+def test_the_machines_states_are_read_as_vagrants_docker_provider_reads_them(tmp_path, monkeypatch):
+    """vagrant.container_states: Vagrant's container id of each machine, looked up in `docker ps` (running) and
+    `docker ps -a` (stopped); no id, or one Docker no longer has, is not created."""
+    from lab.machines import vagrant
+    monkeypatch.setattr(vagrant, "DOTFILE", tmp_path)
+    listed = {(): "aaa\n", ("-a",): "aaa\nbbb\n"}
+    monkeypatch.setattr(containers, "docker", lambda *args, **kw: subprocess.CompletedProcess(
+        args, 0, listed[tuple(a for a in args[1:] if a == "-a")], ""))
+    for name, cid in (("default", "aaa"), ("tuned", "bbb")):
+        (tmp_path / "machines" / name / "docker").mkdir(parents=True)
+        (tmp_path / "machines" / name / "docker" / "id").write_text(cid)
+    assert vagrant.container_states() == {"default": "running", "tuned": "stopped"}
+    (tmp_path / "machines" / "tuned" / "docker" / "id").write_text("ccc\n")      # removed behind Vagrant's back
+    assert vagrant.container_states() == {"default": "running", "tuned": "not_created"}
+    (tmp_path / "machines" / "default" / "docker" / "id").unlink()
+    assert vagrant.container_states() == {"default": "not_created", "tuned": "not_created"}
