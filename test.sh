@@ -62,8 +62,18 @@ PARALLEL=(-n 2 --dist loadscope)
 SLOWEST=(--durations=10)
 TIMED=(lab/tests/test_load.py lab/tests/test_instruments.py lab/tests/test_host_watch.py)
 pytest_() { .venv/bin/python -m pytest -q "${SLOWEST[@]}" "$@"; }
+# Debian packages only the tests need: a PostgreSQL server (two tune workers share a study on one, started by the
+# test in a folder of its own). Installed without the package's own cluster, which would start a server for good.
+test_debs() {
+  compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" > /dev/null && return 0
+  [ "$(id -u)" -eq 0 ] || { echo "test.sh: the lab stage needs PostgreSQL: as root run apt-get install postgresql" >&2; return 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql-common \
+    && sed -ri 's/^#? *create_main_cluster *=.*/create_main_cluster = false/' /etc/postgresql-common/createcluster.conf \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql
+}
 stage_lab()  {
-  ./start.sh prereqs && pytest_ "${PARALLEL[@]}" lab/tests bench "${TIMED[@]/#/--ignore=}" && pytest_ "${TIMED[@]}"
+  ./start.sh prereqs && test_debs && pytest_ "${PARALLEL[@]}" lab/tests bench "${TIMED[@]/#/--ignore=}" \
+    && pytest_ "${TIMED[@]}"
 }
 stage_ansible() { pytest_ "${PARALLEL[@]}" ansible/tests; }
 stage_report() { pytest_ "${PARALLEL[@]}" report/tests runfolder/tests; }

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -154,3 +155,16 @@ def test_the_build_process_stops_when_its_command_dies(tmp_path):
     done = subprocess.run([sys.executable, "-m", "lab.machines.ahead", "bookworm", str(tmp_path / "root"), "1"],
                           cwd=paths.ROOT, capture_output=True, text=True, timeout=60, start_new_session=True)
     assert done.returncode == 1 and not (tmp_path / "root").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists() or os.geteuid() != 0,
+                    reason="no autogroups in this kernel, or not root (a negative nice needs CAP_SYS_NICE)")
+def test_the_build_goes_first_in_the_cpu():
+    """Its own session (an autogroup of its own) weighs more than the command's, whose jar and checks can wait."""
+    other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        ahead.first(other.pid)
+        assert Path(f"/proc/{other.pid}/autogroup").read_text().split()[-1] == str(ahead.AUTOGROUP_NICE)
+    finally:
+        other.kill()
+        other.wait()

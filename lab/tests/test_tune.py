@@ -407,14 +407,53 @@ def _worker(root, storage: str, seed: int, budget_s: int) -> str:
     return str(folder)
 
 
-def test_two_workers_share_one_study(tmp_path, sets):
+@pytest.fixture
+def postgresql():
+    """A real PostgreSQL server (the host's Debian package, ./test.sh installs it) started for the test in a folder
+    of its own, reached on a Unix socket only (no TCP port), stopped and removed after; its URL."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+    if not found:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no PostgreSQL server here (Debian package postgresql: ./test.sh installs it)")
+        pytest.skip("no PostgreSQL server here (Debian package postgresql)")
+    bin_dir = found[-1].parent
+    folder = Path(tempfile.mkdtemp(prefix="lab-pg-"))
+    as_owner = []
+    if os.geteuid() == 0:           # the server refuses root: it runs as the package's own account
+        shutil.chown(folder, "postgres", "postgres")
+        as_owner = ["runuser", "-u", "postgres", "--"]
+
+    def run(*command):
+        subprocess.run([*as_owner, *command], check=True, capture_output=True, timeout=120)
+
+    run(str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", "lab", "--auth=trust", "--no-sync")
+    run(str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "server.log"), "-w", "start", "-o",
+        f"-k {folder} -c listen_addresses='' -c fsync=off")
+    try:
+        run(str(bin_dir / "createdb"), "-h", str(folder), "-U", "lab", "tune")
+        yield f"postgresql+psycopg2://lab@/tune?host={folder}"
+    finally:
+        run(str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("server", ["sqlite", "postgresql"])
+def test_two_workers_share_one_study(tmp_path, sets, server, request):
     """Two controllers' workers (processes) on one study through its storage: each runs its own trials in its own
-    folder, the study holds both workers' trials once each, and each sees the other's."""
+    folder, the study holds both workers' trials once each, and each sees the other's. On SQLite (workers of one
+    controller) and on a real PostgreSQL server (workers on several)."""
     import json
     import multiprocessing
 
     from lab.experiment.tune import search
-    storage = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    storage = (request.getfixturevalue("postgresql") if server == "postgresql"
+               else f"sqlite:///{tmp_path / 'shared.sqlite'}")
+    from lab.cli.commands import tune as tune_command
+    assert tune_command.study_url(storage) == storage, "--study takes it (its driver is installed)"
     roots = [tmp_path / "one", tmp_path / "two"]
     with multiprocessing.get_context("fork").Pool(2) as pool:
         folders = pool.starmap(_worker, [(roots[0], storage, 1, 2 * 3600), (roots[1], storage, 2, 2 * 3600)])
