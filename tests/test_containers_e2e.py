@@ -44,6 +44,10 @@ def test_a_host_wide_kernel_setting_is_refused_on_containers_before_anything_sta
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr
     assert "vm.swappiness: not a per-network-namespace kernel setting" in result.stderr
     assert NETNS_FILE.exists() == before
+    # where the host had no base image yet (a CI machine), its root file system was started ahead and then ended
+    # with its whole process group: nothing of it is left (lab/machines/ahead.py)
+    assert not list((ROOT / ".lab" / "box").glob("image-*")), "a root file system made ahead was left behind"
+    assert not [p for p in Path("/proc").glob("[0-9]*") if "lab.machines.ahead" in procs.cmdline(int(p.name))]
 
 
 def test_both_containers_have_the_machines_shape(lab_up):

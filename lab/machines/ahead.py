@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lab import paths, steps
-from lab.machines import box, provider
+from lab.machines import box, image, provider, settings
 
 PREFIX = "image-"           # box.work_dir's prefix for a container's root file system
 OWNER = "owner"             # in that folder: the PID of the command it was made ahead for
@@ -147,10 +147,9 @@ def main(argv: list[str]) -> int:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGHUP)
     if os.getppid() != parent:       # it died before the line above
         _orphaned(signal.SIGHUP, None)
-    from lab.machines import image, settings  # here: image imports this module
     image.root_filesystem(settings.load(), suite, root)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:4]))          # SUITE ROOT PARENT_PID

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from lab import steps
-from lab.machines import ahead, box, containers
+from lab.machines import box, containers
 
 BOOT_ONLY = ("linux-image-amd64", "initramfs-tools")    # a VM's boot: the container runs on the host's kernel
 # Bump when what is changed below for a container changes.
@@ -58,14 +59,15 @@ def recorded(name: str) -> bool:
     return name in known or f"docker.io/{name}" in known
 
 
-def ensure(settings, suite: str) -> tuple[str, bool]:
+def ensure(settings, suite: str, made_ahead: Callable[[], Path | None] = lambda: None) -> tuple[str, bool]:
     """The suite's image in the lab's daemon (running), made when missing: its base built first where that is
-    missing too. Returns (name, made_now)."""
+    missing too, from the root file system `made_ahead()` gives (lab/machines/ahead.py) or one made now. Returns
+    (name, made_now)."""
     name, base = image_name(suite), base_name(suite)
     if present(name):
         return name, False
     if not present(base):
-        build(settings, suite, base, made=ahead.take(suite))
+        build(settings, suite, base, made=made_ahead())
     keyed(base, name, box.login_key().with_suffix(".pub").read_text())
     _remove_stale(f"camel-lab/{suite}", keep=name)      # the keyed images first: they stand on their bases
     _remove_stale(f"camel-lab/{suite}-base", keep=base)

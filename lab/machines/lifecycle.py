@@ -176,7 +176,7 @@ def machine_images(suites: set[str], s: settings.Settings, registered: bool = Tr
         with steps.step("the machines' images"):
             ahead.cancel_except(suites)
             for suite in sorted(suites):
-                name, built = image.ensure(s, suite)
+                name, built = image.ensure(s, suite, made_ahead=lambda suite=suite: ahead.take(suite))
                 steps.note(f"{'built' if built else 'reusing'} {name}")
         return
     with steps.step("base boxes" if not registered else "register the boxes with Vagrant"):

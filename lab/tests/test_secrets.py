@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,10 @@ def test_a_recorded_url_is_usable_again_without_its_password():
 
 
 @pytest.mark.parametrize("url", [URL, f"mysql://tuner:{SECRET}@db/study"])
-def test_a_refused_study_url_is_named_without_its_password(url):
+def test_a_refused_study_url_is_named_without_its_password(url, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg2", None)     # a controller without PostgreSQL's driver
     with pytest.raises(ValueError) as refused:
-        tune.study_url(url)     # PostgreSQL's driver is not in .venv; MySQL is no storage the lab takes
+        tune.study_url(url)     # PostgreSQL's driver missing; MySQL is no storage the lab takes
     assert SECRET not in str(refused.value) and "tuner:***@" in str(refused.value)
 
 

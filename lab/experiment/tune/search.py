@@ -165,7 +165,9 @@ class Tuner:
                     # "bad" density whatever value they were told
                     sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP))
                 break
-            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError):
+            # SQLite: locked. PostgreSQL, two workers making the tables at once: a duplicate pg_type row
+            # (IntegrityError) or 'type "alembic_version" already exists' (ProgrammingError): 4 of 24 openings here
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError, sqlalchemy.exc.ProgrammingError):
                 if attempt == OPEN_ATTEMPTS - 1:
                     raise
                 time.sleep(0.5 * (attempt + 1))
