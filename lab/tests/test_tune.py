@@ -572,3 +572,21 @@ def test_a_warmup_that_leaves_a_trial_nothing_to_measure_is_refused():
     tune_command.check_warmup(options.checked(profile=load_profile(), warmup_s=60), plan)     # 30 s ramp + 60 s
     with pytest.raises(ValueError, match="--warmup 90 s: a run lasts 90 s"):
         tune_command.check_warmup(options.checked(profile=load_profile(), warmup_s=90), plan)
+
+
+def test_a_study_whose_tables_another_worker_is_making_is_opened_again(monkeypatch):
+    """Two workers making a PostgreSQL study's tables at once get one of these (seen on a real server); the second
+    opening finds the tables made."""
+    import sqlalchemy
+
+    create = optuna.create_study
+    raced = [sqlalchemy.exc.ProgrammingError("CREATE TYPE", {}, Exception('type "alembic_version" already exists')),
+             sqlalchemy.exc.IntegrityError("INSERT", {}, Exception("duplicate key value violates unique constraint"))]
+    monkeypatch.setattr(search.time, "sleep", lambda s: None)
+
+    def racing(**kw):
+        if raced:
+            raise raced.pop(0)
+        return create(**kw)
+    monkeypatch.setattr(optuna, "create_study", racing)
+    assert tuner("raced").study.study_name == "raced" and raced == []
