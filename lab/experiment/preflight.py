@@ -34,7 +34,6 @@ def namespace_free(opts: Options) -> None:
         lifecycle.refuse_foreign()
 
 
-
 def images_ahead(hosts) -> contextlib.AbstractContextManager:
     """While a command that runs trials checks its options and knobs (the app's jar is built there), the
     machines' container image is made ahead where `up` will need it (lab/machines/ahead.py). Its guesses are cheap
