@@ -244,3 +244,32 @@ def test_the_machines_states_are_read_as_vagrants_docker_provider_reads_them(tmp
     assert vagrant.container_states() == {"default": "running", "tuned": "not_created"}
     (tmp_path / "machines" / "default" / "docker" / "id").unlink()
     assert vagrant.container_states() == {"default": "not_created", "tuned": "not_created"}
+
+
+def test_the_ssh_config_is_what_vagrant_ssh_config_wrote_for_the_containers(tmp_path, monkeypatch):
+    """vagrant.container_ssh_config: each container's address on Docker's bridge, as its docker provider finds it, in
+    the words `vagrant ssh-config` wrote for them (the expected text below is its output of 2026-11-30, the
+    addresses and the key's folder aside); refused while a machine has no container or no address."""
+    from lab.machines import box, vagrant
+    monkeypatch.setattr(vagrant, "DOTFILE", tmp_path)
+    monkeypatch.setattr(box, "login_key", lambda: Path("/work/c67/.lab/secrets/box_login"))
+    with pytest.raises(vagrant.MachineError, match="no container"):
+        vagrant.container_ssh_config()
+    for name, cid in (("default", "aaa"), ("tuned", "bbb")):
+        (tmp_path / "machines" / name / "docker").mkdir(parents=True)
+        (tmp_path / "machines" / name / "docker" / "id").write_text(cid + "\n")
+    asked = []
+    answer = {"out": "192.168.121.3\n192.168.121.2\n"}
+    monkeypatch.setattr(containers, "docker", lambda *args, **kw: asked.append(args) or subprocess.CompletedProcess(
+        args, 0, answer["out"], ""))
+    assert vagrant.container_ssh_config() == (
+        "Host default\n  HostName 192.168.121.3\n  User vagrant\n  Port 22\n  UserKnownHostsFile /dev/null\n"
+        "  StrictHostKeyChecking no\n  PasswordAuthentication no\n  IdentityFile /work/c67/.lab/secrets/box_login\n"
+        "  IdentitiesOnly yes\n  LogLevel FATAL\n\n"
+        "Host tuned\n  HostName 192.168.121.2\n  User vagrant\n  Port 22\n  UserKnownHostsFile /dev/null\n"
+        "  StrictHostKeyChecking no\n  PasswordAuthentication no\n  IdentityFile /work/c67/.lab/secrets/box_login\n"
+        "  IdentitiesOnly yes\n  LogLevel FATAL\n")
+    assert asked[-1][-2:] == ("aaa", "bbb")
+    answer["out"] = "192.168.121.3\n\n"              # tuned not on the bridge yet
+    with pytest.raises(vagrant.MachineError, match="addresses are not known"):
+        vagrant.container_ssh_config()
