@@ -87,8 +87,9 @@ def start(suite: str) -> Build:
 
 def first(pid: int) -> None:
     """The build's session ahead of the command's own in the CPU (its autogroup's nice): it is what `up` will wait
-    for, while the jar, the knobs' check and the kit, JMeter and async-profiler beside it have time to spare (cold
-    starts here: 55 s alone, 68-71 s beside them). Where the kernel has no autogroups it stays as it is."""
+    for, while the jar, the knobs' check and the kit, JMeter and async-profiler beside it have time to spare. Cold
+    starts here: 55 s alone; beside them 55-71 s (median 64, 6 runs) without this, 56-65 s (median 61, 5) with it,
+    which the host's drift does not let tell apart. Where the kernel has no autogroups it stays as it is."""
     with contextlib.suppress(OSError):
         Path(f"/proc/{pid}/autogroup").write_text(f"{AUTOGROUP_NICE}\n")
 
