@@ -5,6 +5,7 @@ alone is not enough: a short test boot of the host's kernel must reach its first
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -22,6 +23,7 @@ def _test_kernel() -> Path | None:
     return kernels[-1] if kernels else None
 
 
+@functools.cache         # once per command: the image made ahead asks for the machines' kind before the run does
 def kvm_test_boot(kernel: Path, seconds: int = TEST_BOOT_SECONDS) -> bool:
     """Boots `kernel` under KVM without a root disk; working KVM prints the kernel banner at once."""
     cmd = ["qemu-system-x86_64", "-accel", "kvm", "-m", "128", "-nographic", "-no-reboot",

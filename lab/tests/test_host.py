@@ -36,6 +36,21 @@ def test_kvm_only_when_the_test_boot_works(monkeypatch, tmp_path):
     assert acc == "tcg" and "test boot" in why
 
 
+def test_a_kernels_kvm_test_boot_runs_once_per_command(monkeypatch, tmp_path):
+    """The image made ahead asks for the machines' kind before the run does: QEMU's test boot is not run twice."""
+    booted = []
+
+    class Banner:
+        stdout = "Linux version 6.1.0"
+    monkeypatch.setattr(accel.subprocess, "run", lambda cmd, **kw: booted.append(cmd) or Banner())
+    kernel = tmp_path / "vmlinuz-6.1.0"
+    accel.kvm_test_boot.cache_clear()
+    try:
+        assert accel.kvm_test_boot(kernel) == accel.kvm_test_boot(kernel) and len(booted) == 1
+    finally:
+        accel.kvm_test_boot.cache_clear()
+
+
 def test_flag_detection_reads_the_flags_line_only():
     assert accel.cpu_has_virtualization(CPUINFO_VMX)
     assert not accel.cpu_has_virtualization("model name\t: vmx-like marketing name\n" + CPUINFO_PLAIN)
