@@ -7,7 +7,7 @@ namespace, a failure) ends that group, undoes what is mounted in its folder and 
 changed. Only a container's base image (one per recipe, host-wide) is made ahead: a VM's box needs loop devices, and
 under TCG its boot and provisioning dwarf it.
 
-    python -m lab.machines.ahead SUITE ROOT PARENT_PID    (the process itself: the suite's root file system in ROOT)
+    python -m lab.machines.ahead SUITE PARENT_PID ROOT    (the process itself: the suite's root file system in ROOT)
 """
 from __future__ import annotations
 
@@ -70,16 +70,17 @@ class Build:
 _building: dict[str, Build] = {}        # suite → its root file system being made, until `up` takes it
 
 
-def start(suite: str) -> Build:
-    """The suite's root file system started in a process group of its own; its output in .lab/log/."""
+def start(suite: str, command: list[str] | None = None) -> Build:
+    """The suite's root file system started in a process group of its own; its output in .lab/log/. command:
+    what makes it, given the root's folder as its last argument (this module's main unless given)."""
     work = box.work_dir(PREFIX)
     (work / "root").mkdir()
     (work / OWNER).write_text(f"{os.getpid()}\n")
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     log = paths.LOG_DIR / f"image-{suite}.log"
+    command = command or [sys.executable, "-m", "lab.machines.ahead", suite, str(os.getpid())]
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "lab.machines.ahead", suite, str(work / "root"),
-                                 str(os.getpid())], cwd=paths.ROOT, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([*command, str(work / "root")], cwd=paths.ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     first(proc.pid)
     return Build(suite, work, proc, log)
@@ -143,7 +144,7 @@ def _orphaned(signum, frame) -> None:
 
 
 def main(argv: list[str]) -> int:
-    suite, root, parent = argv[0], Path(argv[1]), int(argv[2])
+    suite, parent, root = argv[0], int(argv[1]), Path(argv[2])
     signal.signal(signal.SIGHUP, _orphaned)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGHUP)
     if os.getppid() != parent:       # it died before the line above
@@ -153,4 +154,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:4]))          # SUITE ROOT PARENT_PID
+    sys.exit(main(sys.argv[1:4]))          # SUITE PARENT_PID ROOT

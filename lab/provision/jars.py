@@ -139,15 +139,20 @@ def _build_as(account: unprivileged.Account, project: Path, outside: list[Path],
             shutil.copy2(built, jar)
 
 
-def jars_beside(log=print) -> Future:
-    """What the machines get from the host beside the service's jar, made on a thread of its own while the caller
-    brings the machines up (playbook.run(jars=...) waits for it): the tuning kit, built, and async-profiler's agent,
-    fetched (4 s of a cold start on containers, after `up`, before this). A cold run's base box build leaves a host
-    core to Maven. (A service's own builds are made when its descriptor's facts are first read:
+def host_files(log=print) -> list[Path]:
+    """What the machines get from the host beside the service's jar: the tuning kit, built, and async-profiler's
+    agent, fetched. (A service's own builds are made when its descriptor's facts are first read:
     service.Service.facts_of.)"""
+    return [ensure_kit(log), profiler.ensure(log=log) / profiler.LIBRARY]
+
+
+def jars_beside(log=print) -> Future:
+    """host_files() made on a thread of its own while the caller brings the machines up (playbook.run(jars=...)
+    waits for it): a cold run's base box build leaves a host core to Maven, and the agent's fetch no longer waits
+    for `up` (4 s of a cold start on containers)."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="jars")
     try:
-        return pool.submit(lambda: [ensure_kit(log), profiler.ensure(log=log) / profiler.LIBRARY])
+        return pool.submit(host_files, log)
     finally:
         pool.shutdown(wait=False)
 

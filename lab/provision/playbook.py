@@ -177,7 +177,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     except (ValueError, yaml.YAMLError) as bad:
         raise ProvisionError(f"the knob catalog cannot be read: {bad}") from None
     try:   # the kit and the agent library the app role copies to the machines
-        built = list((jars or app_jars.jars_beside(log)).result())
+        built = list(jars.result() if jars is not None else app_jars.host_files(log))
     except profiler.ProfilerError as failure:
         raise ProvisionError(str(failure)) from None
     built += scope.service_files(service_vars)

@@ -22,18 +22,9 @@ def box_dir(tmp_path, monkeypatch):
 
 
 def stand_in(script: str):
-    """ahead.start with `script` (sh, in the root folder as $1) for the build: its own session, as the real one."""
-    def start(suite):
-        work = box.work_dir(ahead.PREFIX)
-        (work / "root").mkdir()
-        (work / ahead.OWNER).write_text(f"{os.getpid()}\n")
-        paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
-        log = paths.LOG_DIR / f"image-{suite}.log"
-        with open(log, "w") as out:
-            proc = subprocess.Popen(["sh", "-c", script, "sh", str(work / "root")], stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-        return ahead.Build(suite, work, proc, log)
-    return start
+    """ahead.start with `script` (sh, the root folder as $1) making the root file system: its own session, as the
+    real one."""
+    return lambda suite, real=ahead.start: real(suite, ["sh", "-c", script, "sh"])
 
 
 def alive(pid: int) -> bool:
@@ -152,7 +143,7 @@ def test_an_image_is_known_from_the_daemons_own_table_while_it_is_not_running(tm
 def test_the_build_process_stops_when_its_command_dies(tmp_path):
     """python -m lab.machines.ahead gets SIGHUP when the command that started it dies (PR_SET_PDEATHSIG) and ends
     its group; here its parent is already gone when it starts."""
-    done = subprocess.run([sys.executable, "-m", "lab.machines.ahead", "bookworm", str(tmp_path / "root"), "1"],
+    done = subprocess.run([sys.executable, "-m", "lab.machines.ahead", "bookworm", "1", str(tmp_path / "root")],
                           cwd=paths.ROOT, capture_output=True, text=True, timeout=60, start_new_session=True)
     assert done.returncode == 1 and not (tmp_path / "root").exists()
 
