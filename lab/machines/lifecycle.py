@@ -18,6 +18,7 @@ from lab.machines import (
     containers,
     image,
     netns,
+    pool,
     prereqs,
     provider,
     reach,
@@ -158,7 +159,7 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
         machine_images(set(suites.values()), s)
         with steps.step("boot both machines" + ("" if in_containers else " (TCG: a few minutes)")):
             boot(s.boot_timeout)
-            for removed in vagrant.remove_stale_box_volumes():
+            for removed in pool.remove_stale_box_volumes():
                 steps.note(f"removed {removed} from libvirt's pool: an older box recipe's disk")
         with steps.step("SSH to both machines"):
             vagrant.write_ssh_config()
