@@ -19,18 +19,21 @@ from report.stats.uncertainty import CI, FIGURES, Effect
 
 
 def _between_words(c: Combined) -> str:
-    """'; between trials τ = ±6.0 % (DerSimonian–Laird), in the interval (×1.4)', the A/A calibration used instead,
-    or that there is none."""
+    """'; between trials beyond their own noise: τ = ±6.0 %, DerSimonian–Laird; the interval scaled by the trials'
+    own scatter (Hartung–Knapp, t with 2 df, ×1.4)', the A/A calibration used instead, or that there is none."""
     if math.isnan(c.tau2):
         if c.effect.intervals.startswith("calibrated"):
-            return f"; too few trials for their own between-trial variance: {c.effect.intervals}"
+            return (f"; too few trials for their own between-trial variance: {c.effect.intervals}, the interval "
+                    f"scaled by their scatter (Hartung–Knapp, t with {c.effect.df:g} df)")
         return "; within-trial noise only (too few trials for a between-trial variance, no matching A/A runs)"
-    pooled = (f", pooled with the matching A/A runs' by their degrees of freedom (interval ×{c.inflated:.1f}: "
-              f"{c.effect.intervals})") if c.pooled else ""
-    if c.tau2 == 0:
-        return f"; no between-trial variance beyond their own noise (DerSimonian–Laird τ = 0){pooled}"
-    return (f"; between trials τ = {spread_text(c.figure, math.sqrt(c.tau2))} (DerSimonian–Laird)"
-            + (pooled or f", included in the interval (×{c.inflated:.1f})"))
+    whose = "trials and A/A runs" if c.pooled else "trials"
+    scale = (f"the interval scaled by the {whose}' own scatter (Hartung–Knapp, t with {c.effect.df:g} df, "
+             f"×{c.inflated:.1f})")
+    pooled = f", pooled with the matching A/A runs' by their degrees of freedom ({c.effect.intervals})" \
+        if c.pooled else ""
+    tau = ("DerSimonian–Laird τ = 0" if c.tau2 == 0
+           else f"τ = {spread_text(c.figure, math.sqrt(c.tau2))}, DerSimonian–Laird")
+    return f"; between trials beyond their own noise: {tau}{pooled}; {scale}"
 
 
 def agreement_words(c: Combined) -> str:

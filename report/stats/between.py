@@ -88,6 +88,33 @@ def widen(kind: str, estimate: float, se: float, df: float, between: float,
     return centre - half, centre + half, df_total
 
 
+def dispersion(y: np.ndarray, v: np.ndarray, x: np.ndarray | None) -> tuple[float, int]:
+    """(Q*, its df): the weighted squared residuals of y around its weighted least-squares fit on x, weights 1/v
+    (v: each value's whole variance, its own plus τ²); x None: around 0, a mean known to be zero (A/A runs'
+    differences where the twins' bias stays in)."""
+    if x is None:
+        return float(np.sum(np.square(y) / v)), len(y)
+    return dl_regression(y, v, x)[1], len(y) - x.shape[1]
+
+
+def hartung_knapp(kind: str, estimate: float, variance: float,
+                  parts: list[tuple[float, int]]) -> tuple[float, float, float]:
+    """(low, high, df) of estimate ± t·√(q·variance) on the figure's scale (Hartung & Knapp, Statistics in
+    Medicine 20:3875–3889, 2001; Sidik & Jonkman, Statistics in Medicine 21:3153–3159, 2002): `variance` the
+    random-effects one (within-run plus τ²), q = ΣQ* / Σdf the scatter the trials actually showed against it
+    (dispersion(), pooled over the parts that measured the same run-to-run variance), t with Σdf degrees of freedom.
+    Unlike a Satterthwaite interval on a DerSimonian–Laird τ², it does not fall back to the within-run width when
+    τ² is estimated as 0 from a few trials (which happens often with 2–5 df), and a within-run variance the
+    bootstrap misjudged is rescaled by q."""
+    q = sum(p for p, _ in parts)
+    df = sum(d for _, d in parts)
+    half = t_quantile(df) * math.sqrt(q / df * variance)
+    centre = on_scale(kind, estimate)
+    if kind == "ratio":
+        return math.exp(centre - half), math.exp(centre + half), float(df)
+    return centre - half, centre + half, float(df)
+
+
 @dataclass
 class FigureCalibration:
     """What the matching A/A trials say of one figure's run-to-run variance."""
@@ -102,6 +129,11 @@ class FigureCalibration:
     @property
     def k(self) -> int:
         return len(self.trials)
+
+    def dispersion(self, tau2: float, around_mean: bool) -> tuple[float, int]:
+        """The A/A differences' Q* with weights 1/(s² + tau2): around their mean (k − 1 df) or around 0 (k)."""
+        d, v = np.array(self.d), np.square(self.s) + tau2
+        return dispersion(d, v, np.ones((self.k, 1)) if around_mean else None)
 
 
 @dataclass

@@ -8,8 +8,9 @@ effect is the mean of the two orientation means, which cancels a machine bias (M
 bias; swap it out), and half their difference estimates that bias. The within-trial interval: t × the σ of the
 same combination over the trials' independent bootstrap replicates, with the trials' degrees of freedom summed.
 Each trial is also a random draw of the JVMs (Kalibera & Jones 2013): with more trials than fitted terms, the
-between-trial variance τ² (DerSimonian & Laird 1986, around the fitted effect and bias) joins the interval.
-Whether the trials agree: Cochran's Q of the same fit.
+between-trial variance τ² (DerSimonian & Laird 1986, around the fitted effect and bias) joins the interval, whose
+scale is then the trials' own scatter (Hartung & Knapp 2001: t with the scatter's degrees of freedom, not a
+Satterthwaite t that trusts a τ² from two of them). Whether the trials agree: Cochran's Q of the same fit.
 """
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from scipy import stats
 from report.stats.between import (
     Calibration,
     FigureCalibration,
+    dispersion,
     dl_regression,
+    hartung_knapp,
     on_scale,
     widen,
     widen_effect,
@@ -89,25 +92,41 @@ def combine_figure(trials: list[LoadedRun], figure: str, cal: FigureCalibration 
         b = Effect(figure, kind, math.nan, math.nan, estimate=back(kind, bias), df=df)
         b.low, b.high = interval(b.estimate, scale(bias_reps), df, log_scale=kind == "ratio")
         combined.bias = b
-    _random_effects(combined, points, np.nanvar(reps, axis=1, ddof=1), signs, cal)
+    var = np.nanvar(reps, axis=1, ddof=1)
+    _random_effects(combined, points, var, signs, cal)
     if not math.isnan(combined.tau2):
         combined.effect.intervals = f"random-effects ({len(usable)} trials" + (
             f", pooled with A/A runs {', '.join(cal.trials)})" if combined.pooled else ")")
     elif cal is not None:
-        _calibrated(combined, cal, signs)
+        _calibrated(combined, cal, signs, var)
     combined.level = tuned_level(usable, figure)
     return combined
 
 
-def _calibrated(combined: Combined, cal: FigureCalibration, signs: np.ndarray) -> None:
+def within_floor(se: float, c: np.ndarray, var: np.ndarray, cal: FigureCalibration | None = None) -> float:
+    """The combination's within-trial variance se², no smaller than Σ c_i² times the trials' mean bootstrap variance
+    (the series' and, given, the matching A/A trials': the same machines and load). Each trial's bootstrap has a
+    few degrees of freedom; a series whose trials came out quieter than their kind would otherwise get an interval
+    too narrow (bench/coverage.py: 1–1.5 points of coverage in the A/A-calibrated series, none lost elsewhere)."""
+    typical = np.concatenate([var, np.square(cal.s)]) if cal is not None else var
+    return max(se * se, float(np.sum(c * c)) * float(np.nanmean(typical)))
+
+
+def _calibrated(combined: Combined, cal: FigureCalibration, signs: np.ndarray, var: np.ndarray) -> None:
     """Too few trials for their own τ² (one per orientation): the matching A/A trials' between-run variance joins
     the interval, Σ c_i² τ² for the effect Σ c_i L_i. Both orientations cancel the twins' bias, so the A/A's τ² around
     its own mean (DerSimonian–Laird, k ≥ 2) is the one that applies; one orientation (or one A/A trial): τ₀²,
-    around no difference, which keeps the bias in."""
+    around no difference, which keeps the bias in. The interval is Hartung–Knapp's on the A/A trials' scatter
+    (between.hartung_knapp: with a Satterthwaite t it covered 86.5 %, bench/coverage.py)."""
     c_effect, _ = _coefficients(signs)
     around_mean = combined.bias is not None and cal.k >= 2
-    tau2, tau2_df = (cal.tau2_dl, cal.k - 1) if around_mean else (cal.tau2, cal.k)
-    widen_effect(combined.effect, cal, tau2 * float(np.sum(c_effect ** 2)), tau2_df)
+    tau2 = cal.tau2_dl if around_mean else cal.tau2
+    e = combined.effect
+    se = within_se(e.kind, e.low, e.high, e.df)
+    between = tau2 * float(np.sum(c_effect ** 2))
+    if widen_effect(e, cal, between):
+        e.low, e.high, e.df = hartung_knapp(e.kind, e.estimate, within_floor(se, c_effect, var, cal) + between,
+                                            [cal.dispersion(tau2, around_mean)])
 
 
 def tuned_level(trials: list[LoadedRun], figure: str) -> Effect | None:
@@ -154,13 +173,15 @@ def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, sig
                     cal: FigureCalibration | None = None) -> None:
     """Agreement and the between-trial variance: Cochran's Q of the trials around the weighted least-squares fit of
     effect + s·bias (weights: 1 / each trial's bootstrap variance), χ² with N − fitted terms df; DerSimonian–Laird's
-    τ² from the same fit (Q − df over the weights' trace); the effect Σ c_i L_i then has variance Σ c_i² (s_i² + τ²),
-    so its interval (and the bias's) becomes estimate ± t·√(se² + τ² Σ c_i²), t with Satterthwaite's degrees of
-    freedom (the trials' for se², N − fitted terms for τ²). Without N > fitted terms τ² cannot be estimated: the
-    within-trial interval stays, and the report says so. With both orientations and ≥ 2 matching A/A trials, their
-    τ² around their mean (the same between-run variance, measured apart) is pooled with the series' own, each
-    weighted by its degrees of freedom, which add: a series of 4 alone has 2 (bench/coverage.py, report/README.md:
-    90–91 % → 94.5–96 % for errors and the lab's TPS)."""
+    τ² from the same fit (Q − df over the weights' trace). The effect Σ c_i L_i then has variance Σ c_i² (s_i² + τ²);
+    its interval (and the bias's) is Hartung–Knapp's, estimate ± t·√(q·(se² + τ² Σ c_i²)), q the trials' scatter
+    around the fit with the weights 1/(s_i² + τ²) over its N − fitted terms df, t with those df. Without N > fitted
+    terms τ² cannot be estimated: the within-trial interval stays, and the report says so. With both orientations
+    and ≥ 2 matching A/A trials, their τ² around their mean (the same between-run variance, measured apart) is pooled
+    with the series' own, each weighted by its degrees of freedom, and their scatter joins q: the df add (a series of
+    4 alone has 2). Measured (bench/coverage.py, report/README.md): a Satterthwaite t on the same τ² covered
+    89.5 % (series of 4) and 86.5 % (one trial per orientation with 4 A/A runs) where τ was about each trial's
+    own standard error; it fell back to the within-trial width whenever τ² came out 0, which 2 df make common."""
     both = combined.bias is not None
     combined.q_df = len(points) - (2 if both else 1)
     if combined.q_df < 1 or not np.all(var > 0):
@@ -168,11 +189,12 @@ def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, sig
     design = np.column_stack([np.ones(len(points)), signs])[:, :2 if both else 1]
     _, combined.q, combined.tau2 = dl_regression(points, var, design)
     combined.q_p = float(stats.chi2.sf(combined.q, combined.q_df))
-    tau2, tau2_df = combined.tau2, combined.q_df
-    if both and cal is not None and cal.k >= 2:
-        tau2_df = combined.q_df + cal.k - 1
-        tau2 = (combined.q_df * combined.tau2 + (cal.k - 1) * cal.tau2_dl) / tau2_df
+    tau2 = combined.tau2
+    pooled = both and cal is not None and cal.k >= 2
+    if pooled:
+        tau2 = (combined.q_df * combined.tau2 + (cal.k - 1) * cal.tau2_dl) / (combined.q_df + cal.k - 1)
         combined.pooled = True
+    scatter = [dispersion(points, var + tau2, design)] + ([cal.dispersion(tau2, around_mean=True)] if pooled else [])
     c_effect, c_bias = _coefficients(signs)
     for e, c in ((combined.effect, c_effect), (combined.bias, c_bias)):
         if e is None or not e.has_interval:
@@ -180,7 +202,8 @@ def _random_effects(combined: Combined, points: np.ndarray, var: np.ndarray, sig
         se = within_se(e.kind, e.low, e.high, e.df)
         half = on_scale(e.kind, e.high) - on_scale(e.kind, e.estimate)
         e.within_low, e.within_high = e.low, e.high
-        e.low, e.high, e.df = widen(e.kind, e.estimate, se, e.df, tau2 * float(np.sum(c * c)), tau2_df)
+        e.low, e.high, e.df = hartung_knapp(e.kind, e.estimate, within_floor(se, c, var, cal if pooled else None)
+                                            + tau2 * float(np.sum(c * c)), scatter)
         if e is combined.effect and half > 0:
             combined.inflated = (on_scale(e.kind, e.high) - on_scale(e.kind, e.estimate)) / half
 

@@ -197,7 +197,8 @@ def test_a_150_user_run_is_calibrated_by_the_150_user_aa_runs_only(tmp_path):
 def test_a_crossover_series_adds_its_own_between_trial_variance():
     """Four trials, two per orientation, one of them 30 % off: τ² by DerSimonian–Laird around the orientation
     groups' weighted means (what a fit of effect + s·bias is with two orientations), computed here per group; the
-    combined interval is the within-trial one widened by τ²·Σc², c = 1/4 per trial."""
+    combined interval is Hartung–Knapp's: the within-trial variance plus τ²·Σc² (c = 1/4 per trial), scaled by the
+    trials' own scatter around the groups' means with the weights 1/(s² + τ²), t with 2 df."""
     from report.stats.combine import combine
 
     from .test_uncertainty import _trial
@@ -219,10 +220,12 @@ def test_a_crossover_series_adds_its_own_between_trial_variance():
     df = sum(t.analysis.df("tps") for t in trials)
     se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
     between = tau2 * 4 * (1 / 4) ** 2
-    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 2)
-    half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
+    w = 1 / (var + tau2)
+    scatter = sum(np.sum(w[g] * (points[g] - np.sum(w[g] * points[g]) / np.sum(w[g])) ** 2) for g in ([0, 2], [1, 3]))
+    within = max(se ** 2, np.mean(var) / 4)        # no quieter than its trials' mean (Σc² = 1/4)
+    half = stats.t.ppf(0.975, 2) * math.sqrt(scatter / 2 * (within + between))
     assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
-    assert c.inflated > 1.5
+    assert e.df == 2 and c.inflated > 1.5
     two = combine(trials[:2])["tps"]       # one trial per orientation: τ² cannot be estimated, nothing added
     assert math.isnan(two.tau2) and math.isnan(two.effect.within_low)
 
@@ -242,7 +245,8 @@ def test_an_aa_calibrates_only_runs_of_its_own_boxes(tmp_path):
 def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     """Issue 52: one trial per orientation cannot estimate its between-trial variance; the matching A/A trials'
     (DerSimonian–Laird's τ², around their mean: the crossover cancels the twins' bias) join the interval as
-    τ²·Σc², c = 1/2 per trial, with k − 1 degrees of freedom; verdict.json says which variance each effect holds."""
+    τ²·Σc², c = 1/2 per trial, scaled by the A/A trials' own scatter around their mean (Hartung–Knapp, k − 1
+    degrees of freedom); verdict.json says which variance each effect holds."""
     from report.read.calibrations import AALookup
     from report.stats.between import Calibration, FigureCalibration
     from report.stats.combine import combine
@@ -251,8 +255,8 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     from .test_uncertainty import _trial
     trials = [_trial(2100, False, 1.1, 1.2), _trial(2101, True, 1.1, 1.2)]
     names = ["aa-1", "aa-2", "aa-3"]
-    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, [0.0] * 3, [0.01] * 3, tau2=0.004, tau2_dl=0.0025)
-                                   for f in FIGURES})
+    d, s = [0.05, -0.02, 0.03], [0.01, 0.02, 0.01]
+    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, d, s, tau2=0.004, tau2_dl=0.0025) for f in FIGURES})
     alone, calibrated = combine(trials)["tps"], combine(trials, cal)["tps"]
     assert alone.effect.intervals == "within-run" and math.isnan(alone.effect.within_low)
     e = calibrated.effect
@@ -261,8 +265,12 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     df = sum(t.analysis.df("tps") for t in trials)
     se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
     between = 0.0025 * 2 * (1 / 2) ** 2
-    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 2)
-    half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
+    w = 1 / (np.square(s) + 0.0025)
+    scatter = np.sum(w * (np.array(d) - np.sum(w * d) / np.sum(w)) ** 2)
+    var = [np.var(np.log(t.analysis.replicates["tuned"]["tps"] / t.analysis.replicates["default"]["tps"]), ddof=1)
+           for t in trials]
+    within = max(se ** 2, np.mean(var + list(np.square(s))) / 2)   # the trials' and the A/A trials' mean (Σc² = 1/2)
+    half = stats.t.ppf(0.975, 2) * math.sqrt(scatter / 2 * (within + between))
     assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
     four = combine([*trials, _trial(2102, False, 1.1, 1.2), _trial(2103, True, 1.1, 1.2)], cal)["tps"]
     # its own τ² where it can estimate one, pooled with the A/A trials' (test below)
@@ -271,7 +279,8 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
 
 def test_a_series_own_between_trial_variance_is_pooled_with_its_aa_trials_by_their_degrees_of_freedom():
     """Issue 52: four trials estimate τ² from 2 degrees of freedom (89.5 % coverage); the matching A/A trials measured
-    the same variance apart, around their mean, from k − 1 = 2 more: τ² = (2·τ²_series + 2·τ²_A/A) / 4, 4 df."""
+    the same variance apart, around their mean, from k − 1 = 2 more: τ² = (2·τ²_series + 2·τ²_A/A) / 4, and the
+    interval's scale is both scatters pooled (Hartung–Knapp), t with 4 df."""
     from report.read.calibrations import AALookup
     from report.stats.between import Calibration, FigureCalibration
     from report.stats.combine import combine
@@ -281,8 +290,8 @@ def test_a_series_own_between_trial_variance_is_pooled_with_its_aa_trials_by_the
     trials = [_trial(2000, False, 1.0, 1.2), _trial(2001, True, 1.0, 1.2), _trial(2002, False, 1.3, 1.2),
               _trial(2003, True, 1.0, 1.2)]
     names = ["aa-1", "aa-2", "aa-3"]
-    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, [0.0] * 3, [0.01] * 3, tau2=0.004, tau2_dl=0.0025)
-                                   for f in FIGURES})
+    d, s = [0.05, -0.02, 0.03], [0.01, 0.02, 0.01]
+    cal = Calibration(AALookup(), {f: FigureCalibration(f, names, d, s, tau2=0.004, tau2_dl=0.0025) for f in FIGURES})
     alone, pooled = combine(trials)["tps"], combine(trials, cal)["tps"]
     assert pooled.tau2 == alone.tau2 > 0.0025 and pooled.pooled and not alone.pooled
     e = pooled.effect
@@ -291,8 +300,14 @@ def test_a_series_own_between_trial_variance_is_pooled_with_its_aa_trials_by_the
     se = math.log(e.within_high / e.within_low) / 2 / stats.t.ppf(0.975, df)
     tau2 = (2 * alone.tau2 + 2 * 0.0025) / 4
     between = tau2 * 4 * (1 / 4) ** 2
-    df_total = (se ** 2 + between) ** 2 / (se ** 4 / df + between ** 2 / 4)
-    half = stats.t.ppf(0.975, df_total) * math.sqrt(se ** 2 + between)
+    points = np.array([math.log(t.analysis.effects["tps"].estimate) for t in trials])
+    var = np.array([np.var(np.log(t.analysis.replicates["tuned"]["tps"] / t.analysis.replicates["default"]["tps"]),
+                           ddof=1) for t in trials])
+    w, w_aa = 1 / (var + tau2), 1 / (np.square(s) + tau2)
+    scatter = sum(np.sum(w[g] * (points[g] - np.sum(w[g] * points[g]) / np.sum(w[g])) ** 2) for g in ([0, 2], [1, 3]))
+    scatter += np.sum(w_aa * (np.array(d) - np.sum(w_aa * d) / np.sum(w_aa)) ** 2)
+    within = max(se ** 2, np.mean(list(var) + list(np.square(s))) / 4)
+    half = stats.t.ppf(0.975, 4) * math.sqrt(scatter / 4 * (within + between))
     assert (e.low, e.high) == pytest.approx((e.estimate * math.exp(-half), e.estimate * math.exp(half)), rel=1e-9)
     one_aa = Calibration(AALookup(), {f: FigureCalibration(f, ["aa-1"], [0.0], [0.01], tau2=0.004) for f in FIGURES})
     assert not combine(trials, one_aa)["tps"].pooled        # one A/A trial: no τ² around its mean to pool
