@@ -1,7 +1,8 @@
 """Coverage and width of the report's intervals on synthetic paired runs with a known truth (issue 52; a benchmark,
 not a CI stage: ~10 min for the default 200 runs a row on 2 cores).
 
-    .venv/bin/python -m bench.coverage [--runs 200] [--seconds 180] [--row stationary --row ...] [--label L]
+    .venv/bin/python -m bench.coverage [--runs 200] [--first-seed 0] [--seconds 180] [--row stationary --row ...]
+                                       [--label L]
 
 Each row simulates `--runs` seeded runs (report/tests/synthetic.py: both machines' rates share an AR(1)
 slowdown, each has its own AR(1) noise, Poisson counts, lognormal latencies whose level drifts, error bursts;
@@ -187,6 +188,8 @@ def table(summary: dict[str, dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the seeds are FIRST … FIRST + RUNS − 1: another sample of the same rows")
     parser.add_argument("--seconds", type=int, default=180)
     parser.add_argument("--row", action="append", dest="rows", metavar="ROW",
                         help="a row to run (repeatable; row names hold commas); default: every row")
@@ -198,13 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
     summary = {}
+    seeds = range(args.first_seed, args.first_seed + args.runs)
     with multiprocessing.Pool(2) as pool:
         for row in rows:
-            results = pool.map(simulate, [(row, seed, args.seconds) for seed in range(args.runs)], chunksize=4)
+            results = pool.map(simulate, [(row, seed, args.seconds) for seed in seeds], chunksize=4)
             summary[row] = summarise(row, results)
             print(table({row: summary[row]}).split("\n", 2)[-1], flush=True)
         for row in () if args.no_gates else GATES:
-            results = pool.map(gate_run, [(row, seed, args.seconds) for seed in range(args.runs)], chunksize=4)
+            results = pool.map(gate_run, [(row, seed, args.seconds) for seed in seeds], chunksize=4)
             summary[f"gate {row}"] = {key: sum(r[key] for r in results) / len(results)
                                       for key in ("point", "bound", "covered")}
             print(f"gate {row}: passes on the point {100 * summary[f'gate {row}']['point']:.1f} %, on the bound "
@@ -213,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = paths.RESULTS / f"{stamp}-bench-coverage{'-' + args.label if args.label else ''}"
     folder.mkdir(parents=True)
-    (folder / "coverage.json").write_text(json.dumps({"runs": args.runs, "seconds": args.seconds,
+    (folder / "coverage.json").write_text(json.dumps({"runs": args.runs, "first_seed": args.first_seed,
+                                                      "seconds": args.seconds,
                                                       "resamples": RESAMPLES, "rows": summary}, indent=1))
     print(f"\n{table(summary)}\n\n{folder}")
     return 0
