@@ -108,7 +108,8 @@ def hartung_knapp(kind: str, estimate: float, variance: float,
     bootstrap misjudged is rescaled by q."""
     q = sum(p for p, _ in parts)
     df = sum(d for _, d in parts)
-    half = t_quantile(df) * math.sqrt(q / df * variance)
+    # no scatter at all (identical differences: only degenerate data): the model's variance as it is, not a point
+    half = t_quantile(df) * math.sqrt((q / df if q > 0 else 1.0) * variance)
     centre = on_scale(kind, estimate)
     if kind == "ratio":
         return math.exp(centre - half), math.exp(centre + half), float(df)

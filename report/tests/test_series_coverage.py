@@ -88,3 +88,11 @@ def test_more_trials_narrow_the_interval():
     _, alone = coverage(4, 0, SIGMA, seed=1)
     _, pooled = coverage(4, 4, SIGMA, seed=1)
     assert pooled < 0.8 * alone
+
+
+def test_trials_that_agree_exactly_still_get_an_interval():
+    """Identical A/A differences (no scatter at all) must not shrink the interval to a point."""
+    from report.stats.between import hartung_knapp
+    low, high, df = hartung_knapp("ratio", 1.1, 0.05 ** 2, [(0.0, 3)])
+    assert df == 3 and low < 1.1 < high
+    assert high / 1.1 == pytest.approx(math.exp(3.182446 * 0.05), rel=1e-5)
