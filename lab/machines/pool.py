@@ -23,10 +23,14 @@ def stale_box_volumes(volumes: dict[str, str], current_boxes: set[str], in_use: 
                   and path not in in_use and name not in in_use)
 
 
+def _table(*args: str) -> list[list[str]]:
+    """The rows of a virsh table (a header, a rule, then one row per line), each split into its columns."""
+    return [line.split() for line in netns.virsh(*args).stdout.splitlines()[2:] if line.strip()]
+
+
 def _pool_volumes() -> dict[str, str]:
-    """name → path of the pool's volumes (`virsh vol-list`: a header, a rule, then name and path)."""
-    listed = netns.virsh("vol-list", STORAGE_POOL).stdout.splitlines()[2:]
-    return {parts[0]: parts[-1] for parts in (line.split() for line in listed) if len(parts) >= 2}
+    """name → path of the pool's volumes (`virsh vol-list`: name and path)."""
+    return {row[0]: row[-1] for row in _table("vol-list", STORAGE_POOL) if len(row) >= 2}
 
 
 def _disks_in_use() -> set[str] | None:
@@ -34,8 +38,7 @@ def _disks_in_use() -> set[str] | None:
     when one cannot be read (then nothing is removed)."""
     used = set()
     for domain in domains():
-        listed = netns.virsh("domblklist", domain, "--details").stdout.splitlines()[2:]
-        for source in (parts[-1] for parts in (line.split() for line in listed) if len(parts) >= 4):
+        for source in (row[-1] for row in _table("domblklist", domain, "--details") if len(row) >= 4):
             if source == "-":           # a drive without a medium
                 continue
             read = subprocess.run(["qemu-img", "info", "-U", "--backing-chain", "--output=json", source],

@@ -324,4 +324,3 @@ def forget_containers() -> None:
 def defined_domains() -> list[str]:
     """Machines whose libvirt domain is defined, read from libvirt's XML files (they outlive a crashed lab)."""
     return sorted(f.name[len(DOMAIN_PREFIX):-len(".xml")] for f in DOMAIN_DEFINITIONS.glob(DOMAIN_PREFIX + "*.xml"))
-

@@ -81,11 +81,15 @@ def widen(kind: str, estimate: float, se: float, df: float, between: float,
     """(low, high, df) of estimate ± t·√(se² + between) on the figure's scale, t with Satterthwaite's degrees of
     freedom."""
     df_total = satterthwaite([(se * se, df), (between, between_df)])
-    half = t_quantile(df_total) * math.sqrt(se * se + between)
+    return (*_around(kind, estimate, t_quantile(df_total) * math.sqrt(se * se + between)), df_total)
+
+
+def _around(kind: str, estimate: float, half: float) -> tuple[float, float]:
+    """estimate ± half on the figure's scale (a ratio's log), back on its own."""
     centre = on_scale(kind, estimate)
     if kind == "ratio":
-        return math.exp(centre - half), math.exp(centre + half), df_total
-    return centre - half, centre + half, df_total
+        return math.exp(centre - half), math.exp(centre + half)
+    return centre - half, centre + half
 
 
 def dispersion(y: np.ndarray, v: np.ndarray, x: np.ndarray | None) -> tuple[float, int]:
@@ -110,10 +114,7 @@ def hartung_knapp(kind: str, estimate: float, variance: float,
     df = sum(d for _, d in parts)
     # no scatter at all (identical differences: only degenerate data): the model's variance as it is, not a point
     half = t_quantile(df) * math.sqrt((q / df if q > 0 else 1.0) * variance)
-    centre = on_scale(kind, estimate)
-    if kind == "ratio":
-        return math.exp(centre - half), math.exp(centre + half), float(df)
-    return centre - half, centre + half, float(df)
+    return (*_around(kind, estimate, half), float(df))
 
 
 @dataclass

@@ -124,7 +124,7 @@ def _calibrated(combined: Combined, cal: FigureCalibration, signs: np.ndarray, v
     e = combined.effect
     se = within_se(e.kind, e.low, e.high, e.df)
     between = tau2 * float(np.sum(c_effect ** 2))
-    if widen_effect(e, cal, between):
+    if widen_effect(e, cal, between=0.0):       # its label and within-run interval kept; the widening is this one
         e.low, e.high, e.df = hartung_knapp(e.kind, e.estimate, within_floor(se, c_effect, var, cal) + between,
                                             [cal.dispersion(tau2, around_mean)])
 
