@@ -19,7 +19,7 @@ from arch.bootstrap import CircularBlockBootstrap
 from scipy import stats
 
 from report import MACHINES
-from report.stats.blocks import block_length, level_block_length, sampling_inflation
+from report.stats.blocks import block_length, centering_inflation, level_block_length, sampling_inflation
 from report.stats.figures import percentile
 from report.stats.windows import PERCENTILES, WINDOW_S, Paired, Side
 
@@ -88,6 +88,25 @@ def side_figures(side: Side, weights: np.ndarray, seconds: float,
             recorded = np.isfinite(side.cpu_ms)
             served = weights @ np.where(recorded, side.successes, 0.0)
             out["cpu"] = np.where(served > 0, (weights @ np.nan_to_num(side.cpu_ms)) / np.maximum(served, 1), np.nan)
+    return out
+
+
+def spread(replicates: dict[str, np.ndarray], factor: float) -> dict[str, np.ndarray]:
+    """The replicates moved `factor` times as far from their mean, each on its figure's own scale (log for a ratio,
+    as is for error %): every interval, comparison and combination then sees the variance the bootstrap left out
+    (blocks.centering_inflation). Undefined replicates stay undefined."""
+    if factor == 1.0:
+        return replicates
+    out = {}
+    for figure, values in replicates.items():
+        ratio = kind_of(figure) == "ratio"
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = np.log(values) if ratio else np.asarray(values, dtype=float)
+        finite = np.isfinite(scaled)
+        if finite.any():
+            middle = float(scaled[finite].mean())
+            scaled = np.where(finite, middle + factor * (scaled - middle), scaled)
+        out[figure] = np.where(finite, np.exp(scaled), values) if ratio else scaled
     return out
 
 
@@ -274,8 +293,9 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
                 continue
             indices = resample_indices(paired.n, analysis.blocks[group], resamples, seed)
             weights = window_weights(indices, paired.n)
+            factor = centering_inflation(paired.n, analysis.blocks[group], group)
             for name, side in paired.sides.items():
-                analysis.replicates[name].update(side_figures(side, weights, paired.seconds, figures))
+                analysis.replicates[name].update(spread(side_figures(side, weights, paired.seconds, figures), factor))
             if not levels_too:
                 continue
             analysis.level_blocks[group] = level_block_length(paired, group)
@@ -283,8 +303,9 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
                 levels.update({f: analysis.replicates["tuned"][f] for f in figures})
             else:
                 indices = resample_indices(paired.n, analysis.level_blocks[group], resamples, seed)
-                levels.update(side_figures(paired.sides["tuned"], window_weights(indices, paired.n), paired.seconds,
-                                           figures))
+                levels.update(spread(side_figures(paired.sides["tuned"], window_weights(indices, paired.n),
+                                                  paired.seconds, figures),
+                                     centering_inflation(paired.n, analysis.level_blocks[group], group)))
     empty = np.full(resamples, np.nan)
     for figure in FIGURES:
         d, t = (points[name][figure] for name in MACHINES)

@@ -76,7 +76,8 @@ def independent_tps_interval(folder, block, resamples, seed):
     for data in bs.bootstrap(resamples):
         idx = data[0][0]
         logs.append(math.log(ok["tuned"][idx].sum() / ok["default"][idx].sum()))
-    half = stats.t.ppf(0.975, max(1, n // block - 1)) * np.std(logs, ddof=1)
+    # the bootstrap's spread, widened by the b/n of the variance its blocks leave out (blocks.centering_inflation)
+    half = stats.t.ppf(0.975, max(1, n // block - 1)) * np.std(logs, ddof=1) / math.sqrt(1 - block / n)
     return n, estimate, estimate * math.exp(-half), estimate * math.exp(half)
 
 
@@ -89,7 +90,7 @@ def pct(r):
 @pytest.fixture(scope="module")
 def ab_run(tmp_path_factory):
     folder = write_run(tmp_path_factory.mktemp("results") / "20261123T100000Z-ab",
-                       paired_samples(5, seconds=SECONDS, effect=1.4, latency_factor=0.7))
+                       paired_samples(5, seconds=SECONDS, effect=1.4, latency_factor=0.6))
     python("-m", "report", "run", str(folder))
     return folder
 
@@ -115,7 +116,7 @@ def test_the_verdict_states_the_effect_with_its_interval(ab_run):
     row = next(line for line in summary.splitlines() if line.startswith("| successful TPS"))
     assert f"(95 % CI {pct(low)} … {pct(high)} %)" in row
     p50 = record["effects"]["p50"]
-    assert p50["low"] < 0.7 < p50["high"] and p50["detectable"]
+    assert p50["low"] < 0.6 < p50["high"] and p50["detectable"]
 
 
 def test_an_aa_run_calibrates_the_next_reports(ab_run, tmp_path_factory):
