@@ -32,8 +32,8 @@ from report.stats.between import (
     widen_effect,
     within_se,
 )
-from report.stats.runs import LoadedRun, back, log_or_raw
-from report.stats.uncertainty import FIGURES, Effect, interval, kind_of
+from report.stats.runs import LoadedRun, back
+from report.stats.uncertainty import FIGURES, Effect, interval, kind_of, log_or_raw
 
 AGREEMENT_P = 0.05
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from report.stats.runs import LoadedRun, log_or_raw
-from report.stats.uncertainty import Effect, interval, kind_of
+from report.stats.runs import LoadedRun
+from report.stats.uncertainty import Effect, interval, kind_of, log_or_raw
 
 
 def across_runs(first: LoadedRun, other: LoadedRun, side: str, figure: str) -> Effect:

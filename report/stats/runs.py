@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from report import MACHINES
 from report.output import warn
 from report.read.runinfo import RunInfo, design
@@ -69,12 +67,6 @@ def load_runs(folders: list[str] | list[Path], warmup: float | None = None) -> l
         analysis = analyse(paired, seed=SEED + 1 + i) if paired is not None else None
         loaded.append(LoadedRun(folder, run, machines, analysis))
     return loaded
-
-
-def log_or_raw(kind: str, values: Any) -> Any:
-    """Ratios are combined as logs, differences as they are."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(values) if kind == "ratio" else np.asarray(values, dtype=float)
 
 
 def back(kind: str, x: float) -> float:

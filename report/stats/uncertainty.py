@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from arch.bootstrap import CircularBlockBootstrap
@@ -99,14 +100,13 @@ def spread(replicates: dict[str, np.ndarray], factor: float) -> dict[str, np.nda
         return replicates
     out = {}
     for figure, values in replicates.items():
-        ratio = kind_of(figure) == "ratio"
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scaled = np.log(values) if ratio else np.asarray(values, dtype=float)
+        kind = kind_of(figure)
+        scaled = log_or_raw(kind, values)
         finite = np.isfinite(scaled)
         if finite.any():
             middle = float(scaled[finite].mean())
             scaled = np.where(finite, middle + factor * (scaled - middle), scaled)
-        out[figure] = np.where(finite, np.exp(scaled), values) if ratio else scaled
+        out[figure] = np.where(finite, np.exp(scaled), values) if kind == "ratio" else scaled
     return out
 
 
@@ -247,6 +247,12 @@ def widened(center: float, low: float, high: float, factor: float) -> tuple[floa
     if factor == 1.0 or math.isnan(low) or center <= 0:
         return low, high
     return center * (low / center) ** factor, center * (high / center) ** factor
+
+
+def log_or_raw(kind: str, values: Any) -> Any:
+    """Ratios are combined as logs, differences as they are."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(values) if kind == "ratio" else np.asarray(values, dtype=float)
 
 
 def kind_of(figure: str) -> str:
