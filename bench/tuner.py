@@ -69,12 +69,13 @@ def anywhere(tune_space: space.Space, seed: int) -> dict:
     import random
     rng = random.Random(f"optimum:{seed}")
     out = {}
-    for p in tune_space.params:
+    for p in tune_space.params:         # in the space's order: within the bounds the knobs before it leave
         if p.kind == "choice":
             out[p.knob] = rng.choice(p.choices)
             continue
-        x = (math.exp(rng.uniform(math.log(p.low), math.log(p.high))) if p.log else rng.uniform(p.low, p.high))
-        out[p.knob] = int(p.low + round((x - p.low) / (p.step or 1)) * (p.step or 1)) if p.kind == "int" else x
+        low, high = p.bounds(out)
+        x = (math.exp(rng.uniform(math.log(low), math.log(high))) if p.log else rng.uniform(low, high))
+        out[p.knob] = int(low + math.floor((x - low) / (p.step or 1)) * (p.step or 1)) if p.kind == "int" else x
     return out
 
 

@@ -1,11 +1,20 @@
 """The knob space a tune searches: for each knob a range, {low, high[, log: true][, step: N]} for a number or a list
 of values (choices, true/false, null for the knob's "unset"), declared beside the knob in the catalog
 (ansible/knobs.yml `tune:`, one place as every knob) or in a space file (YAML: knob: range), which may only narrow
-what the knob takes. `parse()` refuses, naming the knob, a range the knob cannot take."""
+what the knob takes. `parse()` refuses, naming the knob, a range the knob cannot take.
+
+Define-by-run (issue 54): the rules between knobs shape what is proposed instead of refusing it afterwards. A
+number's range may be bounded by knobs proposed before it, `at_most`/`at_least`: a knob or a product of knobs
+("httpd_server_limit * httpd_threads_per_child": HTTPD's MaxRequestWorkers ≤ ServerLimit × ThreadsPerChild), and a
+knob may be searched only `when` earlier knobs have given values ({values: [nio, apr], when: {httpd_proxy_protocol:
+ajp}}: the AJP connector means nothing over HTTP); elsewhere it is left out and the base set's value stays. The
+knobs are proposed in an order where every bound and condition is known first; `parse()` refuses a bound that names
+a knob outside the space, a cycle, or a bound that could leave a range empty."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import yaml
@@ -26,28 +35,60 @@ class Param:
     log: bool = False
     step: float | None = None
     choices: tuple = ()
+    at_most: tuple[str, ...] = ()        # a product of knobs proposed before it that bounds it (define-by-run)
+    at_least: tuple[str, ...] = ()
+    when: tuple[tuple[str, tuple], ...] = ()     # (knob, its values): searched only where each earlier knob has one
 
-    def suggest(self, trial):
-        """The trial's value of this knob (optuna's suggest_*: TPE's proposal, inside the range by construction)."""
+    @property
+    def needs(self) -> set[str]:
+        """The knobs this one's range or condition reads."""
+        return {*self.at_most, *self.at_least, *(k for k, _ in self.when)}
+
+    def searched(self, values: dict) -> bool:
+        """Whether the knob is searched beside these earlier values (its `when`)."""
+        return all(k in values and values[k] in allowed for k, allowed in self.when)
+
+    def bounds(self, values: dict) -> tuple[float, float]:
+        """Its range beside the earlier values: the static one, narrowed by at_most/at_least where they are known
+        (on a step's grid from low)."""
+        low, high = self.low, self.high
+        if self.at_most and all(k in values for k in self.at_most):
+            high = min(high, math.prod(values[k] for k in self.at_most))
+        if self.at_least and all(k in values for k in self.at_least):
+            low = max(low, math.prod(values[k] for k in self.at_least))
+        if self.step and (low, high) != (self.low, self.high):
+            low = self.low + math.ceil((low - self.low) / self.step) * self.step
+            high = self.low + math.floor((high - self.low) / self.step) * self.step
+        return low, high
+
+    def suggest(self, trial, values: dict | None = None):
+        """The trial's value of this knob (optuna's suggest_*: TPE's proposal, inside the range beside the earlier
+        values by construction)."""
         if self.kind == "choice":
             return trial.suggest_categorical(self.knob, list(self.choices))
+        low, high = self.bounds(values or {})
         if self.kind == "int":
-            return trial.suggest_int(self.knob, int(self.low), int(self.high), step=int(self.step or 1), log=self.log)
-        return trial.suggest_float(self.knob, self.low, self.high, step=self.step, log=self.log)
+            return trial.suggest_int(self.knob, int(low), int(high), step=int(self.step or 1), log=self.log)
+        return trial.suggest_float(self.knob, low, high, step=self.step, log=self.log)
 
-    def contains(self, value) -> bool:
+    def contains(self, value, values: dict | None = None) -> bool:
         if self.kind == "choice":
             return value in self.choices
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not self.low <= value <= self.high:
+        low, high = self.bounds(values or {})
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             return False
         return self.kind == "float" or (value - self.low) % (self.step or 1) == 0
 
     def describe(self) -> str:
         if self.kind == "choice":
-            return " | ".join("null" if c is None else str(c).lower() if isinstance(c, bool) else str(c)
+            said = " | ".join("null" if c is None else str(c).lower() if isinstance(c, bool) else str(c)
                               for c in self.choices)
-        return f"{self.low:g}–{self.high:g}" + (" (log)" if self.log else "") + (f" step {self.step:g}"
-                                                                                 if self.step else "")
+        else:
+            said = f"{self.low:g}–{self.high:g}" + (" (log)" if self.log else "") + (f" step {self.step:g}"
+                                                                                     if self.step else "")
+            said += "".join(f", {word} {' × '.join(knobs)}" for word, knobs in
+                            (("≤", self.at_most), ("≥", self.at_least)) if knobs)
+        return said + "".join(f", when {k} is {' or '.join(map(str, allowed))}" for k, allowed in self.when)
 
 
 @dataclass(frozen=True)
@@ -59,10 +100,20 @@ class Space:
         return [p.knob for p in self.params]
 
     def suggest(self, trial) -> dict:
-        return {p.knob: p.suggest(trial) for p in self.params}
+        """A candidate, define-by-run: each knob proposed within what the knobs before it leave it (parse() put the
+        params in that order); a knob whose `when` does not hold is left out (the base set's value stays)."""
+        values: dict = {}
+        for p in self.params:
+            if p.searched(values):
+                values[p.knob] = p.suggest(trial, values)
+        return values
 
     def contains(self, values: dict) -> bool:
-        return set(values) == set(self.knobs) and all(p.contains(values[p.knob]) for p in self.params)
+        """Whether the space could have proposed these values: each searched knob within its range beside the
+        others, and no knob whose `when` does not hold."""
+        wanted = [p for p in self.params if p.searched(values)]
+        return (set(values) == {p.knob for p in wanted}
+                and all(p.contains(values[p.knob], values) for p in wanted))
 
 
 def _takes(knob: str, spec: dict, value) -> bool:
@@ -87,18 +138,28 @@ def _takes(knob: str, spec: dict, value) -> bool:
 
 
 def param(knob: str, raw, spec: dict | None) -> Param:
-    """One knob's range, checked against what the knob takes."""
+    """One knob's range, checked against what the knob takes (its bounds and condition: parse())."""
     if spec is None:
         raise SpaceError(f"{knob}: not a knob of ansible/knobs.yml")
+    when: tuple = ()
+    if isinstance(raw, dict) and "values" in raw:         # a list of values with a condition
+        if set(raw) - {"values", "when"}:
+            raise SpaceError(f"{knob}: a list with a condition is {{values: [...], when: {{knob: value}}}}, "
+                             f"got {raw!r}")
+        raw, when = raw["values"], _when(knob, raw.get("when"))
+    elif isinstance(raw, dict) and "when" in raw:
+        raw, when = {k: v for k, v in raw.items() if k != "when"}, _when(knob, raw["when"])
     if isinstance(raw, list):
         if len(raw) < 2 or len(set(map(repr, raw))) != len(raw):
             raise SpaceError(f"{knob}: a list of at least two different values, got {raw!r}")
         bad = [v for v in raw if not _takes(knob, spec, v)]
         if bad:
             raise SpaceError(f"{knob}: {bad[0]!r} is not a value the knob takes")
-        return Param(knob, "choice", choices=tuple(raw))
-    if not isinstance(raw, dict) or not {"low", "high"} <= set(raw) or set(raw) - {"low", "high", "log", "step"}:
-        raise SpaceError(f"{knob}: a range is {{low, high[, log: true][, step: N]}} or a list of values, got {raw!r}")
+        return Param(knob, "choice", choices=tuple(raw), when=when)
+    if (not isinstance(raw, dict) or not {"low", "high"} <= set(raw)
+            or set(raw) - {"low", "high", "log", "step", "at_most", "at_least"}):
+        raise SpaceError(f"{knob}: a range is {{low, high[, log: true][, step: N][, at_most: K][, at_least: K]"
+                         f"[, when: {{knob: value}}]}} or a list of values, got {raw!r}")
     if spec["type"] not in ("int", "num"):
         raise SpaceError(f"{knob}: a {spec['type']} knob takes a list of values, not a range")
     low, high, log, step = raw["low"], raw["high"], raw.get("log", False), raw.get("step")
@@ -108,13 +169,60 @@ def param(knob: str, raw, spec: dict | None) -> Param:
         raise SpaceError(f"{knob}: a log range needs low > 0 and no step")
     if step is not None and (not isinstance(step, (int, float)) or step <= 0 or (high - low) % step):
         raise SpaceError(f"{knob}: step {step!r} must divide {high} − {low}")
-    return Param(knob, "int" if spec["type"] == "int" else "float", low, high, bool(log), step)
+    return Param(knob, "int" if spec["type"] == "int" else "float", low, high, bool(log), step,
+                 at_most=_product(knob, raw.get("at_most")), at_least=_product(knob, raw.get("at_least")), when=when)
+
+
+def _product(knob: str, raw) -> tuple[str, ...]:
+    """A bound's knobs: one knob's name, or their product written "a * b"."""
+    if raw is None:
+        return ()
+    names = tuple(part.strip() for part in str(raw).replace("×", "*").split("*"))
+    if not isinstance(raw, str) or not all(names):
+        raise SpaceError(f"{knob}: a bound is a knob or a product of knobs (\"a * b\"), got {raw!r}")
+    return names
+
+
+def _when(knob: str, raw) -> tuple[tuple[str, tuple], ...]:
+    if not isinstance(raw, dict) or not raw:
+        raise SpaceError(f"{knob}: when is a mapping of knob: value (or a list of values), got {raw!r}")
+    return tuple((k, tuple(v) if isinstance(v, list) else (v,)) for k, v in raw.items())
+
+
+def _ordered(params: list[Param]) -> tuple[Param, ...]:
+    """The params in an order where each knob's bounds and condition are proposed before it (the space's own order
+    where it may), after checking that they name numeric knobs of the space and cannot leave a range empty."""
+    by_knob = {p.knob: p for p in params}
+    for p in params:
+        for k in sorted(p.needs):
+            if k not in by_knob:
+                raise SpaceError(f"{p.knob}: its bound or condition names {k}, which the space does not search")
+        for k in (*p.at_most, *p.at_least):
+            if by_knob[k].kind == "choice" or by_knob[k].low <= 0:
+                raise SpaceError(f"{p.knob}: a bound's knob {k} must be searched as a positive range")
+        if p.at_most and math.prod(by_knob[k].low for k in p.at_most) < p.low:
+            raise SpaceError(f"{p.knob}: at_most {' × '.join(p.at_most)} can be "
+                             f"{math.prod(by_knob[k].low for k in p.at_most):g}, under its low {p.low:g}")
+        if p.at_least and math.prod(by_knob[k].high for k in p.at_least) > p.high:
+            raise SpaceError(f"{p.knob}: at_least {' × '.join(p.at_least)} can be "
+                             f"{math.prod(by_knob[k].high for k in p.at_least):g}, over its high {p.high:g}")
+    order = TopologicalSorter({p.knob: sorted(p.needs) for p in params})
+    try:
+        order.prepare()
+    except CycleError as e:
+        raise SpaceError(f"bounds or conditions in a circle: {' → '.join(e.args[1])}") from None
+    out, position = [], {p.knob: i for i, p in enumerate(params)}
+    while order.is_active():
+        ready = sorted(order.get_ready(), key=position.get)
+        out += ready
+        order.done(*ready)
+    return tuple(by_knob[k] for k in out)
 
 
 def parse(raw: dict, specs: dict[str, dict]) -> Space:
     if not isinstance(raw, dict) or not raw:
         raise SpaceError("a space is a mapping of knob: range, with at least one knob")
-    return Space(tuple(param(knob, value, specs.get(knob)) for knob, value in raw.items()))
+    return Space(_ordered([param(knob, value, specs.get(knob)) for knob, value in raw.items()]))
 
 
 def from_catalog(specs: dict[str, dict]) -> Space:

@@ -80,9 +80,9 @@ def known_sets(tune_space: Space, names: list[str], base: str, service=None, con
             continue
         values = Configuration(name).knobs(service)
         fits = {}
-        for p in tune_space.params:
+        for p in tune_space.params:         # in the space's order: a bound's knobs are known before it
             value = as_searched(p, values.get(p.knob), specs.get(p.knob) or {})
-            if p.contains(value):
+            if p.searched(fits) and p.contains(value, fits):
                 fits[p.knob] = value
         if (control or base) != base or any(
                 not same(as_searched(p, base_values.get(p.knob), specs.get(p.knob) or {}), fits[p.knob])
