@@ -14,7 +14,8 @@ known spread would have: the narrowest that covers), and the median block length
 Series rows combine trials as `report combine` does (crossover, report/stats/combine.py). Rows named `lab: …`
 use the noise measured on native containers (LAB below). The gate rows: how often `errors<=0.1%` passes a run
 whose tuned machine truly fails 0.2 % (or 0.05 %) of ~1,800 requests, judged on the level (as before issue 52)
-and on its interval's upper bound, and how often that interval holds the true rate.
+and on its interval's upper bound, and how often that interval holds the true rate; the series gate rows, the same
+on a crossover series' tuned level (report combine's, what a series' --gate and a tune's confirmation judge).
 Results: results/<stamp>-bench-coverage/coverage.json.
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ from lab import paths
 from report.read.calibrations import AALookup
 from report.stats import between
 from report.stats.between import Calibration
-from report.stats.combine import combine
+from report.stats.combine import combine, tuned_level
 from report.stats.uncertainty import FIGURES, analyse
 from report.stats.windows import attach_cpu, paired_windows
 from report.tests.synthetic import as_aa_trial, as_trial, jvm_cpu, paired_samples
@@ -79,6 +80,13 @@ CALIBRATING = 4             # A/A runs behind a calibrated row
 GATES = {"errors<=0.1%, true 0.2 %": dict(rate=10.0, error_tuned=0.002),
          "errors<=0.1%, true 0.05 %": dict(rate=10.0, error_tuned=0.0005)}
 GATE_LIMIT = 0.1
+# the same gate on a crossover series' tuned level (report combine's tuned_level: what a tune's confirmation and a
+# series' --gate judge): trials, and a between-run spread of the error rate (points) beside the gate rows' own
+SERIES_GATES = {"series of 4: errors<=0.1%, true 0.2 %": (4, dict(rate=10.0, error_tuned=0.002)),
+                "series of 4: errors<=0.1%, true 0.05 %": (4, dict(rate=10.0, error_tuned=0.0005)),
+                "series of 4: errors<=0.1%, true 0.2 %, between 0.05 pt": (4, dict(rate=10.0, error_tuned=0.002,
+                                                                                  run_sd_error_pt=0.05)),
+                "series of 2: errors<=0.1%, true 0.2 %": (2, dict(rate=10.0, error_tuned=0.002))}
 
 
 def gate_run(job: tuple[str, int, int]) -> dict:
@@ -87,6 +95,19 @@ def gate_run(job: tuple[str, int, int]) -> dict:
     e = one_run(seed, seconds, GATES[row]).effects["error_pct"]
     return {"point": e.tuned <= GATE_LIMIT, "bound": not math.isnan(e.tuned_high) and e.tuned_high <= GATE_LIMIT,
             "covered": not math.isnan(e.tuned_high) and e.tuned_low <= 100 * GATES[row]["error_tuned"] <= e.tuned_high}
+
+
+def series_gate_run(job: tuple[str, int, int]) -> dict:
+    """One series of a series gate row: does its tuned level pass on the bound, and does its interval hold the rate?"""
+    row, seed, seconds = job
+    trials, params = SERIES_GATES[row]
+    runs = [as_trial(f"trial-{seed * 10 + k}", k % 2 == 1, one_run(seed * 10 + k, seconds, params))
+            for k in range(trials)]
+    level = tuned_level(runs, "error_pct")
+    if level is None or math.isnan(level.high):
+        return {"point": False, "bound": False, "covered": False}
+    return {"point": level.tuned <= GATE_LIMIT, "bound": level.high <= GATE_LIMIT,
+            "covered": level.low <= 100 * params["error_tuned"] <= level.high}
 
 
 def truth_of(params: dict) -> dict[str, float]:
@@ -195,8 +216,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="a row to run (repeatable; row names hold commas); default: every row")
     parser.add_argument("--label", default="")
     parser.add_argument("--no-gates", action="store_true", help="leave out the level gates' rows")
+    parser.add_argument("--only-gates", action="store_true", help="only the level gates' rows")
     args = parser.parse_args(argv)
-    rows = args.rows or list(ROWS)
+    if args.only_gates and (args.no_gates or args.rows):
+        parser.error("--only-gates runs the gates' rows alone: without --no-gates or --row")
+    rows = [] if args.only_gates else args.rows or list(ROWS)
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         parser.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
@@ -207,8 +231,10 @@ def main(argv: list[str] | None = None) -> int:
             results = pool.map(simulate, [(row, seed, args.seconds) for seed in seeds], chunksize=4)
             summary[row] = summarise(row, results)
             print(table({row: summary[row]}).split("\n", 2)[-1], flush=True)
-        for row in () if args.no_gates else GATES:
-            results = pool.map(gate_run, [(row, seed, args.seconds) for seed in seeds], chunksize=4)
+        gate_rows = [] if args.no_gates else [(row, gate_run) for row in GATES] + [(row, series_gate_run)
+                                                                                   for row in SERIES_GATES]
+        for row, run_of in gate_rows:
+            results = pool.map(run_of, [(row, seed, args.seconds) for seed in seeds], chunksize=4)
             summary[f"gate {row}"] = {key: sum(r[key] for r in results) / len(results)
                                       for key in ("point", "bound", "covered")}
             print(f"gate {row}: passes on the point {100 * summary[f'gate {row}']['point']:.1f} %, on the bound "

@@ -70,6 +70,8 @@ def anywhere(tune_space: space.Space, seed: int) -> dict:
     rng = random.Random(f"optimum:{seed}")
     out = {}
     for p in tune_space.params:         # in the space's order: within the bounds the knobs before it leave
+        if not p.searched(out):         # its `when` does not hold: left out, as Space.suggest leaves it
+            continue
         if p.kind == "choice":
             out[p.knob] = rng.choice(p.choices)
             continue

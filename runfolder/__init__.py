@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 3, "sweep.json": 2, "tune.json": 3}
+FORMATS = {"run.json": 2, "verdict.json": 3, "sweep.json": 2, "tune.json": 4}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -27,7 +27,9 @@ HISTORY = {
     "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version",
                   3: "one hold (holds_s [hold]) and no successive halving; base, known, between; each run's outcome "
                      "with settled, steady_from_s, swapped, calibrated; replicate_of and known per run; candidates "
-                     "(each candidate's runs combined); best and finalist are candidates (issue 54)"},
+                     "(each candidate's runs combined); best and finalist are candidates (issue 54)",
+                  4: "each run's past (a past run of the same question that warmed the study) and the plan's cold; "
+                     "the space's unset (its define-by-run at_most, at_least and when were written since a707744)"},
 }
 
 

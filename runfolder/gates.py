@@ -14,3 +14,11 @@ def failures(folder: Path) -> list[str] | None:
     except (OSError, ElementTree.ParseError):
         return None
     return [f"{case.get('name')}: {failed.get('message')}" for case in cases for failed in case.findall("failure")]
+
+
+def judged(folder: Path) -> list[str] | None:
+    """The gates gates.xml judged (each testcase's name is the gate as written); None without a readable one."""
+    try:
+        return [case.get("name") for case in ElementTree.parse(folder / FILE).getroot().iter("testcase")]
+    except (OSError, ElementTree.ParseError):
+        return None

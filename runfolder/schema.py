@@ -59,14 +59,14 @@ SWEEP = {"format_version": int, "kind": str, "sweep_id": str, "status": str, "co
 _OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str, "settled": bool,
             "steady_from_s": NUMBER, "swapped": bool, "calibrated": bool}
 _ROW = {"number": int, "state": str, "hold_s": NUMBER, "values": dict, "outcome": _OUTCOME, "ended": str,
-        "replicate_of": int, "known": str}
+        "replicate_of": int, "known": str, "past": bool}
 _CANDIDATE = {"number": int, "values": dict, "runs": ListOf(int), "orientations": int, "settled": bool,
               "feasible": bool, "counts": bool, "ratio": NUMBER, "low": NUMBER, "high": NUMBER, "known": str}
 _RATIO = {"estimate": NUMBER, "low": NUMBER, "high": NUMBER}
 TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "ended": str, "error": str,
         "budget_s": NUMBER, "spent_s": NUMBER, "holds_s": ListOf(NUMBER), "floor": NUMBER, "space": ListOf(dict),
         "load": dict, "service": str, "objective": str, "constraints": ListOf(str), "control": str, "name": str,
-        "base": str, "known": ListOf(str), "between": NUMBER,
+        "base": str, "known": ListOf(str), "between": NUMBER, "cold": bool,
         "trials": ListOf(str), "results": ListOf(_ROW), "candidates": ListOf(_CANDIDATE), "best": _CANDIDATE,
         "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool},
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,

@@ -181,6 +181,42 @@ def test_the_catalogs_space_can_express_the_tuned_sets_httpd():
         assert ("tomcat_ajp_connector" in v) == (v["httpd_proxy_protocol"] == "ajp")
 
 
+def test_a_known_set_holds_a_bounded_knob_only_beside_what_bounds_it():
+    """A value fixed beside a bound the sampler draws could break the rule the bound keeps (150 workers beside a drawn
+    ServerLimit of 2): where a set does not hold the bounding knob, the bounded one is left to the sampler too; a
+    range's `unset` says what a set leaving the knob unset is searched as."""
+    from lab.experiment.tune import trials
+    specs = catalog.specs()
+    raw = {"httpd_server_limit": {"low": 2, "high": 16}, "httpd_threads_per_child": {"low": 25, "high": 64},
+           "httpd_max_request_workers": {"low": 25, "high": 400, "at_most": "httpd_server_limit * "
+                                                                         "httpd_threads_per_child"}}
+    without = trials.known_sets(space.parse(raw, specs), ["default"], "tuned")["default"]
+    assert without == {"httpd_threads_per_child": 25}              # ServerLimit unset: "event/worker 16, prefork 256"
+    raw["httpd_server_limit"]["unset"] = 16
+    held = trials.known_sets(space.parse(raw, specs), ["default"], "tuned")["default"]
+    assert held == {"httpd_server_limit": 16, "httpd_threads_per_child": 25, "httpd_max_request_workers": 150}
+    with pytest.raises(space.SpaceError, match="unset 20 is not a value of the range 2–16"):
+        space.parse({"httpd_server_limit": {"low": 2, "high": 16, "unset": 20}}, specs)
+    with pytest.raises(space.SpaceError, match="for a knob that may be unset"):
+        space.parse({"tomcat_threads_max": {"low": 25, "high": 400, "unset": 200}}, specs)
+
+
+def test_the_catalogs_known_sets_pass_the_labs_own_validation():
+    """Each known set a tune from the catalog starts with, as the tune runs it against `tuned` (trials.rules →
+    ansible/validate.yml on this host): none refused. The catalog's set was refused in the first tune with HTTPD's
+    knobs (its ServerLimit, unset, was drawn as 2 beside a fixed 150 workers); the range's `unset: 16` holds it."""
+    from lab.experiment import load, run
+    from lab.experiment.tune import trials
+    from lab.machines import settings
+    tune_space = space.from_catalog(catalog.specs())
+    known = trials.known_sets(tune_space, list(trials.KNOWN), "default", None, "tuned")
+    assert known["default"]["httpd_server_limit"] == 16 and set(known) == set(trials.KNOWN)
+    opts = options.checked(profile=load.named("lab", users=150, ramp_up_s=60, duration_s=180))
+    check = trials.rules(opts, settings.load(), run.validate, "tuned", "default")
+    refused = {name: check(values) for name, values in known.items()}
+    assert refused == dict.fromkeys(known), refused
+
+
 # -- the search ---------------------------------------------------------------------------------------------------
 
 def trials_to_reach(kind: str, seed: int, budget: int = 60) -> int:

@@ -57,6 +57,9 @@ def _header(data: dict[str, Any]) -> list[str]:
                 f"({sum(1 for r in runs if r.get('replicate_of') is not None)} of them a leader run again with the "
                 f"machines' roles swapped), {sum(r['state'] == 'refused' for r in results)} refused by the knob rules "
                 "before any run")
+        past = sum(bool(r.get("past")) for r in runs)
+        if past:
+            said += f"; {past} of the runs are past runs of the same question found in results/ (a warm start)"
         holds = f"**hold:** {data['holds_s'][-1]:g} s, judged from where both machines settled"
         start = (f"from the {data.get('base') or 'default'} set"
                  + (f", the known sets {', '.join(data.get('known') or [])} first" if data.get("known") else ""))
@@ -163,7 +166,7 @@ def _trials(data: dict[str, Any]) -> list[str]:
             why = why[:WHY_CHARS].rsplit(" ", 1)[0] + " … (whole in tune.json)"
         if v3:
             of = (f"replicate of {r['replicate_of']}" if r.get("replicate_of") is not None else
-                  f"known {r['known']}" if r.get("known") else "proposed")
+                  f"known {r['known']}" if r.get("known") else "a past run" if r.get("past") else "proposed")
             steady = ("—" if r["state"] == "refused" else "not settled" if o.get("settled") is False else
                       f"+{o['steady_from_s']:g} s" if o.get("steady_from_s") is not None else "?")
             machines = "—" if r["state"] == "refused" else "swapped" if o.get("swapped") else "as named"

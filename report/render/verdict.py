@@ -220,6 +220,8 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
               "effects": {}, "steady": {}, "stopped": {}}
     if analysis is not None:
         record["method"] = {"window_s": WINDOW_S, "windows": analysis.paired.n, "start": analysis.paired.start,
+                            # what the report cut from each machine's first sample (--warmup, auto or run.json's)
+                            "warmup_s": json_number(max(m.window.warmup_s for m in machines.values())),
                             "block_windows": dict(analysis.blocks),
                             "level_block_windows": dict(analysis.level_blocks), "resamples": analysis.resamples,
                             "seed": analysis.seed, "df": {f: analysis.df(f) for f in FIGURES}}

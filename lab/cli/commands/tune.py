@@ -54,6 +54,9 @@ def add_arguments(parser) -> None:
     add("--study", default=None, metavar="URL",
         help="work a study shared with other workers (each its own twins, --hosts): sqlite:///PATH, or "
              "postgresql://USER@HOST/DB across controllers (default: the tune folder's study.sqlite)")
+    add("--cold", action="store_true",
+        help="start without the past runs in results/ that asked the same question (by default they join the "
+             "study as runs it made: the same load, service, machines' kind, control and base)")
     add("--resume", type=Path, default=None, metavar="FOLDER",
         help="go on with a tune folder's study (its space, holds and budget)")
 
@@ -83,7 +86,10 @@ def saved_space(folder: Path, saved: list) -> tuple:
     params = []
     for i, p in enumerate(saved):
         try:
-            params.append(space.Param(**{**p, "choices": tuple(p.get("choices") or ())}))
+            params.append(space.Param(**{**p, "choices": tuple(p.get("choices") or ()),
+                                         "at_most": tuple(p.get("at_most") or ()),
+                                         "at_least": tuple(p.get("at_least") or ()),
+                                         "when": tuple((k, tuple(v)) for k, v in p.get("when") or ())}))
         except (TypeError, AttributeError) as e:
             raise ValueError(f"--resume {folder}: tune.json space[{i}] is not a knob of a search ({e})") from None
     return tuple(params)
@@ -113,7 +119,8 @@ def plan_of(args):
         return command.Plan(space.Space(params), int(saved["holds_s"][-1]), saved["floor"], budget,
                             saved.get("objective", "tps"), tuple(saved.get("constraints", trials.CONSTRAINTS)),
                             saved.get("control", knob_sets.DEFAULT), saved.get("name"), saved.get("study"),
-                            saved["base"], tuple(saved.get("known") or ()), saved["between"])
+                            saved["base"], tuple(saved.get("known") or ()), saved["between"],
+                            cold=bool(saved.get("cold")))
     if args.budget is None:
         raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
     if not 0 <= args.floor < 1:
@@ -161,6 +168,18 @@ def check_budget(plan, budget_s: int) -> None:
                          "machines: a run, then the best run again against each control)")
 
 
+def fit(plan, opts: Options, log=print):
+    """The plan with its space fitted to the tune's service: the values it cannot take left out, and said."""
+    from lab.experiment.tune import trials
+    fitted, left = plan.space.fitted(trials.refuses(opts, plan.control, plan.base))
+    if not fitted.params:
+        raise ValueError(f"tune: {opts.service.name if opts.service else 'the service'} can take none of the "
+                         "space's knobs: " + "; ".join(f"{k}: {why}" for k, why in left.items()))
+    for knob, why in left.items():
+        log(f"tune: {knob} left out of the space: {why}")
+    return dataclasses.replace(plan, space=fitted)
+
+
 def main(args) -> int:
     from lab.experiment.tune import command
     opts = args.options
@@ -168,8 +187,11 @@ def main(args) -> int:
     check_warmup(opts, plan)
     s, opts = preflight.ready(opts, trials=1)
     kind = "hosts" if opts.hosts is not None else lifecycle.kind(s)
-    plan = dataclasses.replace(plan, overhead_s=command.OVERHEAD_S.get(kind, max(command.OVERHEAD_S.values())))
+    plan = dataclasses.replace(plan, overhead_s=command.OVERHEAD_S.get(kind, max(command.OVERHEAD_S.values())),
+                               kind=kind, cold=plan.cold or args.cold)
     check_budget(plan, plan.budget_s)
+    if args.resume is None:          # a resumed tune's space was fitted when it began
+        plan = fit(plan, opts)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
     preflight.namespace_free(opts)
     code, folder = command.execute(opts, s, plan, resume_folder=args.resume)

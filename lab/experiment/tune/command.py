@@ -25,9 +25,9 @@ from lab import redact
 from lab.experiment import record as run_record
 from lab.experiment import reporting, run, trial
 from lab.experiment.options import Options
-from lab.experiment.tune import confirm, search, trials
+from lab.experiment.tune import confirm, search, trials, warm
 from lab.experiment.tune.space import Space
-from lab.provision import knob_sets
+from lab.provision import catalog, knob_sets
 
 STUDY = "tune"
 # A run's cost beside its hold and ramp-up (re-provisioning the tuned machine, the equal start and check,
@@ -53,6 +53,8 @@ class Plan:
     known: tuple[str, ...] = trials.KNOWN   # the sets run first, as far as the space holds their values
     between: float = trials.BETWEEN         # a run's between-run spread where A/A runs do not calibrate its verdict
     overhead_s: int = OVERHEAD_S["containers"]    # a run's cost beside ramp-up and hold on the machines' kind
+    kind: str = "containers"                # the machines' kind: past runs on another never warm the study
+    cold: bool = False                      # start without the past runs of the same question (--cold)
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
@@ -100,7 +102,7 @@ def _failed(data: dict, failure: BaseException) -> dict:
 def _row(r: search.Result) -> dict:
     return {"number": r.number, "state": r.state, "hold_s": r.hold_s, "values": r.values,
             "outcome": dataclasses.asdict(r.outcome), "ended": r.ended, "replicate_of": r.replicate_of,
-            "known": r.known}
+            "known": r.known, "past": r.past}
 
 
 def candidate_row(c: search.Candidate, floor: float) -> dict:
@@ -124,8 +126,9 @@ def record(folder: Path, data: dict, tuner: search.Tuner) -> dict:
 
 
 def ran(tuner: search.Tuner) -> int:
-    """The runs the study has made (candidates the knob rules refused cost nothing and are not counted)."""
-    return sum(r.state != "refused" for r in tuner.results())
+    """The runs the study has made (candidates the knob rules refused cost nothing, past runs were made before: neither
+    is counted)."""
+    return sum(r.state != "refused" and not r.past for r in tuner.results())
 
 
 def progress(k: int, expected: int, tuner: search.Tuner, left_s: float) -> str:
@@ -146,7 +149,7 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
     data = runfolder.stamped("tune.json", {
         "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
         "budget_s": plan.budget_s, "holds_s": [plan.hold_s], "floor": plan.floor, "base": plan.base,
-        "known": list(plan.known), "between": plan.between,
+        "known": list(plan.known), "between": plan.between, "cold": plan.cold,
         "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
         "constraints": list(plan.constraints),
         "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
@@ -186,6 +189,20 @@ def question(opts: Options, plan: Plan) -> dict:
             "base": plan.base, "between": plan.between}
 
 
+def past(opts: Options, s, plan: Plan, folder: Path) -> list[tuple[dict, search.Outcome, str | None]]:
+    """The past runs beside the tune's folder (results/) that asked its question (warm.py), [] for a --cold tune."""
+    if plan.cold:
+        return []
+    trial = trials.options(opts, {}, plan.hold_s, "warm", plan.control, base=plan.base)
+    question = warm.Question(
+        load=dataclasses.asdict(trial.profile), service=opts.service.name if opts.service else "sample",
+        kind=plan.kind, memory_mb=((opts.reached or {}).get("memory_mb") if plan.kind == "hosts"
+                                   else getattr(s, "memory_mb", None)),
+        control=trial.configurations[trials.CONTROL].knobs(opts.service),
+        base=trial.configurations[trials.SIDE].knobs(opts.service), own_series=folder.name)
+    return warm.past_runs(folder.parent, plan.space, question, catalog.specs(), plan.objective, plan.constraints)
+
+
 def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = True,
             resume_folder: Path | None = None, log=print, clock=time.monotonic, judge=None) -> tuple[int, Path]:
     """Runs trials on the lab while the budget has room for another whole one and the confirmations, then (proves)
@@ -196,7 +213,8 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     try:        # a study of another question is refused here: tune.json says so rather than "running"
         tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.hold_s, plan.floor,
                              rules=trials.rules(opts, s, lab.validate, plan.control, plan.base),
-                             question=question(opts, plan), between=plan.between, known=known)
+                             question=question(opts, plan), between=plan.between, known=known,
+                             past=past(opts, s, plan, folder))
     except BaseException as failure:
         _save(folder, _failed(data, failure))
         raise

@@ -79,6 +79,17 @@ class Outcome:
 Z95 = 1.959964
 
 
+def _key(values: dict) -> str:
+    return json.dumps(values, sort_keys=True)
+
+
+def _plain(params: list) -> list:
+    """A space's params as JSON without the fields at their defaults (empty or null), so that a field a later lab
+    added does not make an earlier study another question."""
+    return [{k: v for k, v in p.items() if v not in (None, [], ())} for p in params] if isinstance(params, list) \
+        else params
+
+
 @dataclass(frozen=True)
 class Result:
     """A finished run of the study (one optuna trial): its knobs, its outcome, its hold, and whose replicate it is."""
@@ -90,6 +101,7 @@ class Result:
     ended: str | None = None            # when it ended (UTC, ISO 8601): best-so-far against time
     replicate_of: int | None = None     # the candidate's first run, for a run again of the same values
     known: str | None = None            # the known knob set it is, where it was enqueued as one
+    past: bool = False                  # a past run of the same question, found in results/ (warm.py)
 
 
 @dataclass(frozen=True)
@@ -152,7 +164,8 @@ class Tuner:
     def __init__(self, space: Space, storage: str, name: str, hold_s: int, floor: float,
                  rules: Callable[[dict], str | None] | None = None, sampler: optuna.samplers.BaseSampler | None = None,
                  seed: int | None = None, question: dict | None = None, between: float = 0.0,
-                 known: dict[str, dict] | None = None) -> None:
+                 known: dict[str, dict] | None = None, past: list[tuple[dict, Outcome, str | None]] | None = None
+                 ) -> None:
         if hold_s <= 0:
             raise TuneError(f"hold {hold_s} s: a positive length")
         self.space, self.hold_s, self.floor, self.rules, self.between = space, int(hold_s), floor, rules, between
@@ -174,6 +187,30 @@ class Tuner:
         self._check_same_question()
         for set_name, values in (known or {}).items():      # where experts start: run first (once per study)
             self.study.enqueue_trial(values, user_attrs={"known": set_name}, skip_if_exists=True)
+        self._add_past(past or [])
+
+    def _add_past(self, past: list[tuple[dict, Outcome, str | None]]) -> None:
+        """Past runs of the same question (warm.py: values, outcome, when it ended) as runs the study made, each once
+        (by its run folder: a worker's own runs, another's on a shared study, or an earlier tune's), a run of values
+        the study has run already joining that candidate as its replicate (an earlier tune's leader and its swapped
+        run stay one candidate)."""
+        trials = [t for t in self.study.get_trials(deepcopy=False) if "outcome" in t.user_attrs]
+        kept = {t.user_attrs["outcome"]["run"] for t in trials}
+        first = {}
+        for t in trials:
+            first.setdefault(_key(t.params), t.user_attrs.get("replicate_of", t.number))
+        for values, outcome, ended in past:
+            if outcome.run in kept or not self.space.contains(values):
+                continue
+            attrs = {"past": True, "ended": ended, "outcome": json.loads(json.dumps(dataclasses.asdict(outcome)))}
+            if _key(values) in first:
+                attrs["replicate_of"] = first[_key(values)]
+            self.study.add_trial(optuna.trial.create_trial(
+                params=values, distributions=self.space.distributions(values),
+                value=outcome.ratio if outcome.ratio is not None else 0.0, user_attrs=attrs,
+                constraints={"feasible": 0.0 if outcome.feasible else 1.0}))
+            kept.add(outcome.run)
+            first.setdefault(_key(values), len(self.study.get_trials(deepcopy=False)) - 1)
 
     def _check_same_question(self) -> None:
         """A resumed or shared study answers one question: its space and hold, and what the caller says makes the
@@ -183,7 +220,9 @@ class Tuner:
         mine = {**self.question, "space": [dataclasses.asdict(p) for p in self.space.params],
                 "holds_s": [self.hold_s]}
         mine = json.loads(json.dumps(mine))          # as the storage gives it back: JSON
-        said = self.study.user_attrs
+        said = dict(self.study.user_attrs)
+        if "space" in said:     # a field a later lab added, at its default, is the same space (a resumed older tune)
+            said["space"], mine["space"] = _plain(said["space"]), _plain(mine["space"])
         for key, value in mine.items():
             if key in said and said[key] != value:
                 raise TuneError(f"study {self.study.study_name} was begun with another {key.replace('_s', '')}: "
@@ -243,8 +282,9 @@ class Tuner:
         """Every run of the study so far, refused candidates included, in order."""
         out = []
         for t in self.study.get_trials(deepcopy=False):
-            ended = (t.datetime_complete.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")   # optuna's: local
-                     if t.datetime_complete else None)
+            ended = t.user_attrs.get("ended") if t.user_attrs.get("past") else (     # a past run's: its own
+                t.datetime_complete.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")   # optuna's: local
+                if t.datetime_complete else None)
             if "refused" in t.user_attrs:
                 out.append(Result(t.number, dict(t.params), Outcome(None, violations=(t.user_attrs["refused"],)),
                                   0, "refused", ended, known=t.user_attrs.get("known")))
@@ -252,7 +292,8 @@ class Tuner:
             if t.state != optuna.trial.TrialState.COMPLETE or "outcome" not in t.user_attrs:
                 continue            # interrupted mid-run: not a result (a resumed tune runs anew)
             out.append(Result(t.number, dict(t.params), Outcome.stored(t.user_attrs["outcome"]), self.hold_s,
-                              "complete", ended, t.user_attrs.get("replicate_of"), t.user_attrs.get("known")))
+                              "complete", ended, t.user_attrs.get("replicate_of"), t.user_attrs.get("known"),
+                              bool(t.user_attrs.get("past"))))
         return out
 
     def candidates(self) -> list[Candidate]:

@@ -12,14 +12,20 @@ knobs are proposed in an order where every bound and condition is known first; `
 a knob outside the space, a cycle, or a bound that could leave a range empty."""
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from lab.errors import BadInput
+
+if TYPE_CHECKING:
+    import optuna
 
 
 class SpaceError(BadInput):
@@ -38,6 +44,7 @@ class Param:
     at_most: tuple[str, ...] = ()        # a product of knobs proposed before it that bounds it (define-by-run)
     at_least: tuple[str, ...] = ()
     when: tuple[tuple[str, tuple], ...] = ()     # (knob, its values): searched only where each earlier knob has one
+    unset: float | None = None           # what a set that leaves the knob unset is searched as (its range says)
 
     @property
     def needs(self) -> set[str]:
@@ -79,6 +86,16 @@ class Param:
             return False
         return self.kind == "float" or (value - self.low) % (self.step or 1) == 0
 
+    def distribution(self, values: dict) -> optuna.distributions.BaseDistribution:
+        """Its optuna distribution beside the earlier values (a run added to the study, not proposed by it)."""
+        import optuna  # 0.2 s to import: only where a tune runs (the command line reads spaces without it)
+        if self.kind == "choice":
+            return optuna.distributions.CategoricalDistribution(list(self.choices))
+        low, high = self.bounds(values)
+        if self.kind == "int":
+            return optuna.distributions.IntDistribution(int(low), int(high), log=self.log, step=int(self.step or 1))
+        return optuna.distributions.FloatDistribution(low, high, log=self.log, step=self.step)
+
     def describe(self) -> str:
         if self.kind == "choice":
             said = " | ".join("null" if c is None else str(c).lower() if isinstance(c, bool) else str(c)
@@ -107,6 +124,40 @@ class Space:
             if p.searched(values):
                 values[p.knob] = p.suggest(trial, values)
         return values
+
+    def fitted(self, refuses: Callable[[str, object], str | None]) -> tuple[Space, dict[str, str]]:
+        """The space a service can take: each value `refuses` (knob, value → why not, None) leaves out dropped from a
+        list, a knob with fewer than two values left (or whose range's ends are refused) dropped, and so is a knob
+        whose bound or condition reads a dropped one; (the space, {knob: why it was left out})."""
+        kept, left = [], {}
+        for p in self.params:               # in order: what a knob reads comes before it
+            gone = sorted(k for k in p.needs if k in left)
+            kept_choices = {q.knob: q.choices for q in kept if q.kind == "choice"}
+            never = [k for k, allowed in p.when if k in kept_choices and not set(allowed) & set(kept_choices[k])]
+            if gone or never:
+                left[p.knob] = (f"its bound or condition reads {', '.join(gone)}, left out" if gone else
+                                f"searched only when {never[0]} is {' or '.join(map(str, dict(p.when)[never[0]]))}, "
+                                "a value left out")
+                continue
+            if p.kind == "choice":
+                why = {c: refuses(p.knob, c) for c in p.choices}
+                takes = tuple(c for c in p.choices if why[c] is None)
+                if len(takes) >= 2:
+                    kept.append(dataclasses.replace(p, choices=takes))
+                    left |= {f"{p.knob}={c}": w for c, w in why.items() if w}
+                    continue
+                left[p.knob] = next(w for w in why.values() if w)
+                continue
+            why = refuses(p.knob, p.low) or refuses(p.knob, p.high)
+            if why:
+                left[p.knob] = why
+            else:
+                kept.append(p)
+        return Space(tuple(kept)), left
+
+    def distributions(self, values: dict) -> dict:
+        """Each searched knob's distribution beside the others (values: a candidate the space contains)."""
+        return {p.knob: p.distribution(values) for p in self.params if p.knob in values}
 
     def contains(self, values: dict) -> bool:
         """Whether the space could have proposed these values: each searched knob within its range beside the
@@ -157,9 +208,9 @@ def param(knob: str, raw, spec: dict | None) -> Param:
             raise SpaceError(f"{knob}: {bad[0]!r} is not a value the knob takes")
         return Param(knob, "choice", choices=tuple(raw), when=when)
     if (not isinstance(raw, dict) or not {"low", "high"} <= set(raw)
-            or set(raw) - {"low", "high", "log", "step", "at_most", "at_least"}):
+            or set(raw) - {"low", "high", "log", "step", "at_most", "at_least", "unset"}):
         raise SpaceError(f"{knob}: a range is {{low, high[, log: true][, step: N][, at_most: K][, at_least: K]"
-                         f"[, when: {{knob: value}}]}} or a list of values, got {raw!r}")
+                         f"[, when: {{knob: value}}][, unset: N]}} or a list of values, got {raw!r}")
     if spec["type"] not in ("int", "num"):
         raise SpaceError(f"{knob}: a {spec['type']} knob takes a list of values, not a range")
     low, high, log, step = raw["low"], raw["high"], raw.get("log", False), raw.get("step")
@@ -169,8 +220,14 @@ def param(knob: str, raw, spec: dict | None) -> Param:
         raise SpaceError(f"{knob}: a log range needs low > 0 and no step")
     if step is not None and (not isinstance(step, (int, float)) or step <= 0 or (high - low) % step):
         raise SpaceError(f"{knob}: step {step!r} must divide {high} − {low}")
+    unset = raw.get("unset")
+    if unset is not None and ("unset" not in spec or not _takes(knob, spec, unset) or not low <= unset <= high
+                              or (step and (unset - low) % step)):
+        raise SpaceError(f"{knob}: unset {unset!r} is not a value of the range {low}–{high}"
+                         + (f" step {step}" if step else "") + " for a knob that may be unset")
     return Param(knob, "int" if spec["type"] == "int" else "float", low, high, bool(log), step,
-                 at_most=_product(knob, raw.get("at_most")), at_least=_product(knob, raw.get("at_least")), when=when)
+                 at_most=_product(knob, raw.get("at_most")), at_least=_product(knob, raw.get("at_least")), when=when,
+                 unset=unset)
 
 
 def _product(knob: str, raw) -> tuple[str, ...]:
@@ -206,6 +263,14 @@ def _ordered(params: list[Param]) -> tuple[Param, ...]:
         if p.at_least and math.prod(by_knob[k].high for k in p.at_least) > p.high:
             raise SpaceError(f"{p.knob}: at_least {' × '.join(p.at_least)} can be "
                              f"{math.prod(by_knob[k].high for k in p.at_least):g}, over its high {p.high:g}")
+        if p.at_most and p.at_least:            # the narrowest the two can leave must still hold a value
+            most = math.prod(by_knob[k].low for k in p.at_most)
+            least = math.prod(by_knob[k].high for k in p.at_least)
+            low, high = p.bounds({**{k: by_knob[k].low for k in p.at_most},
+                                  **{k: by_knob[k].high for k in p.at_least}})
+            if least > most or low > high:
+                raise SpaceError(f"{p.knob}: at_least {' × '.join(p.at_least)} (up to {least:g}) and at_most "
+                                 f"{' × '.join(p.at_most)} (down to {most:g}) can leave no value")
     order = TopologicalSorter({p.knob: sorted(p.needs) for p in params})
     try:
         order.prepare()

@@ -54,9 +54,10 @@ class StandIn:
 
     def true_ratio(self, values: dict) -> float:
         params = self.space.params
-        # a knob the candidate leaves out (its `when` did not hold) sits at its range's start, the base's stand-in
-        d = [(position(p, values[p.knob]) if p.knob in values else 0.0) - position(p, self.optimum[p.knob])
-             for p in params]
+        # a knob left out (its `when` did not hold) sits at its range's start, the base's stand-in
+        def at(p, chosen):
+            return position(p, chosen[p.knob]) if p.knob in chosen else 0.0
+        d = [at(p, values) - at(p, self.optimum) for p in params]
         distance = sum(x * x for x in d)
         if len(d) >= 2:                  # the first two knobs interact: the best of one moves with the other
             distance += d[0] * d[1]

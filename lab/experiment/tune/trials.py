@@ -82,7 +82,9 @@ def known_sets(tune_space: Space, names: list[str], base: str, service=None, con
         fits = {}
         for p in tune_space.params:         # in the space's order: a bound's knobs are known before it
             value = as_searched(p, values.get(p.knob), specs.get(p.knob) or {})
-            if p.searched(fits) and p.contains(value, fits):
+            # a knob bounded by one the set does not hold is left to the sampler too (a fixed 150 workers beside a
+            # drawn ServerLimit of 2 was refused: s70-catalog-vs-tuned-tune's first run)
+            if p.searched(fits) and {*p.at_most, *p.at_least} <= fits.keys() and p.contains(value, fits):
                 fits[p.knob] = value
         if (control or base) != base or any(
                 not same(as_searched(p, base_values.get(p.knob), specs.get(p.knob) or {}), fits[p.knob])
@@ -91,9 +93,27 @@ def known_sets(tune_space: Space, names: list[str], base: str, service=None, con
     return out
 
 
+def refuses(opts: Options, control: str = knob_sets.DEFAULT, base: str = knob_sets.DEFAULT
+            ) -> Callable[[str, object], str | None]:
+    """(knob, value) → why the tune's service cannot take the value as a candidate's (the lab's own resolution,
+    Configuration.given), None where it can: what Space.fitted leaves out of a space for a service."""
+    given = {c.base: dict(c.values) for c in opts.configurations.values()}
+
+    def why(knob: str, value) -> str | None:
+        try:
+            candidate({knob: value}, control, opts.service, given.get(candidate_config(control)), base)
+        except ValueError as refused:
+            return " ".join(str(refused).split())
+        return None
+    return why
+
+
 def as_searched(p, value, spec: dict):
-    """A knob's value as its range holds it: an unset (null) knob whose `unset` meaning is a plain number, as that
-    number when the range is numeric and does not list null itself."""
+    """A knob's value as its range holds it: an unset (null) knob as the range's own `unset` where it says one (the
+    meaning depends on another knob the space pins: ServerLimit's 16 under event/worker), else, where its `unset`
+    meaning is a plain number, as that number when the range is numeric and does not list null itself."""
+    if value is None and p.unset is not None:
+        return p.unset
     unset = str(spec.get("unset", ""))
     if value is None and p.kind != "choice" and unset.strip().lstrip("-").isdigit():
         return int(unset)
