@@ -14,7 +14,6 @@ of another question are left out; a folder that cannot be read is skipped.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from lab.experiment.tune.search import Outcome
 from lab.experiment.tune.space import Space
 from lab.provision.configuration import same
 from runfolder import gates as runfolder_gates
+from runfolder import read_json
 
 # Of a run's load, what a trial of the tune fixes (lab/experiment/load/profile.py Profile); not the scheme or the
 # excluded warm-up: the outcome is the steady state's whatever the warm-up the report cut
@@ -41,14 +41,6 @@ class Question:
     control: dict                   # every knob of the control's configuration, as the lab resolves it
     base: dict                      # every knob of the base set, as the lab resolves it
     own_series: str                 # the tune's folder name: its own runs are in its study already
-
-
-def _read(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def values_of(space: Space, ran: dict, base: dict, specs: dict) -> dict | None:
@@ -83,7 +75,7 @@ def outcome(folder: Path, run: dict, swapped: bool, objective: str, constraints:
     if judged is None or sorted(judged) != sorted(constraints):
         return None
     got = trials.outcome(folder, 0, objective, lambda f: tuple(runfolder_gates.failures(f) or ()), swapped)
-    verdict = _read(folder / "verdict.json") or {}
+    verdict = read_json(folder / "verdict.json") or {}
     cut = (verdict.get("method") or {}).get("warmup_s")            # verdict.json's since issue 54's warm start
     cut = (run.get("load") or {}).get("warmup_s") if cut is None else cut
     if got.settled is not True or got.steady_from_s is None or not isinstance(cut, (int, float)) \
@@ -98,7 +90,7 @@ def past_runs(results: Path, space: Space, question: Question, specs: dict, obje
     the catalog's, for an unset knob's searched value)."""
     found = []
     for path in sorted(p for p in results.glob("*/run.json") if p.is_file()):
-        run = _read(path)
+        run = read_json(path)
         if run is None or not matches(run, question):
             continue
         machines = run.get("machines") or {}
