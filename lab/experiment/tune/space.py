@@ -268,7 +268,7 @@ def _ordered(params: list[Param]) -> tuple[Param, ...]:
             least = math.prod(by_knob[k].high for k in p.at_least)
             low, high = p.bounds({**{k: by_knob[k].low for k in p.at_most},
                                   **{k: by_knob[k].high for k in p.at_least}})
-            if least > most or low > high:
+            if low > high:
                 raise SpaceError(f"{p.knob}: at_least {' × '.join(p.at_least)} (up to {least:g}) and at_most "
                                  f"{' × '.join(p.at_most)} (down to {most:g}) can leave no value")
     order = TopologicalSorter({p.knob: sorted(p.needs) for p in params})

@@ -84,7 +84,7 @@ def known_sets(tune_space: Space, names: list[str], base: str, service=None, con
             value = as_searched(p, values.get(p.knob), specs.get(p.knob) or {})
             # a knob bounded by one the set does not hold is left to the sampler too (a fixed 150 workers beside a
             # drawn ServerLimit of 2 was refused: s70-catalog-vs-tuned-tune's first run)
-            if p.searched(fits) and {*p.at_most, *p.at_least} <= fits.keys() and p.contains(value, fits):
+            if p.searched(fits) and p.needs <= fits.keys() and p.contains(value, fits):
                 fits[p.knob] = value
         if (control or base) != base or any(
                 not same(as_searched(p, base_values.get(p.knob), specs.get(p.knob) or {}), fits[p.knob])
