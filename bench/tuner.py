@@ -30,7 +30,7 @@ from lab import paths
 from lab.experiment import options
 from lab.experiment.load import Profile
 from lab.experiment.options import seconds
-from lab.experiment.tune import command, space, standin, trials
+from lab.experiment.tune import command, confirm, space, standin, trials
 from lab.provision import catalog, knob_sets
 
 GAIN = 0.30
@@ -115,15 +115,16 @@ def one_tune(job: tuple) -> dict:
     top = stand_in.true_ratio(stand_in.optimum)
     final = data.get("finalist")
     confirmations = {c["against"]: c for c in data.get("confirmations") or []}
-    versus = (confirmations.get("default") or {}).get("tps") or {}
+    against = confirmations.get("default") or {}
+    versus = against.get("tps") or {}
     return {"seed": seed, "candidates": len(data.get("candidates") or []),
             "refused": sum(1 for r in data["results"] if r["state"] == "refused"),
             "runs": len(runs.ran), "spent_s": data.get("spent_s"),
             "finalist_true": stand_in.true_ratio(final["values"]) if final else None,
             "share_of_optimum": stand_in.true_ratio(final["values"]) / top if final else None,
             "counted": bool(final and final.get("counted")),
-            "confirmed": bool(final and final.get("counted") and (versus.get("low") or 0) > 1 + FLOOR),
-            "confirmation_low": versus.get("low")}
+            "confirmed": bool(final and final.get("counted") and against and confirm.gained(against, FLOOR)),
+            "confirmation_low": versus.get("low"), "looks": against.get("look")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,12 +146,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{BETWEEN_SD:.0%}, machine bias {MACHINE_BIAS - 1:+.1%}, optimum +{GAIN:.0%} "
           f"{'at the tuned set' + chr(39) + 's values' if args.optimum == 'tuned' else 'anywhere'}), "
           f"budget {args.budget / 3600:g} h, hold {HOLD_S} s, floor {FLOOR:.0%}")
-    print("| seed | candidates | refused | runs | finalist ÷ optimum | counted | confirmed |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| seed | candidates | refused | runs | finalist ÷ optimum | counted | confirmed | looks |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in found:
         share = "none" if r["share_of_optimum"] is None else f"{r['share_of_optimum']:.3f}"
         print(f"| {r['seed']} | {r['candidates']} | {r['refused']} | {r['runs']} | {share} | "
-              f"{'yes' if r['counted'] else 'no'} | {'yes' if r['confirmed'] else 'no'} |")
+              f"{'yes' if r['counted'] else 'no'} | {'yes' if r['confirmed'] else 'no'} | {r['looks'] or '–'} |")
     within = sum(1 for r in found if (r["share_of_optimum"] or 0) >= 0.95)
     shares = sorted(r["share_of_optimum"] or 0 for r in found)
     print(f"within 5 % of the optimum: {within} of {len(found)}; median finalist {shares[len(shares) // 2]:.3f} of "

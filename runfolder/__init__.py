@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 3, "sweep.json": 2, "tune.json": 4}
+FORMATS = {"run.json": 2, "verdict.json": 4, "sweep.json": 2, "tune.json": 5}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -22,14 +22,18 @@ HISTORY = {
                      2: "format_version",
                      3: "per effect: intervals (within-run | calibrated (A/A runs …) | random-effects (k trials)), "
                         "min_detectable (80 % power), tuned_ci (the tuned level's interval, what level gates judge); "
-                        "a series': tuned, tuned_ci and calibration; method.level_block_windows (issue 52)"},
+                        "a series': tuned, tuned_ci and calibration; method.level_block_windows (issue 52)",
+                     4: "a series' effects: df (a single run's had it already): the tuner's confirmation re-levels "
+                        "the interval at each look (lab/experiment/tune/sequential.py)"},
     "sweep.json": {1: "the plan, each trial's values, folder and exit code", 2: "format_version"},
     "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version",
                   3: "one hold (holds_s [hold]) and no successive halving; base, known, between; each run's outcome "
                      "with settled, steady_from_s, swapped, calibrated; replicate_of and known per run; candidates "
                      "(each candidate's runs combined); best and finalist are candidates (issue 54)",
                   4: "each run's past (a past run of the same question that warmed the study) and the plan's cold; "
-                     "the space's unset (its define-by-run at_most, at_least and when were written since a707744)"},
+                     "the space's unset (its define-by-run at_most, at_least and when were written since a707744)",
+                  5: "each confirmation's looks (its blocks' series), combined (the folder over all its trials), look, "
+                     "level, tps_look (the interval at the look's level) and decision (sequential.py)"},
 }
 
 

@@ -49,7 +49,7 @@ RUN = {
     "machines": MapOf({"knobs": dict, "versions": dict}),
 }
 EFFECT = {"kind": str, "default": NUMBER, "tuned": NUMBER, "estimate": NUMBER, "low": NUMBER, "high": NUMBER,
-          "detectable": bool, "why_not": str, "intervals": str, "min_detectable": NUMBER,
+          "detectable": bool, "why_not": str, "intervals": str, "min_detectable": NUMBER, "df": NUMBER,
           "tuned_ci": {"low": NUMBER, "high": NUMBER}}
 VERDICT = {"format_version": int, "run_id": str, "status": str, "verdict": str, "design": {"kind": str},
            "effects": MapOf(EFFECT)}
@@ -70,7 +70,8 @@ TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "e
         "trials": ListOf(str), "results": ListOf(_ROW), "candidates": ListOf(_CANDIDATE), "best": _CANDIDATE,
         "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool},
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,
-                                 "verdict": str}),
+                                 "verdict": str, "looks": ListOf(str), "combined": str, "look": int,
+                                 "level": NUMBER, "tps_look": {"low": NUMBER, "high": NUMBER}, "decision": str}),
         "knob_set": str}
 
 SHAPES = {"run.json": RUN, "verdict.json": VERDICT, "sweep.json": SWEEP, "tune.json": TUNE}

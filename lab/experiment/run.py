@@ -20,6 +20,7 @@ from lab.experiment.options import Options
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
 from lab.provision import hosts_down, playbook
+from runfolder import verdict as runfolder_verdict
 
 
 def validate(opts: Options, s: settings.Settings) -> None:
@@ -90,3 +91,17 @@ def run_series(opts: Options, s: settings.Settings, log=steps.note) -> tuple[int
     return exit_code, series_dir
 
 
+
+
+def combine_series(label: str, series: list[Path], log=steps.note) -> Path:
+    """Several series of one question as one (a tune's later looks at its confirmation): the trials every series'
+    verdict.json names, combined into a new folder results/<stamp>-<label>/ (returned)."""
+    folder = record.make_run_dir(label, paths.RESULTS)
+    trials = [s.parent / name for s in series
+              for name in ((runfolder_verdict.read(s) or runfolder_verdict.Verdict(None)).written.get("trials") or [])]
+    with steps.step(f"combined report over {len(trials)} trial(s) of {len(series)} series"):
+        reporting.report_command("combine", folder, *trials, log=log, what="combined report")
+    reporting.print_outcome(folder)
+    if not disk.low(folder):
+        reporting.index_add(folder)
+    return folder

@@ -398,22 +398,6 @@ def test_a_worker_asking_another_question_of_a_shared_study_is_refused_naming_it
 
 # -- the command on a stand-in lab: its folder, tune.json, budget and resume --------------------------------------
 
-@pytest.fixture
-def sets(tmp_path, monkeypatch):
-    """Run folders and knob sets in tmp_path; no report subprocess."""
-    from lab import paths
-    from lab.experiment import reporting
-    from lab.provision import knob_sets
-    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(reporting, "report_command", lambda *a, **k: 0)
-    folder = tmp_path / "knob_sets"
-    folder.mkdir()
-    for file in knob_sets.DIR.glob("*.yml"):
-        (folder / file.name).write_text(file.read_text())
-    monkeypatch.setattr(knob_sets, "DIR", folder)
-    return folder
-
-
 def command_space():
     return space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True},
                         "jvm_gc": ["serial", "parallel", "g1"]}, catalog.specs())

@@ -140,6 +140,8 @@ def record(series_folder: str | Path, trials: list[LoadedRun], results: dict[str
         return {"kind": e.kind, "estimate": None if math.isnan(e.estimate) else e.estimate,
                 "low": e.low if e.has_interval else None, "high": e.high if e.has_interval else None,
                 "detectable": e.detectable, "why_not": e.why_not or None, "ci_within": within,
+                # the t quantile's degrees of freedom behind low … high: the tuner re-levels it (tune/sequential.py)
+                "df": e.df if e.has_interval and not math.isnan(e.df) else None,
                 "intervals": e.intervals if e.has_interval else None,
                 "min_detectable": None if math.isnan(e.min_detectable) else e.min_detectable}
     def level(c: Combined) -> dict[str, Any]:

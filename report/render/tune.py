@@ -112,15 +112,22 @@ def _answer(data: dict[str, Any]) -> list[str]:
     confirmations = data.get("confirmations") or []
     if confirmations:
         repeat = 2 if "outcome" in final else 4
-        lines += ["", f"Confirmed by `--repeat {repeat}` (crossover: the machines swap roles on every second trial):",
-                  "",
-                  "| against | successful TPS (95 % CI) | p99 (95 % CI) | series | verdict |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += ["", f"Confirmed by `--repeat {repeat}` (crossover: the machines swap roles on every second trial), "
+                  "block after block while undecided (a look after each, all its trials combined; each look's "
+                  "interval at its own level so that all looks together keep 95 %: lab/experiment/tune/"
+                  "sequential.py):", "",
+                  "| against | successful TPS (95 % CI) | at the last look's level | decides | p99 (95 % CI) | "
+                  "combined | blocks | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for c in confirmations:
-            tps, p99 = c.get("tps") or {}, c.get("p99") or {}
+            tps, p99, at = c.get("tps") or {}, c.get("p99") or {}, c.get("tps_look") or {}
+            looked = ("–" if "look" not in c else f"look {c['look']} ({c['level']:.2%}): "
+                      + (f"{pct(at['low'])} … {pct(at['high'])}" if at else "no interval to re-level"))
             lines.append(f"| {c['against']} | {_ratio(tps.get('estimate'), tps.get('low'), tps.get('high'))} | "
+                         f"{looked} | {c.get('decision') or '–'} | "
                          f"{_ratio(p99.get('estimate'), p99.get('low'), p99.get('high'))} | "
-                         f"{_link(c['series'])} | {c.get('verdict', '').replace('|', '/')} |")
+                         f"{_link(c.get('combined') or c['series'])} | "
+                         f"{', '.join(_link(x) for x in c.get('looks') or [c['series']])} | "
+                         f"{c.get('verdict', '').replace('|', '/')} |")
     if data.get("knob_set"):
         lines += ["", f"Written as the knob set `{data['knob_set']}`, each value commented with its evidence: "
                   f"`./start.sh --knob-set tuned={data.get('name')}`."]

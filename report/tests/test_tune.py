@@ -58,8 +58,9 @@ def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_tr
     assert ("Trial 4, its gain counted in the search: +62 % (+50 % … +75 %) (successful TPS, candidate ÷ control)"
             in md)
     assert "**constraints:** `errors<=0.1%`" in md
-    assert "| default | +55 % (+45 % … +66 %) | −40 % (−50 % … −30 %) |" in md
-    assert "| tuned | +4.0 % (−3.0 % … +11 %) | — |" in md and "no difference / told apart" in md
+    # confirmations written before the looks (tune.json format 4): no look, no decision
+    assert "| default | +55 % (+45 % … +66 %) | – | – | −40 % (−50 % … −30 %) |" in md
+    assert "| tuned | +4.0 % (−3.0 % … +11 %) | – | – | — |" in md and "no difference / told apart" in md
     assert "`./start.sh --knob-set tuned=tune-20261128-0000`" in md
     assert md.index("| tomcat_threads_max | 0.80 |") < md.index("| jvm_gc | 0.20 |")
     lines = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and
@@ -75,6 +76,21 @@ def test_the_report_gives_the_answer_its_confirmations_what_matters_and_every_tr
     _, md = write(tmp_path, tune(results=[row(0, "refused", 0, 3, "g1", violations=[why])]))
     refused = next(line for line in md.splitlines() if line.startswith("| 0 |"))
     assert "… (whole in tune.json)" in refused and len(refused) < 400, "a long refusal cut in the table"
+
+
+def test_a_confirmation_of_several_looks_shows_its_last_look_and_what_it_decides(tmp_path):
+    """tune.json format 5: a confirmation's blocks, the folder combining them, the interval at the last look's level
+    and its decision (lab/experiment/tune/sequential.py)."""
+    looked = {"against": "tuned", "series": "20261128T014500Z-x-vs-tuned-series", "exit": 0,
+              "looks": ["20261128T014500Z-x-vs-tuned-series", "20261128T020000Z-x-vs-tuned-l2-series"],
+              "combined": "20261128T021500Z-x-vs-tuned-looks2", "look": 2, "level": 0.98431,
+              "tps": {"estimate": 0.99, "low": 0.96, "high": 1.02}, "tps_look": {"low": 0.955, "high": 1.027},
+              "decision": "as good", "p99": None, "verdict": "no difference"}
+    code, md = write(tmp_path, tune(confirmations=[looked]))
+    assert code == 0
+    assert ("| tuned | −1.0 % (−4.0 % … +2.0 %) | look 2 (98.43%): −4.5 % … +2.7 % | as good | — | "
+            "[20261128T021500Z-x-vs-tuned-looks2](../20261128T021500Z-x-vs-tuned-looks2/report.html) | "
+            "[20261128T014500Z-x-vs-tuned-series]") in md, md
 
 
 def test_an_unproven_finalist_and_a_tune_still_running_say_so(tmp_path):

@@ -173,6 +173,11 @@ def test_a_crossover_series_is_combined_by_configuration(tmp_path):
     widened = [f for f, e in calibrated["effects"].items() if e["intervals"] == f"calibrated (A/A runs {aa.name})"]
     assert "tps" in widened and calibrated["effects"]["tps"]["ci_within"]["low"] == record["effects"]["tps"]["low"]
     assert "A/A runs " + aa.name in (series / "summary.md").read_text()
+    # each interval's t degrees of freedom (format 4): the tuner re-levels a series' interval at its look; the interval
+    # is the estimate ± t·se on the log scale, so both halves give one se
+    for tps in (record["effects"]["tps"], calibrated["effects"]["tps"]):
+        up, down = (math.log(tps["high"] / tps["estimate"]), math.log(tps["estimate"] / tps["low"]))
+        assert tps["df"] > 0 and up == pytest.approx(down, rel=1e-9), tps
 
 
 def test_compare_puts_runs_side_by_side(ab_run, tmp_path):

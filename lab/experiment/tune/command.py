@@ -25,7 +25,7 @@ from lab import redact
 from lab.experiment import record as run_record
 from lab.experiment import reporting, run, trial
 from lab.experiment.options import Options
-from lab.experiment.tune import confirm, search, trials, warm
+from lab.experiment.tune import confirm, search, sequential, trials, warm
 from lab.experiment.tune.space import Space
 from lab.provision import catalog, knob_sets
 
@@ -79,7 +79,9 @@ class Plan:
                  f"it) clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
                  f"{self.expected_trials(ramp_up_s)} runs (~{self.trial_s(ramp_up_s) / 60:.0f} min each), then "
                  f"~{self.reserve_s(ramp_up_s) / 60:.0f} min to confirm the best by --repeat {confirm.REPEAT} "
-                 f"against {' and '.join(confirm.against(self.control))}"]
+                 f"against {' and '.join(confirm.against(self.control))}, and up to {sequential.LOOKS - 1} more "
+                 f"blocks each (~{confirm.block_s(self.trial_s(ramp_up_s)) / 60:.0f} min) while undecided and the "
+                 "budget has room"]
         if known:
             lines.append("  first: " + "; ".join(f"{name} ({len(v)} of {len(self.space.params)} knobs)"
                                                  for name, v in known.items()))
@@ -169,13 +171,17 @@ class Lab(Protocol):
 
     def run_series(self, opts: Options, s) -> tuple[int, Path]: ...
 
+    def combine(self, label: str, series: list[Path]) -> Path: ...
+
     def validate(self, opts: Options, s) -> None: ...
 
 
 class _Machines:
-    """The lab's own: one A/B run (trial.run_trial), a --repeat series (run.run_series), the knobs' validation."""
+    """The lab's own: one A/B run (trial.run_trial), a --repeat series (run.run_series), several series' trials
+    combined (run.combine_series), the knobs' validation."""
     run_trial = staticmethod(trial.run_trial)
     run_series = staticmethod(run.run_series)
+    combine = staticmethod(run.combine_series)
     validate = staticmethod(run.validate)
 
 
@@ -235,17 +241,21 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
+    # a resumed tune whose finalist's confirmations have begun goes on with them (its search ended when they began)
+    confirming = resume_folder is not None and confirm.under_way(data, confirm.finalist(tuner)[0], plan.control)
+    if confirming:
+        log("tune: the finalist's confirmations are under way: they go on before any more search")
     try:
         k = ran(tuner)
-        while left() >= whole():
+        while not confirming and left() >= whole():
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
             tuner.step(evaluate)
             data["spent_s"] = round(spent + clock() - began)
             record(folder, data, tuner)
         if proves:
-            prove(opts, s, plan, tuner, folder, data, lab.run_series, log,
-                  confirms=left() >= plan.reserve_s(ramp))
+            prove(opts, s, plan, tuner, folder, data, lab, log,
+                  confirms=confirming or left() >= plan.reserve_s(ramp), left=left)
     except KeyboardInterrupt:
         code = 130
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
@@ -261,11 +271,11 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     return code, folder
 
 
-def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, run_series, log=print,
-          confirms: bool = True) -> None:
-    """The finalist confirmed against the control and the tuned set (those a resumed tune has kept), then written
-    as a knob set; confirms False (a first feasible candidate found with no budget left for its confirmations):
-    written unconfirmed, and said so."""
+def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, lab: Lab, log=print,
+          confirms: bool = True, left=lambda: float("inf")) -> None:
+    """The finalist confirmed against the control and the tuned set (those a resumed tune has kept; later looks
+    while left() holds a block), then written as a knob set; confirms False (a first feasible candidate found with
+    no budget left for its confirmations): written unconfirmed, and said so."""
     final, counted = confirm.finalist(tuner)
     if final is None:
         log("tune: no candidate ran within its constraints: nothing to confirm")
@@ -284,7 +294,8 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, ru
     if confirms:
         log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
             + " and ".join(confirm.against(plan.control)))
-        confirm.confirm(opts, s, run_series, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base)
+        confirm.confirm(opts, s, lab, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base,
+                        plan.floor, left, confirm.block_s(plan.trial_s(opts.profile.ramp_up_s)))
     else:
         log(f"tune: no budget left to confirm trial {final.number} (it was the first to run within its constraints, "
             f"found after the confirmations' share went to the search): written unconfirmed; ./start.sh tune "

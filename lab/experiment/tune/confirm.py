@@ -2,8 +2,12 @@
 orientation: the machines' bias cancels, and the series has its own between-trial variance, pooled with the A/A runs
 of its load where there are some: report/stats/combine.py) against the control and against the lab's hand-made
 `tuned` set, each an ordinary series folder with its combined report; then written as a knob set
-(ansible/knob_sets/<name>.yml), each value commented with its evidence, ready for `--knob-set`. The answer is
-"confirmed" only where the series against the control clears 1 + the floor, as the search asked.
+(ansible/knob_sets/<name>.yml), each value commented with its evidence, ready for `--knob-set`.
+
+Each confirmation is sequential (sequential.py): after its first block of 4 trials it goes on by further blocks, all
+its trials combined again in a folder of their own, while its interval at the look's level is not decisive against
+1 ± the floor, the budget has room for a block and LOOKS blocks have not run. The answer is "confirmed" only where
+the look against the control says a gain beyond the floor, as the search asked.
 
 The finalist is the best candidate whose gain counts (search.Tuner.best); when none clears the floor, the one with
 the highest combined ratio among the feasible (settled ones first), confirmed the same way and said to be unproven.
@@ -15,7 +19,7 @@ import re
 from pathlib import Path
 
 from lab.experiment import design
-from lab.experiment.tune import search, trials
+from lab.experiment.tune import search, sequential, trials
 from lab.provision import catalog, knob_sets
 from runfolder import verdict as runfolder_verdict
 
@@ -30,9 +34,15 @@ def against(control: str) -> list[str]:
     return [control] + ([TUNED] if control != TUNED else [])
 
 
+def block_s(trial_s: int) -> int:
+    """One look's cost: a block of REPEAT runs (trial_s: one run at the longest hold) and its combined report."""
+    return REPEAT * trial_s + SERIES_S
+
+
 def reserve_s(control: str, trial_s: int) -> int:
-    """The budget kept for the confirmations (trial_s: one run at the longest hold)."""
-    return len(against(control)) * (REPEAT * trial_s + SERIES_S)
+    """The budget kept for the confirmations: the first look against each control (later looks take what the
+    search left)."""
+    return len(against(control)) * block_s(trial_s)
 
 
 def finalist(tuner: search.Tuner) -> tuple[search.Candidate | None, bool]:
@@ -49,27 +59,59 @@ def _effect(verdict: runfolder_verdict.Verdict | None, name: str) -> dict | None
     return {k: e.get(k) for k in ("estimate", "low", "high")} if isinstance(e, dict) and e else None
 
 
-def read(series_dir: Path, control: str, code: int) -> dict:
-    """One confirmation as tune.json keeps it: the series, its combined verdict (successful TPS and p99 ratios)."""
-    verdict = runfolder_verdict.read(series_dir)
-    return {"against": control, "series": series_dir.name, "exit": code, "tps": _effect(verdict, "tps"),
-            "p99": _effect(verdict, "p99"),
+def read(combined: Path, looks: list[str], control: str, code: int, floor: float) -> dict:
+    """One confirmation as tune.json keeps it: its blocks' series (looks), the folder combining all their trials,
+    its combined verdict (successful TPS and p99 ratios at 95 %), the TPS interval at the look's level and what it
+    decides (sequential.decision)."""
+    verdict = runfolder_verdict.read(combined)
+    look = len(looks)
+    confidence = sequential.level(look)
+    at = sequential.relevelled(verdict.effects.get("tps") if verdict else None, confidence)
+    return {"against": control, "series": looks[0], "looks": looks, "combined": combined.name, "look": look,
+            "exit": code, "tps": _effect(verdict, "tps"), "p99": _effect(verdict, "p99"), "level": confidence,
+            "tps_look": dict(zip(("low", "high"), at, strict=True)) if at else None,
+            "decision": sequential.decision(at, floor),
             "verdict": (verdict.sentence if verdict else None) or f"no combined verdict (exit {code})"}
 
 
-def confirm(opts, s, run_series, values: dict, hold_s: int, control: str, label: str, done: list[dict],
-            on_done=lambda confirmations: None, base: str = knob_sets.DEFAULT) -> list[dict]:
-    """The confirmations still to run (done: those a resumed tune has), each kept as soon as it ends."""
+def finished(c: dict) -> bool:
+    """No further look: decided, LOOKS blocks run, or its last block did not complete."""
+    return c.get("decision") in sequential.DECIDED or c.get("look", 1) >= sequential.LOOKS or c.get("exit") != 0
+
+
+def under_way(data: dict, final: search.Candidate | None, control: str) -> bool:
+    """tune.json's finalist is this one and its confirmations have begun but not all ended: a resumed tune goes on
+    with them before any more search (the search ended when they began)."""
+    kept = data.get("confirmations") or []
+    return (bool(kept) and final is not None and (data.get("finalist") or {}).get("number") == final.number
+            and (len(kept) < len(against(control)) or not all(finished(c) for c in kept)))
+
+
+def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, done: list[dict],
+            on_done=lambda confirmations: None, base: str = knob_sets.DEFAULT, floor: float = 0.05,
+            left=lambda: float("inf"), block: float = 0.0) -> list[dict]:
+    """The confirmations still to run (done: those a resumed tune has), each look kept as soon as it ends; a look
+    after the first only while left() (the budget's seconds) holds a block."""
     out = list(done)
     for name in against(control):
-        if any(c["against"] == name for c in out):
-            continue
-        o = trials.options(opts, values, hold_s, f"{label}-vs-{name}"[:40], name, repeat=REPEAT, base=base)
-        code, series_dir = run_series(o, s)
-        out.append(read(series_dir, name, code))
-        on_done(out)
-        if code == 130:
-            raise KeyboardInterrupt
+        c = next((c for c in out if c["against"] == name), None)
+        stem = f"{label}-vs-{name}"[:36]
+        while c is None or not finished(c):
+            if c is not None and left() < block:
+                break
+            look = 1 if c is None else c.get("look", 1) + 1
+            o = trials.options(opts, values, hold_s, stem if look == 1 else f"{stem}-l{look}", name,
+                               repeat=REPEAT, base=base)
+            code, series_dir = lab.run_series(o, s)
+            looks = ([] if c is None else c.get("looks") or [c["series"]]) + [series_dir.name]
+            combined = series_dir if look == 1 else lab.combine(f"{stem}-looks{look}",
+                                                                [series_dir.parent / x for x in looks])
+            new = read(combined, looks, name, code, floor)
+            out = [new if x is c else x for x in out] if c is not None else [*out, new]
+            c = new
+            on_done(out)
+            if code == 130:
+                raise KeyboardInterrupt
     return out
 
 
@@ -94,10 +136,20 @@ def _num(x: float | None) -> str:
     return "?" if x is None else f"{x:.3f}"
 
 
+def gained(c: dict, floor: float) -> bool:
+    """A confirmation that shows a gain beyond the floor: its look's decision (tune.json format 5), or before looks
+    its 95 % interval's lower bound."""
+    if "decision" in c:
+        return c["decision"] == sequential.GAIN
+    return ((c.get("tps") or {}).get("low") or 0) > 1 + floor
+
+
 def _evidence(c: dict) -> str:
-    tps = c.get("tps") or {}
+    tps, at = c.get("tps") or {}, c.get("tps_look") or {}
+    said = (f"; at look {c['look']}'s level {c['level']:.2%}: {_num(at.get('low'))} … {_num(at.get('high'))}, "
+            f"{sequential.SAID[c['decision']]}" if "decision" in c else "")
     return (f"vs {c['against']}: {_num(tps.get('estimate'))}× successful TPS (95 % CI {_num(tps.get('low'))} … "
-            f"{_num(tps.get('high'))}), series {c['series']}")
+            f"{_num(tps.get('high'))}{said}), {c.get('combined') or c['series']}")
 
 
 def write_knob_set(name: str, data: dict) -> Path:
@@ -110,7 +162,7 @@ def write_knob_set(name: str, data: dict) -> Path:
     out_of_the_box = {**catalog.defaults(), **({} if base == knob_sets.DEFAULT else knob_sets.values(base))}
     confirmed = [c for c in data.get("confirmations") or [] if c.get("tps")]
     proven = final["counted"] and any(c["against"] == data.get("control", knob_sets.DEFAULT)
-                                      and (c["tps"].get("low") or 0) > 1 + data["floor"] for c in confirmed)
+                                      and gained(c, data["floor"]) for c in confirmed)
     lines = [f"# Found by tune {tune_id} (./start.sh tune): trial {final['number']} of its study, "
              + ("its gain confirmed" if proven else "NOT a confirmed gain: read the evidence below"),
              f"# load: {data['load'].get('users')} users per machine, ramp-up {data['load'].get('ramp_up_s')} s, "
@@ -118,7 +170,8 @@ def write_knob_set(name: str, data: dict) -> Path:
              f"# search: {_num(final.get('ratio'))}× the control (95 % CI {_num(final.get('low'))} … "
              f"{_num(final.get('high'))}) over {len(final.get('runs') or [])} runs, trials "
              + ", ".join(str(n) for n in final.get("runs") or [])]
-    lines += [f"# confirmed by --repeat {REPEAT} (crossover) {_evidence(c)}" for c in confirmed]
+    lines += [f"# confirmed by {c.get('look', 1)} look(s) of --repeat {REPEAT} (crossover) {_evidence(c)}"
+              for c in confirmed]
     lines += [f"# Every other knob is the {base} set's" + (" (ansible/knobs.yml)." if base == knob_sets.DEFAULT else
                                                             f" (ansible/knob_sets/{base}.yml)."), "---"]
     if base != knob_sets.DEFAULT:

@@ -119,6 +119,7 @@ class Runs:
     interrupt_at: int | None = None      # the run whose start Ctrl-C interrupts (1-based), None: never
     ran: list = field(default_factory=list)       # (label, values) of every trial run
     series: list = field(default_factory=list)    # (the control's configuration, values) of every series
+    blocks: dict = field(default_factory=dict)    # a series folder's name → its runs (combine)
 
     def values(self, o, config) -> dict:
         resolved = config.knobs(o.service)
@@ -128,7 +129,8 @@ class Runs:
         import json
         folder = self.root / name
         folder.mkdir(parents=True)
-        effects = {"tps": {"estimate": outcome.ratio, "low": outcome.low, "high": outcome.high},
+        # the stand-in's intervals are normal: a t with 10⁶ degrees of freedom (confirmations re-level them)
+        effects = {"tps": {"estimate": outcome.ratio, "low": outcome.low, "high": outcome.high, "df": 1e6},
                    "error_pct": {"tuned": 0.0}} if outcome.ratio is not None else {}
         steady = {} if outcome.settled is None else {      # as the report writes it: each machine's
             side: {"settled": outcome.settled, "start_s": outcome.steady_from_s} for side in ("default", "tuned")}
@@ -156,7 +158,13 @@ class Runs:
         self.clock[0] += o.repeat * (self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s)
         self.series.append((first.configurations["default"].base, values))
         runs = [self.lab(values, o.profile.duration_s, t.swapped) for t in o.trials()]
+        self.blocks[f"{o.label}-series"] = runs
         return 0, self._folder(f"{o.label}-series", combined(runs))
+
+    def combine(self, label: str, series: list):
+        """The runs of several series as one (a confirmation's later look)."""
+        self.clock[0] += 60
+        return self._folder(label, combined([r for s in series for r in self.blocks[s.name]]))
 
 
 def combined(runs: list[Outcome]) -> Outcome:

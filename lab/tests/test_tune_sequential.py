@@ -1,0 +1,148 @@
+"""The confirmation's repeated looks (lab/experiment/tune/sequential.py, confirm.confirm): the error spent over the
+looks, the interval re-levelled at each, what it decides against 1 ± the floor, looks that stop once decisive or out
+of budget, and a resumed tune that goes on with its finalist's confirmation before any more search."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lab.experiment import options
+from lab.experiment.tune import command, confirm, sequential, standin
+from lab.tests.test_tune import command_space, load_profile
+from runfolder import schema
+
+
+def test_the_looks_spend_five_percent_in_all_and_almost_none_at_the_first():
+    levels = [sequential.level(j) for j in range(1, sequential.LOOKS + 1)]
+    assert sum(1 - x for x in levels) == pytest.approx(sequential.ALPHA)
+    assert levels[0] > 0.999 and 0.96 < levels[-1] < 0.97, levels
+    assert [sequential.spent(j) for j in range(sequential.LOOKS + 1)] == sorted(
+        sequential.spent(j) for j in range(sequential.LOOKS + 1))
+
+
+def test_looks_at_their_spent_levels_keep_the_miss_rate_that_95_at_every_look_exceeds():
+    """Blocks of 4 trials, a t interval of all trials so far at each look: with 95 % at every look some look misses
+    the truth far more often than 5 % of the time; at the looks' own levels it stays within 5 %."""
+    rng = np.random.default_rng(54)
+    x = rng.normal(0.0, 1.0, (20_000, 4 * sequential.LOOKS))
+    naive = seq = np.zeros(len(x), dtype=bool)
+    for j in range(1, sequential.LOOKS + 1):
+        y = x[:, :4 * j]
+        z = np.abs(y.mean(axis=1)) / (y.std(axis=1, ddof=1) / np.sqrt(4 * j))
+        naive = naive | (z > stats.t.ppf(0.975, 4 * j - 1))
+        seq = seq | (z > stats.t.ppf(1 - (1 - sequential.level(j)) / 2, 4 * j - 1))
+    assert naive.mean() > 0.08, naive.mean()
+    assert seq.mean() <= 0.05, seq.mean()
+
+
+def test_an_interval_relevelled_at_95_is_itself_and_wider_above():
+    e = {"estimate": 1.0, "low": 0.9, "high": 1 / 0.9, "df": 5}
+    assert sequential.relevelled(e, 0.95) == pytest.approx((0.9, 1 / 0.9))
+    low, high = sequential.relevelled(e, 0.99)
+    assert low < 0.9 and high > 1 / 0.9 and low * high == pytest.approx(1.0)
+    assert sequential.relevelled({**e, "df": None}, 0.99) is None, "a series written before its df: undecided"
+
+
+@pytest.mark.parametrize(("interval", "said"), [
+    ((1.06, 1.2), sequential.GAIN), ((0.96, 1.04), sequential.AS_GOOD), ((0.8, 0.94), sequential.WORSE),
+    ((0.96, 1.2), sequential.NOT_WORSE), ((0.9, 1.04), sequential.NO_GAIN), ((0.9, 1.2), sequential.UNDECIDED),
+    (None, sequential.UNDECIDED)])
+def test_what_an_interval_decides_against_one_plus_and_minus_the_floor(interval, said):
+    assert sequential.decision(interval, 0.05) == said
+
+
+class Scripted:
+    """The lab's run_series and combine, each look's combined TPS interval given (95 %, with its df)."""
+
+    def __init__(self, root: Path, looks: list[tuple[float, float, float]]):
+        self.root, self.looks, self.series, self.combined = root, looks, [], []
+
+    def _folder(self, name: str, tps: tuple[float, float, float] | None) -> Path:
+        folder = self.root / name
+        folder.mkdir(parents=True)
+        effects = {} if tps is None else {"tps": {"estimate": (tps[0] * tps[1]) ** 0.5, "low": tps[0],
+                                                  "high": tps[1], "df": tps[2]}}
+        (folder / "verdict.json").write_text(json.dumps({"verdict": name, "effects": effects, "trials": []}))
+        return folder
+
+    def run_series(self, o, s):
+        self.series.append(o.label)
+        return 0, self._folder(f"{o.label}-series", self.looks[0] if len(self.series) == 1 else None)
+
+    def combine(self, label: str, series: list[Path]) -> Path:
+        self.combined.append((label, [p.name for p in series]))
+        return self._folder(label, self.looks[len(self.series) - 1])
+
+
+def _confirm(lab: Scripted, left=lambda: float("inf"), done=()) -> list[dict]:
+    return confirm.confirm(options.checked(profile=load_profile()), None, lab, {"tomcat_threads_max": 100}, 180,
+                           "tuned", "x-confirm", list(done), floor=0.05, left=left, block=1000)
+
+
+def test_an_undecided_confirmation_goes_on_by_blocks_until_its_look_decides(tmp_path):
+    lab = Scripted(tmp_path, [(0.93, 1.04, 5), (0.98, 1.03, 9)])
+    [c] = _confirm(lab)
+    assert lab.series == ["x-confirm-vs-tuned", "x-confirm-vs-tuned-l2"]
+    assert lab.combined == [("x-confirm-vs-tuned-looks2",
+                             ["x-confirm-vs-tuned-series", "x-confirm-vs-tuned-l2-series"])]
+    assert c["look"] == 2 and c["decision"] == sequential.AS_GOOD and c["combined"] == "x-confirm-vs-tuned-looks2"
+    assert c["level"] == pytest.approx(sequential.level(2))
+    assert c["tps_look"]["low"] < 0.98 < 1.03 < c["tps_look"]["high"]
+    assert c["series"] == "x-confirm-vs-tuned-series" and c["looks"] == ["x-confirm-vs-tuned-series",
+                                                                          "x-confirm-vs-tuned-l2-series"]
+    assert schema.problems("tune.json", {"tune_id": "x", "status": "complete", "holds_s": [1], "floor": 0.05,
+                                         "space": [], "results": [], "confirmations": [c]}) == []
+
+
+def test_a_decisive_first_look_stops_and_a_budget_without_a_block_stops_after_it(tmp_path):
+    lab = Scripted(tmp_path / "a", [(1.5, 1.7, 10)])
+    [c] = _confirm(lab)
+    assert lab.series == ["x-confirm-vs-tuned"] and c["decision"] == sequential.GAIN and c["look"] == 1
+    lab = Scripted(tmp_path / "b", [(0.93, 1.04, 5), (0.98, 1.03, 9)])
+    [c] = _confirm(lab, left=lambda: 999)
+    assert lab.series == ["x-confirm-vs-tuned"] and c["decision"] == sequential.UNDECIDED
+    assert not confirm.finished(c), "a resumed tune with room for a block goes on with it"
+    [c] = _confirm(lab, done=[c])
+    assert lab.series[1:] == ["x-confirm-vs-tuned-l2"] and c["look"] == 2
+
+
+def test_three_undecided_looks_end_it_and_the_knob_set_says_so(tmp_path):
+    lab = Scripted(tmp_path, [(0.8, 1.3, 5), (0.85, 1.2, 9), (0.9, 1.1, 13)])
+    [c] = _confirm(lab)
+    assert len(lab.series) == sequential.LOOKS and c["look"] == sequential.LOOKS and confirm.finished(c)
+    assert c["decision"] == sequential.UNDECIDED and not confirm.gained(c, 0.05)
+
+
+def test_a_resumed_tune_goes_on_with_its_finalists_confirmation_before_any_more_search(tmp_path, sets):
+    """A tune that ended with its confirmation against tuned undecided (as before the looks: tune.json format 4,
+    no df in the series) resumed with a budget: no new search run; the confirmation's second look runs."""
+    from lab import paths
+    tune_space = command_space()
+    runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2),
+                        paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
+    plan = command.Plan(tune_space, 180, 0.03, budget_s=3 * 3600, control="tuned")
+    opts = options.checked(profile=load_profile())
+
+    def execute(**given):
+        return command.execute(opts, None, plan, runs, log=said.append, clock=lambda: runs.clock[0],
+                               judge=lambda run_dir: (), **given)
+    said = []
+    _, folder = execute()
+    data = json.loads((folder / "tune.json").read_text())
+    [c] = data["confirmations"]
+    searched, blocks = len(runs.ran), len(runs.series)
+    data["confirmations"] = [{k: c[k] for k in ("against", "series", "exit", "tps", "p99", "verdict")}]
+    (folder / "tune.json").write_text(json.dumps(data))
+    plan.budget_s = data["spent_s"] + 3600
+    said.clear()
+    code, _ = execute(resume_folder=folder)
+    data = json.loads((folder / "tune.json").read_text())
+    assert code == 0 and len(runs.ran) == searched, "no search run before the confirmation goes on"
+    assert any("confirmations are under way" in line for line in said)
+    [c] = data["confirmations"]
+    assert len(runs.series) == blocks + 1 and c["look"] == 2 and c["looks"][0] == data["confirmations"][0]["series"]
+    assert c["combined"].endswith("-looks2") and "look(s) of --repeat 4" in (sets / f"{data['name']}.yml").read_text()
