@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import runfolder
 from lab.experiment import options
 from lab.experiment.tune import command, confirm, sequential, standin
 from lab.tests.test_tune import command_space, load_profile
@@ -136,12 +137,14 @@ def test_a_resumed_tune_goes_on_with_its_finalists_confirmation_before_any_more_
     [c] = data["confirmations"]
     searched, blocks = len(runs.ran), len(runs.series)
     data["confirmations"] = [{k: c[k] for k in ("against", "series", "exit", "tps", "p99", "verdict")}]
+    data["format_version"] = 4
     (folder / "tune.json").write_text(json.dumps(data))
     plan.budget_s = data["spent_s"] + 3600
     said.clear()
     code, _ = execute(resume_folder=folder)
     data = json.loads((folder / "tune.json").read_text())
     assert code == 0 and len(runs.ran) == searched, "no search run before the confirmation goes on"
+    assert data["format_version"] == runfolder.FORMATS["tune.json"], "what it wrote is of this format"
     assert any("confirmations are under way" in line for line in said)
     [c] = data["confirmations"]
     assert len(runs.series) == blocks + 1 and c["look"] == 2 and c["looks"][0] == data["confirmations"][0]["series"]

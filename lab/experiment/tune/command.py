@@ -146,7 +146,8 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
     if resume:
         data = json.loads((folder / "tune.json").read_text())
         data.update(status="running", resumed=[*data.get("resumed", []), run_record.utc_now()])
-        return folder, data
+        # what this checkout writes from now on is its own format's (the fields a format added are optional)
+        return folder, runfolder.stamped("tune.json", data)
     folder = run_record.make_run_dir(f"{opts.label}-tune" if opts.label else "tune")
     data = runfolder.stamped("tune.json", {
         "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
