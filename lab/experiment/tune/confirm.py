@@ -27,6 +27,7 @@ REPEAT = 4                          # the crossover: each machine runs each side
 TUNED = "tuned"                     # the lab's hand-made set, the second confirmation's control
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
 SERIES_S = 60                       # the combined report of a series
+STEM = 36                           # a confirmation's label (run labels hold 40: "-l3" and the like after it)
 
 
 def against(control: str) -> list[str]:
@@ -95,7 +96,7 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
     out = list(done)
     for name in against(control):
         c = next((c for c in out if c["against"] == name), None)
-        stem = f"{label}-vs-{name}"[:36]
+        stem = f"{label[:max(1, STEM - len(name) - 4)]}-vs-{name}"     # the control's name kept whole
         while c is None or not finished(c):
             if c is not None and left() < block:
                 break
