@@ -15,7 +15,9 @@ Series rows combine trials as `report combine` does (crossover, report/stats/com
 use the noise measured on native containers (LAB below). The gate rows: how often `errors<=0.1%` passes a run
 whose tuned machine truly fails 0.2 % (or 0.05 %) of ~1,800 requests, judged on the level (as before issue 52)
 and on its interval's upper bound, and how often that interval holds the true rate; the series gate rows, the same
-on a crossover series' tuned level (report combine's, what a series' --gate and a tune's confirmation judge).
+on a crossover series' tuned level (report combine's, what a series' --gate and a tune's confirmation judge); the
+level rows, how often a run's or a series' TPS and p99 level intervals hold the true level, their median
+half-width, and how often a gate set at the truth passes on the bound.
 Results: results/<stamp>-bench-coverage/coverage.json.
 """
 from __future__ import annotations
@@ -35,7 +37,14 @@ from report.stats.between import Calibration
 from report.stats.combine import combine, tuned_level
 from report.stats.uncertainty import FIGURES, analyse
 from report.stats.windows import attach_cpu, paired_windows
-from report.tests.synthetic import as_aa_trial, as_trial, jvm_cpu, paired_samples
+from report.tests.synthetic import (
+    LATENCY_LEVEL_SD,
+    LATENCY_SD,
+    as_aa_trial,
+    as_trial,
+    jvm_cpu,
+    paired_samples,
+)
 
 RESAMPLES = 500
 WARM_UP = dict(warmup_s=60.0, warmup_depth=0.6)
@@ -87,6 +96,51 @@ SERIES_GATES = {"series of 4: errors<=0.1%, true 0.2 %": (4, dict(rate=10.0, err
                 "series of 4: errors<=0.1%, true 0.2 %, between 0.05 pt": (4, dict(rate=10.0, error_tuned=0.002,
                                                                                   run_sd_error_pt=0.05)),
                 "series of 2: errors<=0.1%, true 0.2 %": (2, dict(rate=10.0, error_tuned=0.002))}
+
+
+# the tuned configuration's TPS and p99 levels (what `tps>=30/s` and `p99<=2s` judge, on the bound): a single run's
+# (its block bootstrap) and a crossover series' (tuned_level: the trials' levels with their between-run variance);
+# row → (trials, the truth's parameters, figure)
+LEVELS = {"run: tps level": (1, {}, "tps"),
+          "run: p99 level": (1, {}, "p99"),
+          "lab: run: tps level": (1, LAB, "tps"),
+          "lab: run: p99 level": (1, LAB, "p99"),
+          "series of 4: tps level, between 5 %": (4, dict(run_sd_tps=0.05), "tps"),
+          "series of 4: p99 level, between 5 %": (4, dict(run_sd_latency=0.05), "p99"),
+          "series of 2: tps level, between 5 %": (2, dict(run_sd_tps=0.05), "tps"),
+          "series of 2: p99 level, between 5 %": (2, dict(run_sd_latency=0.05), "p99")}
+
+
+def level_truth(figure: str, params: dict) -> float:
+    """The tuned configuration's true level (synthetic.paired_samples' law): successful TPS, the rate × effect (a
+    series' both orientations cancel a bias; none is planted here); p99, the lognormal latency's 99th percentile,
+    median × factor × exp(z₀.₉₉ · √(σ_level² + σ²))."""
+    if figure == "tps":
+        return params.get("rate", 20.0) * params.get("effect", 1.0)
+    sd = math.hypot(LATENCY_LEVEL_SD, LATENCY_SD)
+    return params.get("median_ms", 200.0) * params.get("latency_factor", 1.0) * math.exp(
+        statistics.NormalDist().inv_cdf(0.99) * sd)
+
+
+def level_run(job: tuple[str, int, int]) -> dict:
+    """One run or series of a level row: does the level's interval hold the truth, its half-width (log scale), and
+    does a gate set at the truth pass on the bound (tps>=truth on the lower, p99<=truth on the upper: a 95 %
+    interval lets that happen 2.5 % of the time)?"""
+    row, seed, seconds = job
+    trials, params, figure = LEVELS[row]
+    if trials == 1:
+        e = one_run(seed, seconds, params).effects[figure]
+        low, high = e.tuned_low, e.tuned_high
+    else:
+        runs = [as_trial(f"trial-{seed * 10 + k}", k % 2 == 1, one_run(seed * 10 + k, seconds, params))
+                for k in range(trials)]
+        level = tuned_level(runs, figure)
+        low, high = (math.nan, math.nan) if level is None else (level.low, level.high)
+    truth = level_truth(figure, params)
+    if math.isnan(low) or math.isnan(high) or low <= 0:
+        return {"covered": False, "half": math.nan, "passes_at_truth": False}
+    return {"covered": low <= truth <= high, "half": math.log(high / low) / 2,
+            "passes_at_truth": low >= truth if figure == "tps" else high <= truth}
 
 
 def gate_run(job: tuple[str, int, int]) -> dict:
@@ -192,7 +246,7 @@ def table(summary: dict[str, dict]) -> str:
     lines = ["| row | figure | runs | coverage | median half-width | 1.96 σ of the estimates | block | df |",
              "|---|---|---|---|---|---|---|---|"]
     for row, figures in summary.items():
-        if row.startswith("gate "):
+        if row.startswith(("gate ", "level ")):
             continue
         for f, s in figures.items():
             if not s.get("n"):
@@ -240,6 +294,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gate {row}: passes on the point {100 * summary[f'gate {row}']['point']:.1f} %, on the bound "
                   f"{100 * summary[f'gate {row}']['bound']:.1f} %; the level's interval covers the truth "
                   f"{100 * summary[f'gate {row}']['covered']:.1f} %", flush=True)
+        for row in [] if args.no_gates else LEVELS:
+            results = pool.map(level_run, [(row, seed, args.seconds) for seed in seeds], chunksize=4)
+            halves = [r["half"] for r in results if not math.isnan(r["half"])]
+            found = {"covered": sum(r["covered"] for r in results) / len(results),
+                     "passes_at_truth": sum(r["passes_at_truth"] for r in results) / len(results),
+                     "half_width": statistics.median(halves) if halves else None, "n": len(halves)}
+            summary[f"level {row}"] = found
+            print(f"level {row}: the interval covers the truth {100 * found['covered']:.1f} % (median half-width "
+                  + (f"±{100 * found['half_width']:.1f} %" if halves else "none")
+                  + f"); a gate at the truth passes on the bound {100 * found['passes_at_truth']:.1f} %", flush=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = paths.RESULTS / f"{stamp}-bench-coverage{'-' + args.label if args.label else ''}"
     folder.mkdir(parents=True)

@@ -36,6 +36,11 @@ from report.read.calibrations import AATrial
 from report.read.jtl import Samples
 from report.stats.runs import LoadedRun
 
+# the latency law: log latency = log(median × factor) + a level drifting as an AR(1) of this σ + a request's own
+# normal draw of this σ (its p99 level: bench/coverage.level_truth)
+LATENCY_LEVEL_SD = 0.3
+LATENCY_SD = 0.5
+
 
 def ar1(rng, n, phi, sigma):
     """A stationary AR(1) series with marginal standard deviation sigma."""
@@ -95,7 +100,7 @@ def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_f
         p_error = np.clip(lognormal_rate(error, ar1(rng, seconds, phi, 0.5), 0.5), 0.0, 1.0)
         requests = rng.poisson(offered / (1.0 - error))
         starts, elapsed, ok = [], [], []
-        latency_level = ar1(rng, seconds, phi, 0.3)
+        latency_level = ar1(rng, seconds, phi, LATENCY_LEVEL_SD)
         for second in range(seconds):
             k = requests[second]
             if k == 0:
@@ -104,7 +109,7 @@ def paired_samples(seed, seconds=300, rate=20.0, effect=1.0, bias=1.0, latency_f
             ok.append(rng.random(k) >= p_error[second])
             # lognormal latencies whose level drifts over time; the same law on both sides, tuned scaled
             elapsed.append(np.round(lat_factor * median_ms * shared_latency[second]
-                                    * np.exp(latency_level[second] + rng.normal(0, 0.5, k))))
+                                    * np.exp(latency_level[second] + rng.normal(0, LATENCY_SD, k))))
         start = np.concatenate(starts)
         n = len(start)
         sides[name] = Samples(start=start, elapsed_ms=np.maximum(np.concatenate(elapsed), 1.0),
