@@ -66,7 +66,7 @@ _RATIO = {"estimate": NUMBER, "low": NUMBER, "high": NUMBER}
 TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "ended": str, "error": str,
         "budget_s": NUMBER, "spent_s": NUMBER, "holds_s": ListOf(NUMBER), "floor": NUMBER, "space": ListOf(dict),
         "load": dict, "service": str, "objective": str, "constraints": ListOf(str), "control": str, "name": str,
-        "base": str, "known": ListOf(str), "between": NUMBER, "cold": bool,
+        "base": str, "known": ListOf(str), "between": NUMBER, "cold": bool, "around": str,
         "trials": ListOf(str), "results": ListOf(_ROW), "candidates": ListOf(_CANDIDATE), "best": _CANDIDATE,
         "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool},
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,

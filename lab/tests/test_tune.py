@@ -632,6 +632,7 @@ def load_profile():
     (["tune", "--budget", "2h", "--between", "2"], "--between 2.0: a fraction"),
     (["tune", "--budget", "2h", "--base", "nosuch"], "--base nosuch: not a knob set"),
     (["tune", "--budget", "2h", "--known", "nosuch"], "--known nosuch: not a knob set"),
+    (["tune", "--budget", "2h", "--around", "nosuch"], "--around nosuch: not a knob set"),
     (["tune", "--budget", "2h", "--floor", "1.5"], "--floor 1.5: a fraction"),
     (["tune", "--budget", "20m"], "not even one run and its confirmations fit"),
     (["tune", "--budget", "2h", "--control", "nosuch"], "--control nosuch: not a knob set"),

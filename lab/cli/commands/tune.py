@@ -10,7 +10,7 @@ import runfolder
 from lab import redact
 from lab.experiment import preflight, reporting, run
 from lab.experiment.options import Options, seconds
-from lab.experiment.tune import space
+from lab.experiment.tune import region, space
 from lab.machines import lifecycle
 from lab.provision import catalog, knob_sets
 from runfolder import schema
@@ -39,6 +39,9 @@ def add_arguments(parser) -> None:
              "scale; default 0.05)")
     add("--base", default=None, metavar="SET",
         help="the knob set a candidate starts from: the candidate is SET and its values (default: the catalog)")
+    add("--around", default=None, metavar="SET",
+        help="search a trust region: each numeric range narrowed to a quarter of its span each way of SET's value "
+             "(lab/experiment/tune/region.py)")
     add("--known", dest="known", action="append", default=None, metavar="SET",
         help="a knob set to run first, beside default, tuned and article-2018 (repeatable)")
     add("--objective", default=None, metavar="tps|p99",
@@ -110,17 +113,19 @@ def plan_of(args):
         left = [name for name, given in (("--space", args.space), ("--control", args.control), ("--name", args.name),
                                          ("--study", args.study), ("--objective", args.objective),
                                          ("--constraint", args.constraints), ("--base", args.base),
-                                         ("--known", args.known), ("--between", args.between)) if given is not None]
+                                         ("--known", args.known), ("--between", args.between),
+                                         ("--around", args.around)) if given is not None]
         if left:
             raise ValueError(f"--resume goes on with the tune's own space, control, name, study, objective, "
-                             f"constraints, base, known sets and between-run spread: leave {', '.join(left)} out")
+                             f"constraints, base, known sets, between-run spread and region: leave "
+                             f"{', '.join(left)} out")
         params = saved_space(args.resume, saved["space"])
         budget = args.budget if args.budget is not None else saved["budget_s"]
         return command.Plan(space.Space(params), int(saved["holds_s"][-1]), saved["floor"], budget,
                             saved.get("objective", "tps"), tuple(saved.get("constraints", trials.CONSTRAINTS)),
                             saved.get("control", knob_sets.DEFAULT), saved.get("name"), saved.get("study"),
                             saved["base"], tuple(saved.get("known") or ()), saved["between"],
-                            cold=bool(saved.get("cold")))
+                            cold=bool(saved.get("cold")), around=saved.get("around"))
     if args.budget is None:
         raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
     if not 0 <= args.floor < 1:
@@ -134,9 +139,12 @@ def plan_of(args):
     chosen = space.from_file(args.space, specs) if args.space else space.from_catalog(specs)
     control = args.control or knob_sets.DEFAULT
     base = args.base or knob_sets.DEFAULT
-    for option, name in [("--control", control), ("--base", base), *(("--known", k) for k in args.known or ())]:
+    for option, name in [("--control", control), ("--base", base), *(("--known", k) for k in args.known or ()),
+                         *((("--around", args.around),) if args.around is not None else ())]:
         if name not in knob_sets.names():
             raise ValueError(f"{option} {name}: not a knob set ({', '.join(knob_sets.names())})")
+    if args.around is not None:
+        chosen = region.around(chosen, {**catalog.defaults(), **knob_sets.values(args.around)}, args.around)
     if args.name is not None:
         confirm.check_name(args.name, "")           # a file of that name is another tune's: refused now
     if args.objective is not None and args.objective not in trials.OBJECTIVES:
@@ -147,7 +155,7 @@ def plan_of(args):
     plan = command.Plan(chosen, args.hold, args.floor, args.budget, args.objective or "tps", constraints,
                         control=control, name=args.name,
                         study=study_url(args.study) if args.study is not None else None,
-                        base=base, known=known, between=between)
+                        base=base, known=known, between=between, around=args.around)
     check_budget(plan, args.budget)      # with a native run's cost: the machines' kind is known later (main)
     return plan
 

@@ -55,6 +55,7 @@ class Plan:
     overhead_s: int = OVERHEAD_S["containers"]    # a run's cost beside ramp-up and hold on the machines' kind
     kind: str = "containers"                # the machines' kind: past runs on another never warm the study
     cold: bool = False                      # start without the past runs of the same question (--cold)
+    around: str | None = None               # the knob set the space was narrowed around (--around, region.py)
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
@@ -71,7 +72,8 @@ class Plan:
         return max(1, int((self.budget_s - self.reserve_s(ramp_up_s)) // self.trial_s(ramp_up_s)))
 
     def describe(self, ramp_up_s: int, known: dict[str, dict] | None = None) -> str:
-        lines = [f"tune: {len(self.space.params)} knobs on the tuned side, from the {self.base} set, against the "
+        lines = [f"tune: {len(self.space.params)} knobs on the tuned side, from the {self.base} set"
+                 + (f", around the {self.around} set's values" if self.around else "") + ", against the "
                  f"{self.control} set; objective: the paired {self.objective} ratio at steady state; constraints: "
                  f"{', '.join(self.constraints) or 'none'}; every run holds {self.hold_s} s; the leader runs again "
                  f"with the machines' roles swapped until it has {search.REPLICATES} runs; a gain counts when its "
@@ -152,7 +154,7 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
     data = runfolder.stamped("tune.json", {
         "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
         "budget_s": plan.budget_s, "holds_s": [plan.hold_s], "floor": plan.floor, "base": plan.base,
-        "known": list(plan.known), "between": plan.between, "cold": plan.cold,
+        "known": list(plan.known), "between": plan.between, "cold": plan.cold, "around": plan.around,
         "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
         "constraints": list(plan.constraints),
         "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
