@@ -159,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     counted = sum(r["counted"] for r in nulls) / len(nulls)
     confirmed = sum(r["confirmed"] for r in nulls) / len(nulls)
     print(f"null space ({len(nulls)} tunes): a gain counted in {counted:.1%}, written as confirmed in {confirmed:.1%}")
+    spent = sorted(r["spent_s"] or 0 for r in found + nulls)
+    print(f"time spent (the budget {args.budget / 60:.0f} min): median {spent[len(spent) // 2] / 60:.0f} min, most "
+          f"{spent[-1] / 60:.0f} min" + ("" if spent[-1] <= args.budget else "  ← OVER THE BUDGET"))
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = paths.ROOT / "results" / f"{stamp}-bench-tuner{'-' + args.label if args.label else ''}"
     folder.mkdir(parents=True)

@@ -33,8 +33,8 @@ HISTORY = {
                   4: "each run's past (a past run of the same question that warmed the study) and the plan's cold; "
                      "the space's unset (its define-by-run at_most, at_least and when were written since a707744)",
                   5: "each confirmation's looks (its blocks' series), combined (the folder over all its trials), look, "
-                     "level, tps_look (the interval at the look's level) and decision (sequential.py); the plan's "
-                     "around (--around, region.py)"},
+                     "objective, level, at_look (the objective's interval at the look's level) and decision "
+                     "(sequential.py); the plan's around (--around, region.py)"},
 }
 
 

@@ -71,7 +71,8 @@ TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "e
         "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool},
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,
                                  "verdict": str, "looks": ListOf(str), "combined": str, "look": int,
-                                 "level": NUMBER, "tps_look": {"low": NUMBER, "high": NUMBER}, "decision": str}),
+                                 "level": NUMBER, "at_look": {"low": NUMBER, "high": NUMBER}, "decision": str,
+                                 "objective": str}),
         "knob_set": str}
 
 SHAPES = {"run.json": RUN, "verdict.json": VERDICT, "sweep.json": SWEEP, "tune.json": TUNE}

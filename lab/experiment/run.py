@@ -14,13 +14,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import runfolder
 from lab import lock, paths, steps
 from lab.experiment import disk, record, reporting, service
 from lab.experiment.options import Options
 from lab.experiment.trial import run_trial
 from lab.machines import lifecycle, settings
 from lab.provision import hosts_down, playbook
-from runfolder import verdict as runfolder_verdict
 
 
 def validate(opts: Options, s: settings.Settings) -> None:
@@ -93,12 +93,18 @@ def run_series(opts: Options, s: settings.Settings, log=steps.note) -> tuple[int
 
 
 
+def trials_of(series: Path) -> list[Path]:
+    """A series' trial folders: those beside it whose run.json names it (design.series), in the order they ran (a
+    series whose combined report failed still has them)."""
+    return [r.parent for r in sorted(series.parent.glob("*/run.json"))
+            if ((runfolder.read_json(r) or {}).get("design") or {}).get("series") == series.name]
+
+
 def combine_series(label: str, series: list[Path], log=steps.note) -> Path:
-    """Several series of one question as one (a tune's later looks at its confirmation): the trials every series'
-    verdict.json names, combined into a new folder results/<stamp>-<label>/ (returned)."""
+    """Several series of one question as one (a tune's later looks at its confirmation): every series' trials,
+    combined into a new folder results/<stamp>-<label>/ (returned)."""
     folder = record.make_run_dir(label, paths.RESULTS)
-    trials = [s.parent / name for s in series
-              for name in ((runfolder_verdict.read(s) or runfolder_verdict.Verdict(None)).written.get("trials") or [])]
+    trials = [t for s in series for t in trials_of(s)]
     with steps.step(f"combined report over {len(trials)} trial(s) of {len(series)} series"):
         reporting.report_command("combine", folder, *trials, log=log, what="combined report")
     reporting.print_outcome(folder)

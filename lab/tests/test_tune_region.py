@@ -26,17 +26,17 @@ def test_each_range_keeps_a_quarter_of_its_span_each_way_of_the_sets_value():
         if p.kind == "choice":
             assert q == p, "a list of values stays whole"
             continue
-        value = p.unset if value is None else value
-        if value is None:
-            assert (q.low, q.high) == (p.low, p.high), f"{q.knob}: nothing to narrow around"
-            continue
+        value = trials.as_searched(p, value, catalog.specs()[q.knob])
+        assert value is not None, f"{q.knob}: every numeric knob of tuned has a number to narrow around"
         assert p.low <= q.low <= value <= q.high <= p.high, q
         span = math.log(p.high / p.low) if p.log else p.high - p.low
         reach = [math.log(value / q.low), math.log(q.high / value)] if p.log else [value - q.low, q.high - value]
         bounded = bool(p.at_most or p.at_least)     # widened again where its bounds could leave it empty
         assert bounded or all(r <= region.SHARE * span + (math.log(2) if p.log else 1) for r in reach), q
         changed += (q.low, q.high) != (p.low, p.high)
-    assert changed >= 6, "the tuned set's numbers all narrow their ranges"
+    assert changed >= 7, "the tuned set's numbers all narrow their ranges"
+    pool = next(q for q in narrowed.params if q.knob == "app_backend_max_connections")
+    assert 4 < pool.low < 200 < pool.high, "unset: the catalog's meaning, a pool of 200, as the tuner searches it"
 
 
 @pytest.mark.parametrize("sampler", ["random", "tpe"])

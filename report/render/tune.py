@@ -112,15 +112,16 @@ def _answer(data: dict[str, Any]) -> list[str]:
     confirmations = data.get("confirmations") or []
     if confirmations:
         repeat = 2 if "outcome" in final else 4
-        lines += ["", f"Confirmed by `--repeat {repeat}` (crossover: the machines swap roles on every second trial), "
-                  "block after block while undecided (a look after each, all its trials combined; each look's "
-                  "interval at its own level so that all looks together keep 95 %: lab/experiment/tune/"
-                  "sequential.py):", "",
+        looked = any("look" in c for c in confirmations)
+        lines += ["", f"Confirmed by `--repeat {repeat}` (crossover: the machines swap roles on every second trial)"
+                  + (", block after block while undecided (a look after each, all its trials combined; each look's "
+                     "interval of the objective, higher better, at its own level so that all looks together keep "
+                     "95 %: lab/experiment/tune/sequential.py):" if looked else ":"), "",
                   "| against | successful TPS (95 % CI) | at the last look's level | decides | p99 (95 % CI) | "
                   "combined | blocks | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for c in confirmations:
-            tps, p99, at = c.get("tps") or {}, c.get("p99") or {}, c.get("tps_look") or {}
-            looked = ("–" if "look" not in c else f"look {c['look']} ({c['level']:.2%}): "
+            tps, p99, at = c.get("tps") or {}, c.get("p99") or {}, c.get("at_look") or {}
+            looked = ("–" if "look" not in c else f"look {c['look']} ({100 * c['level']:.2f} %): "
                       + (f"{pct(at['low'])} … {pct(at['high'])}" if at else "no interval to re-level"))
             lines.append(f"| {c['against']} | {_ratio(tps.get('estimate'), tps.get('low'), tps.get('high'))} | "
                          f"{looked} | {c.get('decision') or '–'} | "

@@ -84,11 +84,11 @@ def test_a_confirmation_of_several_looks_shows_its_last_look_and_what_it_decides
     looked = {"against": "tuned", "series": "20261128T014500Z-x-vs-tuned-series", "exit": 0,
               "looks": ["20261128T014500Z-x-vs-tuned-series", "20261128T020000Z-x-vs-tuned-l2-series"],
               "combined": "20261128T021500Z-x-vs-tuned-looks2", "look": 2, "level": 0.98431,
-              "tps": {"estimate": 0.99, "low": 0.96, "high": 1.02}, "tps_look": {"low": 0.955, "high": 1.027},
+              "tps": {"estimate": 0.99, "low": 0.96, "high": 1.02}, "at_look": {"low": 0.955, "high": 1.027},
               "decision": "as good", "p99": None, "verdict": "no difference"}
     code, md = write(tmp_path, tune(confirmations=[looked]))
     assert code == 0
-    assert ("| tuned | −1.0 % (−4.0 % … +2.0 %) | look 2 (98.43%): −4.5 % … +2.7 % | as good | — | "
+    assert ("| tuned | −1.0 % (−4.0 % … +2.0 %) | look 2 (98.43 %): −4.5 % … +2.7 % | as good | — | "
             "[20261128T021500Z-x-vs-tuned-looks2](../20261128T021500Z-x-vs-tuned-looks2/report.html) | "
             "[20261128T014500Z-x-vs-tuned-series]") in md, md
 

@@ -244,10 +244,10 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
-    # a resumed tune whose finalist's confirmations have begun goes on with them (its search ended when they began)
+    # a resumed tune whose finalist's confirmations have begun finishes them (its search ended when they began)
     confirming = resume_folder is not None and confirm.under_way(data, confirm.finalist(tuner)[0], plan.control)
     if confirming:
-        log("tune: the finalist's confirmations are under way: they go on before any more search")
+        log("tune: the finalist's confirmations are under way: this run finishes them and searches no more")
     try:
         k = ran(tuner)
         while not confirming and left() >= whole():
@@ -292,13 +292,13 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     label = f"{folder.name.split('-', 1)[-1]}-confirm"
 
     def keep(confirmations: list[dict]) -> None:
-        data["confirmations"] = confirmations
+        data.update(confirmations=confirmations, spent_s=round(plan.budget_s - left()))
         _save(folder, data)
     if confirms:
         log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
             + " and ".join(confirm.against(plan.control)))
         confirm.confirm(opts, s, lab, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base,
-                        plan.floor, left, confirm.block_s(plan.trial_s(opts.profile.ramp_up_s)))
+                        plan.floor, left, confirm.block_s(plan.trial_s(opts.profile.ramp_up_s)), plan.objective)
     else:
         log(f"tune: no budget left to confirm trial {final.number} (it was the first to run within its constraints, "
             f"found after the confirmations' share went to the search): written unconfirmed; ./start.sh tune "

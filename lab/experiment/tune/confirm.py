@@ -27,7 +27,7 @@ REPEAT = 4                          # the crossover: each machine runs each side
 TUNED = "tuned"                     # the lab's hand-made set, the second confirmation's control
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
 SERIES_S = 60                       # the combined report of a series
-STEM = 36                           # a confirmation's label (run labels hold 40: "-l3" and the like after it)
+STEM = 36                           # a confirmation's label before "-l3", "-looks3", "-series", "-t4"
 
 
 def against(control: str) -> list[str]:
@@ -60,60 +60,77 @@ def _effect(verdict: runfolder_verdict.Verdict | None, name: str) -> dict | None
     return {k: e.get(k) for k in ("estimate", "low", "high")} if isinstance(e, dict) and e else None
 
 
-def read(combined: Path, looks: list[str], control: str, code: int, floor: float) -> dict:
+def read(combined: Path, looks: list[str], control: str, code: int, floor: float, objective: str = "tps") -> dict:
     """One confirmation as tune.json keeps it: its blocks' series (looks), the folder combining all their trials,
-    its combined verdict (successful TPS and p99 ratios at 95 %), the TPS interval at the look's level and what it
-    decides (sequential.decision)."""
+    its combined verdict (successful TPS and p99 ratios at 95 %), the objective's ratio (higher better: p99 turned,
+    trials.objective_of) at the look's level and what it decides (sequential.decision)."""
     verdict = runfolder_verdict.read(combined)
     look = len(looks)
     confidence = sequential.level(look)
-    at = sequential.relevelled(verdict.effects.get("tps") if verdict else None, confidence)
+    effects = verdict.effects if verdict else {}
+    turned = dict(zip(("estimate", "low", "high"), trials.objective_of(effects, objective), strict=True))
+    at = sequential.relevelled({**turned, "df": (effects.get(objective) or {}).get("df")}, confidence)
     return {"against": control, "series": looks[0], "looks": looks, "combined": combined.name, "look": look,
-            "exit": code, "tps": _effect(verdict, "tps"), "p99": _effect(verdict, "p99"), "level": confidence,
-            "tps_look": dict(zip(("low", "high"), at, strict=True)) if at else None,
+            "exit": code, "tps": _effect(verdict, "tps"), "p99": _effect(verdict, "p99"), "objective": objective,
+            "level": confidence, "at_look": dict(zip(("low", "high"), at, strict=True)) if at else None,
             "decision": sequential.decision(at, floor),
             "verdict": (verdict.sentence if verdict else None) or f"no combined verdict (exit {code})"}
 
 
-def finished(c: dict) -> bool:
-    """No further look: decided, LOOKS blocks run, or its last block did not complete."""
-    return c.get("decision") in sequential.DECIDED or c.get("look", 1) >= sequential.LOOKS or c.get("exit") != 0
+def finished(c: dict, floor: float) -> bool:
+    """No further look: decided, LOOKS blocks run, or its last block failed. A confirmation of one block written
+    before the looks (tune.json format 4) is judged by its 95 % interval, as it was then."""
+    if "decision" not in c:
+        tps = c.get("tps") or {}
+        decided = sequential.decision((tps["low"], tps["high"]) if tps.get("low") and tps.get("high") else None,
+                                      floor)
+        return decided in sequential.DECIDED or c.get("exit") != 0
+    return c["decision"] in sequential.DECIDED or c.get("look", 1) >= sequential.LOOKS or c.get("exit") != 0
 
 
 def under_way(data: dict, final: search.Candidate | None, control: str) -> bool:
-    """tune.json's finalist is this one and its confirmations have begun but not all ended: a resumed tune goes on
-    with them before any more search (the search ended when they began)."""
+    """tune.json's finalist is this one and its confirmations have begun but not all ended: a resumed tune finishes
+    them instead of searching on (the search ended when they began)."""
     kept = data.get("confirmations") or []
     return (bool(kept) and final is not None and (data.get("finalist") or {}).get("number") == final.number
-            and (len(kept) < len(against(control)) or not all(finished(c) for c in kept)))
+            and (len(kept) < len(against(control)) or not all(finished(c, data["floor"]) for c in kept)))
 
 
 def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, done: list[dict],
             on_done=lambda confirmations: None, base: str = knob_sets.DEFAULT, floor: float = 0.05,
-            left=lambda: float("inf"), block: float = 0.0) -> list[dict]:
-    """The confirmations still to run (done: those a resumed tune has), each look kept as soon as it ends; a look
-    after the first only while left() (the budget's seconds) holds a block."""
-    out = list(done)
-    for name in against(control):
-        c = next((c for c in out if c["against"] == name), None)
+            left=lambda: float("inf"), block: float = 0.0, objective: str = "tps") -> list[dict]:
+    """The confirmations still to run (done: those a resumed tune has), each look kept as soon as it ends: first
+    look 1 against every control (the budget reserved them; a resumed tune runs one only while it has budget left),
+    then one more look against each undecided control in turn while left() (the budget's seconds) holds a block, so
+    that a later look never takes another control's first. Ctrl-C during a block keeps the confirmation as it was
+    before that block (the block runs again on --resume)."""
+    out = {c["against"]: c for c in done}
+
+    def look_at(name: str) -> None:
+        c = out.get(name)
         stem = f"{label[:max(1, STEM - len(name) - 4)]}-vs-{name}"     # the control's name kept whole
-        while c is None or not finished(c):
-            if c is not None and left() < block:
-                break
-            look = 1 if c is None else c.get("look", 1) + 1
-            o = trials.options(opts, values, hold_s, stem if look == 1 else f"{stem}-l{look}", name,
-                               repeat=REPEAT, base=base)
-            code, series_dir = lab.run_series(o, s)
-            looks = ([] if c is None else c.get("looks") or [c["series"]]) + [series_dir.name]
-            combined = series_dir if look == 1 else lab.combine(f"{stem}-looks{look}",
-                                                                [series_dir.parent / x for x in looks])
-            new = read(combined, looks, name, code, floor)
-            out = [new if x is c else x for x in out] if c is not None else [*out, new]
-            c = new
-            on_done(out)
-            if code == 130:
-                raise KeyboardInterrupt
-    return out
+        look = 1 if c is None else c.get("look", 1) + 1
+        o = trials.options(opts, values, hold_s, stem if look == 1 else f"{stem}-l{look}", name, repeat=REPEAT,
+                           base=base)
+        code, series_dir = lab.run_series(o, s)
+        if code == 130:
+            raise KeyboardInterrupt
+        looks = ([] if c is None else c.get("looks") or [c["series"]]) + [series_dir.name]
+        combined = series_dir if look == 1 else lab.combine(f"{stem}-looks{look}",
+                                                            [series_dir.parent / x for x in looks])
+        out[name] = read(combined, looks, name, code, floor, objective)
+        on_done([out[n] for n in against(control) if n in out])
+    for name in against(control):
+        if name not in out and left() > 0:
+            look_at(name)
+    while True:
+        open_ = [n for n in against(control) if n in out and not finished(out[n], floor)]
+        if not open_ or left() < block:
+            break
+        for name in open_:
+            if left() >= block:
+                look_at(name)
+    return [out[n] for n in against(control) if n in out]
 
 
 def default_name(tune_id: str) -> str:
@@ -146,9 +163,10 @@ def gained(c: dict, floor: float) -> bool:
 
 
 def _evidence(c: dict) -> str:
-    tps, at = c.get("tps") or {}, c.get("tps_look") or {}
-    said = (f"; at look {c['look']}'s level {c['level']:.2%}: {_num(at.get('low'))} … {_num(at.get('high'))}, "
-            f"{sequential.SAID[c['decision']]}" if "decision" in c else "")
+    tps, at = c.get("tps") or {}, c.get("at_look") or {}
+    said = (f"; at look {c['look']}'s level {100 * c['level']:.2f} %, {c.get('objective', 'tps')} turned so that "
+            f"higher is better: {_num(at.get('low'))} … {_num(at.get('high'))}, {sequential.SAID[c['decision']]}"
+            if "decision" in c else "")
     return (f"vs {c['against']}: {_num(tps.get('estimate'))}× successful TPS (95 % CI {_num(tps.get('low'))} … "
             f"{_num(tps.get('high'))}{said}), {c.get('combined') or c['series']}")
 

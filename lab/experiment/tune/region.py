@@ -3,25 +3,28 @@ that a handful of runs searches where an expert would look first instead of the 
 20261201T001345Z spent four of TPE's five random starts on fewer HTTPD workers than users, −14 … −79 %).
 
 Each numeric range keeps SHARE of its span each way of the set's value (of its log span for a log range), on its
-step's grid, the value itself inside; a list of values, and a knob the set leaves unset without an `unset:` value
-to stand for it, stay as they are. A range bounded by other knobs (at_most/at_least) is widened again where the
-bounding knobs' narrowed ranges could leave it empty, so the define-by-run rules hold as they did.
+step's grid, the value itself inside; an unset knob is taken as the tuner searches it (trials.as_searched: the
+range's `unset:`, or the catalog's numeric meaning of unset, the backend pool's 200); a list of values, and a knob
+unset with no number to stand for it, stay as they are. A range bounded by other knobs (at_most/at_least) is
+widened again where the bounding knobs' narrowed ranges could leave it empty, so the define-by-run rules hold as
+they did.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 
+from lab.experiment.tune import trials
 from lab.experiment.tune.space import Param, Space, SpaceError, _ordered
+from lab.provision import catalog
 
 SHARE = 0.25                # of a range's span, each way of the set's value
 
 
 def _narrowed(p: Param, value, share: float) -> Param:
-    """One range around a value (unchanged for a list, or a value the range cannot stand for)."""
+    """One range around a value as the tuner searches it (unchanged for a list, or a value the range cannot hold)."""
     if p.kind == "choice":
         return p
-    value = p.unset if value is None else value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not p.low <= value <= p.high:
         return p
     if p.log:
@@ -50,7 +53,9 @@ def _within(p: Param, low: float, high: float) -> Param:
 def around(space: Space, values: dict, name: str, share: float = SHARE) -> Space:
     """The space narrowed around `values` (a knob set's, named `name` in a refusal); SpaceError where the narrowed
     bounds could leave a range without a value."""
-    narrowed = {p.knob: _narrowed(p, values.get(p.knob), share) for p in space.params}
+    specs = catalog.specs()
+    narrowed = {p.knob: _narrowed(p, trials.as_searched(p, values.get(p.knob), specs.get(p.knob) or {}), share)
+                for p in space.params}
     for p in space.params:          # a bounded range never narrower than what its bounds can leave it
         q = narrowed[p.knob]
         low = min(q.low, math.prod(narrowed[k].low for k in p.at_most)) if p.at_most else q.low

@@ -54,6 +54,7 @@ def relevelled(effect: dict | None, confidence: float) -> tuple[float, float] | 
     est, low, high, df = (e.get(k) for k in ("estimate", "low", "high", "df"))
     if not all(isinstance(x, (int, float)) and x > 0 for x in (est, low, high, df)):
         return None
+    df = max(1.0, df)           # as the report's t_quantile takes it
     se = (math.log(high) - math.log(low)) / 2.0 / float(stats.t.ppf(0.975, df))
     half = float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, df)) * se
     return est * math.exp(-half), est * math.exp(half)
