@@ -224,3 +224,21 @@ def test_a_p99_tune_is_confirmed_on_its_objective(tmp_path):
     c = confirm.read(folder, ["x-looks1"], "default", 0, 0.05, "p99")
     assert c["decision"] == sequential.GAIN and c["at_look"]["low"] > 1.05 and c["objective"] == "p99"
     assert confirm.read(folder, ["x-looks1"], "default", 0, 0.05, "tps")["decision"] == sequential.UNDECIDED
+
+
+def test_an_unproven_finalist_is_a_settled_candidate_only_where_it_beats_the_control():
+    """The petclinic tune of 20261201T053203Z: tuned's values ran 1.97× but the control had not settled; article-2018's
+    0.96× settled, and was confirmed (−67 %, −47 % in its first trials). A settled candidate that does not beat the
+    control no longer goes before one that ran ahead."""
+    from lab.experiment.tune import search
+    from lab.experiment.tune.search import Outcome
+
+    def candidate(number, ratio, settled):
+        run = search.Result(number, {"k": number}, Outcome(ratio, ratio * 0.8, ratio * 1.2, settled=settled), 120,
+                            "complete")
+        return search.Candidate(number, {"k": number}, (run,), 0.05)
+    tuner = type("T", (), {"best": lambda self: None,
+                           "candidates": lambda self: [candidate(0, 1.97, False), candidate(1, 0.96, True)]})()
+    assert confirm.finalist(tuner)[0].number == 0
+    tuner.candidates = lambda: [candidate(0, 1.97, False), candidate(1, 1.02, True)]
+    assert confirm.finalist(tuner)[0].number == 1, "a settled candidate that beats the control still goes first"

@@ -10,7 +10,8 @@ its trials combined again in a folder of their own, while its interval at the lo
 the look against the control says a gain beyond the floor, as the search asked.
 
 The finalist is the best candidate whose gain counts (search.Tuner.best); when none clears the floor, the one with
-the highest combined ratio among the feasible (settled ones first), confirmed the same way and said to be unproven.
+the highest combined ratio among the feasible (settled ones that beat the control first), confirmed the same way and
+said to be unproven.
 """
 from __future__ import annotations
 
@@ -52,7 +53,10 @@ def finalist(tuner: search.Tuner) -> tuple[search.Candidate | None, bool]:
     if best is not None:
         return best, True
     ran = [c for c in tuner.candidates() if c.feasible and c.combined() is not None]
-    return max(ran, key=lambda c: (c.settled, c.combined()[0]), default=None), False
+    # a settled candidate no better than the control is not worth a proof before an unsettled one that ran ahead
+    # (the petclinic tune of 20261201T053203Z confirmed article-2018's 0.96, settled, over tuned's 1.97, whose
+    # control was still compiling at 2 minutes)
+    return max(ran, key=lambda c: (c.settled and c.combined()[0] > 1, c.combined()[0]), default=None), False
 
 
 def _effect(verdict: runfolder_verdict.Verdict | None, name: str) -> dict | None:
