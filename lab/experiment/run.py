@@ -91,8 +91,6 @@ def run_series(opts: Options, s: settings.Settings, log=steps.note) -> tuple[int
     return exit_code, series_dir
 
 
-
-
 def trials_of(series: Path) -> list[Path]:
     """A series' trial folders: those beside it whose run.json names it (design.series), in the order they ran (a
     series whose combined report failed still has them)."""

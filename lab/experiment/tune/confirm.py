@@ -42,8 +42,8 @@ def block_s(trial_s: int) -> int:
 
 
 def reserve_s(control: str, trial_s: int) -> int:
-    """The budget kept for the confirmations: the first look against each control (later looks take what the
-    search left)."""
+    """The budget kept for the confirmations: the first look against each control (later looks run only while the
+    budget still holds a block: confirm())."""
     return len(against(control)) * block_s(trial_s)
 
 
@@ -81,15 +81,18 @@ def read(combined: Path, looks: list[str], control: str, code: int, floor: float
             "verdict": (verdict.sentence if verdict else None) or f"no combined verdict (exit {code})"}
 
 
+def decided(c: dict, floor: float) -> str:
+    """What a confirmation says (sequential.SAID): its look's decision, or, for one block written before the looks
+    (tune.json format 4), what its 95 % interval said then."""
+    if "decision" in c:
+        return c["decision"]
+    tps = c.get("tps") or {}
+    return sequential.decision((tps["low"], tps["high"]) if tps.get("low") and tps.get("high") else None, floor)
+
+
 def finished(c: dict, floor: float) -> bool:
-    """No further look: decided, LOOKS blocks run, or its last block failed. A confirmation of one block written
-    before the looks (tune.json format 4) is judged by its 95 % interval, as it was then."""
-    if "decision" not in c:
-        tps = c.get("tps") or {}
-        decided = sequential.decision((tps["low"], tps["high"]) if tps.get("low") and tps.get("high") else None,
-                                      floor)
-        return decided in sequential.DECIDED or c.get("exit") != 0
-    return c["decision"] in sequential.DECIDED or c.get("look", 1) >= sequential.LOOKS or c.get("exit") != 0
+    """No further look: decided, LOOKS blocks run, or its last block failed."""
+    return decided(c, floor) in sequential.DECIDED or c.get("look", 1) >= sequential.LOOKS or c.get("exit") != 0
 
 
 def under_way(data: dict, final: search.Candidate | None, control: str) -> bool:
@@ -159,11 +162,8 @@ def _num(x: float | None) -> str:
 
 
 def gained(c: dict, floor: float) -> bool:
-    """A confirmation that shows a gain beyond the floor: its look's decision (tune.json format 5), or before looks
-    its 95 % interval's lower bound."""
-    if "decision" in c:
-        return c["decision"] == sequential.GAIN
-    return ((c.get("tps") or {}).get("low") or 0) > 1 + floor
+    """A confirmation that shows a gain beyond the floor."""
+    return decided(c, floor) == sequential.GAIN
 
 
 def _evidence(c: dict) -> str:
