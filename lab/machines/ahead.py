@@ -54,17 +54,35 @@ class Build:
         return self.work / "root"
 
     def cancel(self) -> None:
-        """Its process group ended (TERM, then KILL after STOP_GRACE_S), its mounts undone, its folder removed."""
-        if self.proc.poll() is None:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, sig)        # the group this lab started: its leader is not reaped yet
-                try:
-                    self.proc.wait(STOP_GRACE_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+        """Its process group ended (TERM, then KILL after STOP_GRACE_S), its mounts undone, its folder removed.
+        The group, not only its leader: a leader that dies first leaves mmdebstrap, apt or dpkg still writing in
+        the folder for as long as the signal takes to reach them (a loaded CI host: long enough to be seen)."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if not self._running():
+                break
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, sig)        # the group this lab started: its leader is not reaped yet
+            deadline = time.monotonic() + STOP_GRACE_S
+            while self._running() and time.monotonic() < deadline:
+                time.sleep(0.05)
         box.remove_work(self.work)
+
+    def _running(self) -> bool:
+        """Whether its leader or any process of its group still runs (a zombie has ended: its parent reaps it)."""
+        return self.proc.poll() is None or bool(group_members(self.proc.pid))
+
+
+def group_members(pgid: int) -> list[int]:
+    """The PIDs of the live (not zombie) processes in process group `pgid`, read from /proc."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue        # ended while read
+        if state != "Z" and int(group) == pgid:
+            members.append(int(stat.parent.name))
+    return members
 
 
 _building: dict[str, Build] = {}        # suite → its root file system being made, until `up` takes it

@@ -47,6 +47,21 @@ def test_a_build_up_did_not_take_is_ended_with_its_whole_group_and_its_folder(bo
     assert not build.work.exists() and ahead._building == {}
 
 
+def test_a_child_slower_to_stop_than_its_leader_is_waited_for_before_its_folder_goes(box_dir, monkeypatch):
+    # the leader sh ends at once on TERM; its child (as dpkg finishing a write) takes a second more
+    monkeypatch.setattr(ahead, "start", stand_in(
+        '(trap "sleep 1; touch \\"$1/late\\"; exit 0" TERM; while :; do sleep 0.1; done) & '
+        'echo $! > "$1/child"; wait'))
+    with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: True):
+        [build] = ahead._building.values()
+        deadline = time.monotonic() + 10
+        while not (build.work / "root" / "child").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = int((build.work / "root" / "child").read_text())
+    assert not alive(child) and ahead.group_members(build.proc.pid) == []
+    assert not build.work.exists(), "the folder is removed after the last writer in it ended, not before"
+
+
 def test_bad_input_inside_the_block_cancels_the_build(box_dir, monkeypatch):
     monkeypatch.setattr(ahead, "start", stand_in("sleep 60"))
     with pytest.raises(ValueError, match="bad knob"), \
