@@ -3,22 +3,28 @@
 both thresholds 1 − floor and 1 + floor (a gain beyond the floor, as good within it, or worse by more) or LOOKS
 blocks have run.
 
-Each look j judges the combined interval at its own level 1 − α_j, the α_j spent by an O'Brien–Fleming-type
-function (Lan & DeMets 1983): α(t) = 2 − 2Φ(z₀.₉₇₅ / √t), t = j / LOOKS, α_j = α(t_j) − α(t_{j−1}). The looks'
-levels add up to 5 % and the chance that any look's interval misses the truth is at most their sum (Bonferroni's
-union bound), whatever the looks' correlation. That is conservative (exact group-sequential boundaries are
-narrower) but it holds for a t interval whose variance is itself estimated from a few trials, where the exact
-boundaries' known-variance assumption does not. The O'Brien–Fleming shape spends almost nothing at the first look
-(only an effect far beyond a threshold stops there: 99.93 % with three looks) and keeps the last look's interval
-close to the 95 % one (96.6 %).
+Each look j judges the combined interval at its own level 1 − α_j, the α_j spent by a Hwang–Shih–DeCani function
+(Hwang, Shih & DeCani 1990) with γ = −2: α(t) = α (1 − e^(−γt)) / (1 − e^(−γ)), t = j / LOOKS, α_j = α(t_j) −
+α(t_{j−1}). The looks' levels add up to 5 % and the chance that any look's interval misses the truth is at most their
+sum (Bonferroni's union bound), whatever the looks' correlation. That is conservative (exact group-sequential
+boundaries are narrower) but it holds for a t interval whose variance is itself estimated from a few trials, where the
+exact boundaries' known-variance assumption does not.
+
+Why γ = −2 (99.26 %, 98.56 %, 97.19 % with three looks): a first look has few df (4 trials: 3), where a t quantile's
+tail is steep. The O'Brien–Fleming shape (Lan & DeMets 1983) this replaced spent almost nothing there (99.93 %: t =
+14.6 at 3 df), so even a 2× gain went on to a second block half the time (trials' spread 10 %); Pocock's shape
+(97.7 % at the first look) stops such gains at once but leaves the last look so wide that "as good" is shown a third
+less often. Simulated (20,000 confirmations each; docs/methods.md): γ = −2 decides a 2× gain in 1.01 blocks on
+average (O'Brien–Fleming 1.53, Pocock 1.00) and shows a true equality as good 64 % of the time at a 5 % spread
+(O'Brien–Fleming 68 %, Pocock 43 %).
 """
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 ALPHA = 0.05
 LOOKS = 3                   # blocks of --repeat 4 at most: 4, 8, 12 trials against each control
+GAMMA = -2.0                # the spending's shape: between Pocock's (0) and O'Brien–Fleming's (about −4)
 
 # what a look's interval says against 1 − floor and 1 + floor; the first three end the looks
 GAIN, AS_GOOD, WORSE = "gain", "as good", "worse"
@@ -33,9 +39,8 @@ def spent(look: int, looks: int = LOOKS, alpha: float = ALPHA) -> float:
     """The error spent by the end of look `look` of `looks`: 0 before the first, alpha at the last."""
     if look <= 0:
         return 0.0
-    normal = NormalDist()
     t = min(look / looks, 1.0)
-    return 2.0 - 2.0 * normal.cdf(normal.inv_cdf(1.0 - alpha / 2.0) / math.sqrt(t))
+    return alpha * (1.0 - math.exp(-GAMMA * t)) / (1.0 - math.exp(-GAMMA))
 
 
 def level(look: int, looks: int = LOOKS) -> float:
