@@ -432,10 +432,12 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     resolved = opts.configurations["tuned"].knobs(opts.service)
     assert resolved["tomcat_threads_min_spare"] != out_of_the_box["tomcat_threads_min_spare"], "the tuned set differs"
     runs.interrupt_at = None
+    plan = dataclasses.replace(plan, budget_s=7 * 3600)        # --resume FOLDER --budget 7h: the whole tune's
     code, again = command.execute(opts, None, plan, runs, resume_folder=folder, log=said.append,
                                   clock=lambda: runs.clock[0], judge=lambda run_dir: ())
     data = json.loads((folder / "tune.json").read_text())
     assert again == folder and code == 0 and data["status"] == "complete" and len(data["trials"]) > 5
+    assert data["budget_s"] == 7 * 3600, "tune.json holds the budget the resumed tune ran to, not the first one's"
     assert schema.problems("tune.json", data) == [], "tune.json as the run folder's contract says"
     assert data["spent_s"] <= plan.budget_s, "a resumed tune goes on with what is left of its budget"
     assert [r["number"] for r in data["results"]] == sorted(r["number"] for r in data["results"])

@@ -147,7 +147,9 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
     """The tune folder and its tune.json: a new one, or the one resumed (its plan must be this one)."""
     if resume:
         data = json.loads((folder / "tune.json").read_text())
-        data.update(status="running", resumed=[*data.get("resumed", []), run_record.utc_now()])
+        # the budget is the whole tune's as --resume … --budget gives it (what was spent counts against it)
+        data.update(status="running", resumed=[*data.get("resumed", []), run_record.utc_now()],
+                    budget_s=plan.budget_s)
         # what this checkout writes from now on is its own format's (the fields a format added are optional)
         return folder, runfolder.stamped("tune.json", data)
     folder = run_record.make_run_dir(f"{opts.label}-tune" if opts.label else "tune")
