@@ -1,6 +1,7 @@
 """The tuner on its realistic stand-in (issue 54; a benchmark, not a CI stage: no machines, ~1–3 min on 2 cores).
 
-    .venv/bin/python -m bench.tuner [--seeds 8] [--nulls 100] [--budget 2h] [--kind emulated|containers] [--label L]
+    .venv/bin/python -m bench.tuner [--seeds 8] [--nulls 100] [--budget 2h] [--kind emulated|containers]
+                                    [--sampler tpe|gp|random] [--label L]
 
 Each tune is `./start.sh tune`'s own command (lab/experiment/tune/command.py: the search, the budget, the
 confirmations, the knob set) on a stand-in lab (lab/experiment/tune/standin.py) over the catalog's space
@@ -30,7 +31,7 @@ from lab import paths
 from lab.experiment import options
 from lab.experiment.load import Profile
 from lab.experiment.options import seconds
-from lab.experiment.tune import command, confirm, space, standin, trials
+from lab.experiment.tune import command, confirm, search, space, standin, trials
 from lab.provision import catalog, knob_sets
 
 GAIN = 0.30
@@ -91,7 +92,7 @@ def lab(tune_space: space.Space, seed: int, kind: str, gain: float, where: str =
 
 def one_tune(job: tuple) -> dict:
     """One tune of the command on the stand-in, in a folder of its own."""
-    seed, kind, gain, budget_s, where = job
+    seed, kind, gain, budget_s, where, sampler = job
     with tempfile.TemporaryDirectory(prefix="bench-tuner-") as tmp:
         root = Path(tmp)
         paths.RESULTS = root / "results"
@@ -106,7 +107,7 @@ def one_tune(job: tuple) -> dict:
         stand_in = lab(tune_space, seed, kind, gain, where)
         overhead = command.OVERHEAD_S[PROVIDER[kind]]
         runs = standin.Runs(stand_in, paths.RESULTS, [0.0], overhead)
-        plan = command.Plan(tune_space, HOLD_S, FLOOR, budget_s, overhead_s=overhead)
+        plan = command.Plan(tune_space, HOLD_S, FLOOR, budget_s, overhead_s=overhead, sampler=sampler)
         opts = options.checked(profile=Profile(users=20, ramp_up_s=RAMP_UP_S, duration_s=HOLD_S),
                                label=f"s{seed}")
         _, folder = command.execute(opts, None, plan, runs, log=lambda line: None, clock=lambda: runs.clock[0],
@@ -136,13 +137,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--optimum", choices=("tuned", "anywhere"), default="tuned",
                         help="where the optimum is: at the tuned set's values (the issue's stand-in), or drawn "
                              "uniformly over the space for each seed (no known set near it)")
+    parser.add_argument("--sampler", choices=search.SAMPLERS, default="tpe",
+                        help="what proposes the candidates (gp: optuna's Gaussian process, needs torch)")
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
     with multiprocessing.get_context("fork").Pool(2) as pool:
-        found = pool.map(one_tune, [(s, args.kind, GAIN, args.budget, args.optimum) for s in range(args.seeds)])
-        nulls = pool.map(one_tune, [(1000 + s, args.kind, 0.0, args.budget, args.optimum)
+        found = pool.map(one_tune, [(s, args.kind, GAIN, args.budget, args.optimum, args.sampler)
+                                    for s in range(args.seeds)])
+        nulls = pool.map(one_tune, [(1000 + s, args.kind, 0.0, args.budget, args.optimum, args.sampler)
                                     for s in range(args.nulls)])
-    print(f"tuner on the realistic stand-in ({args.kind}: warm-up T {WARMUP_S[args.kind]:.0f} s, between-run "
+    print(f"tuner ({args.sampler}) on the realistic stand-in ({args.kind}: warm-up T {WARMUP_S[args.kind]:.0f} s, "
+          f"between-run "
           f"{BETWEEN_SD:.0%}, machine bias {MACHINE_BIAS - 1:+.1%}, optimum +{GAIN:.0%} "
           f"{'at the tuned set' + chr(39) + 's values' if args.optimum == 'tuned' else 'anywhere'}), "
           f"budget {args.budget / 3600:g} h, hold {HOLD_S} s, floor {FLOOR:.0%}")
@@ -165,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = paths.ROOT / "results" / f"{stamp}-bench-tuner{'-' + args.label if args.label else ''}"
     folder.mkdir(parents=True)
-    plan = {"kind": args.kind, "optimum": args.optimum, "budget_s": args.budget, "gain": GAIN,
+    plan = {"sampler": args.sampler, "kind": args.kind, "optimum": args.optimum, "budget_s": args.budget, "gain": GAIN,
             "between_sd": BETWEEN_SD, "hold_s": HOLD_S, "machine_bias": MACHINE_BIAS, "floor": FLOOR}
     (folder / "tuner.json").write_text(json.dumps({**plan, "found": found, "nulls": nulls}, indent=1))
     print(f"results: {folder}")

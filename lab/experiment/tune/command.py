@@ -56,6 +56,7 @@ class Plan:
     kind: str = "containers"                # the machines' kind: past runs on another never warm the study
     cold: bool = False                      # start without the past runs of the same question (--cold)
     around: str | None = None               # the knob set the space was narrowed around (--around, region.py)
+    sampler: str = "tpe"                     # search.SAMPLERS: what proposes candidates (bench/tuner.py compares)
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
@@ -225,7 +226,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.hold_s, plan.floor,
                              rules=trials.rules(opts, s, lab.validate, plan.control, plan.base),
                              question=question(opts, plan), between=plan.between, known=known,
-                             past=past(opts, s, plan, folder))
+                             past=past(opts, s, plan, folder), sampler=search.sampler_of(plan.sampler))
     except BaseException as failure:
         _save(folder, _failed(data, failure))
         raise

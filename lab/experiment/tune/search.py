@@ -33,7 +33,20 @@ import sqlalchemy.exc
 from lab.errors import LabError
 from lab.experiment.tune.space import Space
 
-STARTUP = 5                   # TPE's random candidates before it models: trials cost minutes each, not seconds
+STARTUP = 5                   # the sampler's random candidates before it models: trials cost minutes each, not seconds
+SAMPLERS = ("tpe", "gp", "random")      # what proposes the next candidate (bench/tuner.py compares them)
+
+
+def sampler_of(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
+    """The named sampler, each told the infeasible by the trials' constraint values (trial.set_constraint). gp:
+    optuna's Gaussian process (noise-aware, constraint-aware; needs torch, which the lab does not install)."""
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=STARTUP, warn_independent_sampling=False)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise TuneError(f"sampler {name!r}: one of {', '.join(SAMPLERS)}")
 OPEN_ATTEMPTS = 5             # a shared storage opened while another worker makes its tables
 MAX_REFUSED = 200             # proposals in a row the knob rules refuse before the space is called unsearchable
 REPLICATES = 2                # a candidate's runs before its gain can count: one in each orientation
@@ -176,7 +189,7 @@ class Tuner:
                     storage=storage, study_name=name, load_if_exists=True, direction="maximize",
                     # TPE reads each trial's constraint values (trial.set_constraint): the infeasible go to its
                     # "bad" density whatever value they were told
-                    sampler=sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP))
+                    sampler=sampler or sampler_of("tpe", seed))
                 break
             # SQLite: locked. PostgreSQL, two workers making the tables at once: a duplicate pg_type row
             # (IntegrityError) or 'type "alembic_version" already exists' (ProgrammingError): 4 of 24 openings here
