@@ -27,6 +27,14 @@ def stand_in(script: str):
     return lambda suite, real=ahead.start: real(suite, ["sh", "-c", script, "sh"])
 
 
+def child_of(build: ahead.Build) -> int:
+    """The PID the stand-in's child wrote in the root folder (waited for: the build starts it)."""
+    deadline = time.monotonic() + 10
+    while not (build.work / "root" / "child").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return int((build.work / "root" / "child").read_text())
+
+
 def alive(pid: int) -> bool:
     try:
         return "Z" not in open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0]
@@ -38,10 +46,7 @@ def test_a_build_up_did_not_take_is_ended_with_its_whole_group_and_its_folder(bo
     monkeypatch.setattr(ahead, "start", stand_in('sleep 60 & echo $! > "$1/child"; touch "$1/etc-made"; wait'))
     with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: True):
         [build] = ahead._building.values()
-        deadline = time.monotonic() + 10
-        while not (build.work / "root" / "child").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        child = int((build.work / "root" / "child").read_text())
+        child = child_of(build)
         assert alive(child)
     assert not alive(child), "the build's own child (mmdebstrap, apt, dpkg) must end with it"
     assert not build.work.exists() and ahead._building == {}
@@ -54,10 +59,7 @@ def test_a_child_slower_to_stop_than_its_leader_is_waited_for_before_its_folder_
         'echo $! > "$1/child"; wait'))
     with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: True):
         [build] = ahead._building.values()
-        deadline = time.monotonic() + 10
-        while not (build.work / "root" / "child").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        child = int((build.work / "root" / "child").read_text())
+        child = child_of(build)
     assert not alive(child) and ahead.group_members(build.proc.pid) == []
     assert not build.work.exists(), "the folder is removed after the last writer in it ended, not before"
 
