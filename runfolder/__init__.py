@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 4, "sweep.json": 2, "tune.json": 5}
+FORMATS = {"run.json": 2, "verdict.json": 4, "sweep.json": 2, "tune.json": 6}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -34,7 +34,9 @@ HISTORY = {
                      "the space's unset (its define-by-run at_most, at_least and when were written since a707744)",
                   5: "each confirmation's looks (its blocks' series), combined (the folder over all its trials), look, "
                      "objective, level, at_look (the objective's interval at the look's level) and decision "
-                     "(sequential.py); the plan's around (--around, region.py)"},
+                     "(sequential.py); the plan's around (--around, region.py)",
+                  6: "each confirmation's settled (its trials: how many had both machines at steady state, how many "
+                     "not): the answer is confirmed only with none still warming up (confirm.proven)"},
 }
 
 

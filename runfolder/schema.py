@@ -72,7 +72,8 @@ TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "e
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,
                                  "verdict": str, "looks": ListOf(str), "combined": str, "look": int,
                                  "level": NUMBER, "at_look": {"low": NUMBER, "high": NUMBER}, "decision": str,
-                                 "objective": str}),
+                                 "objective": str, "settled": {"trials": int, "settled": int,
+                                                                "unsettled": int}}),
         "knob_set": str}
 
 SHAPES = {"run.json": RUN, "verdict.json": VERDICT, "sweep.json": SWEEP, "tune.json": TUNE}

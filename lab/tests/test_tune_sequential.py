@@ -270,3 +270,31 @@ def test_an_unproven_finalist_is_a_settled_candidate_only_where_it_beats_the_con
     assert confirm.finalist(tuner)[0].number == 0
     tuner.candidates = lambda: [candidate(0, 1.97, False), candidate(1, 1.02, True)]
     assert confirm.finalist(tuner)[0].number == 1, "a settled candidate that beats the control still goes first"
+
+
+def test_a_gain_over_a_control_still_warming_up_is_not_a_confirmed_answer(tmp_path):
+    """The petclinic tune of 20261201T072331Z: default's JIT compiled at 1.1 CPUs through a 6-minute hold. A
+    confirmation counts its trials at steady state (both machines settled); a gain with one of them still warming up
+    is said, and the answer is not called confirmed."""
+    from report.render import tune as render_tune
+
+    def trial(name: str, default_settled: bool) -> str:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "verdict.json").write_text(json.dumps({"verdict": name, "effects": {}, "steady": {
+            "default": {"settled": default_settled, "start_s": 60.0 if default_settled else None},
+            "tuned": {"settled": True, "start_s": 40.0}}}))
+        return name
+    names = [trial(f"x-t{k}", k != 2) for k in range(1, 5)]
+    (tmp_path / "x-series").mkdir()
+    (tmp_path / "x-series" / "verdict.json").write_text(json.dumps({"verdict": "x", "trials": names, "effects": {
+        "tps": {"estimate": 2.0, "low": 1.8, "high": 2.2, "df": 3}}}))
+    c = confirm.read(tmp_path / "x-series", ["x-series"], "default", 0, 0.05)
+    assert c["decision"] == sequential.GAIN and c["settled"] == {"trials": 4, "settled": 3, "unsettled": 1}
+    assert confirm.gained(c, 0.05) and not confirm.proven(True, c, 0.05)
+    assert confirm.proven(True, {**c, "settled": {"trials": 4, "settled": 4, "unsettled": 0}}, 0.05)
+    assert not confirm.proven(False, {**c, "settled": None}, 0.05), "a gain the search never counted stays unproven"
+    assert "settled in 3 of 4 trials (**1 still warming up**)" in "\n".join(render_tune._answer({
+        "finalist": {"number": 0, "values": {}, "runs": [0], "counted": True}, "floor": 0.05,
+        "confirmations": [c]}))
+    assert schema.problems("tune.json", {"tune_id": "x", "status": "complete", "holds_s": [1], "floor": 0.05,
+                                         "space": [], "results": [], "confirmations": [c]}) == []

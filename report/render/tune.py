@@ -124,7 +124,7 @@ def _answer(data: dict[str, Any]) -> list[str]:
             looked = ("–" if "look" not in c else f"look {c['look']} ({100 * c['level']:.2f} %): "
                       + (f"{pct(at['low'])} … {pct(at['high'])}" if at else "no interval to re-level"))
             lines.append(f"| {c['against']} | {_ratio(tps.get('estimate'), tps.get('low'), tps.get('high'))} | "
-                         f"{looked} | {c.get('decision') or '–'} | "
+                         f"{looked} | {c.get('decision') or '–'}{_steady(c)} | "
                          f"{_ratio(p99.get('estimate'), p99.get('low'), p99.get('high'))} | "
                          f"{_link(c.get('combined') or c['series'])} | "
                          f"{', '.join(_link(x) for x in c.get('looks') or [c['series']])} | "
@@ -133,6 +133,16 @@ def _answer(data: dict[str, Any]) -> list[str]:
         lines += ["", f"Written as the knob set `{data['knob_set']}`, each value commented with its evidence: "
                   f"`./start.sh --knob-set tuned={data.get('name')}`."]
     return lines + [""]
+
+
+def _steady(c: dict[str, Any]) -> str:
+    """How many of a confirmation's trials had both machines at steady state (tune.json format 6)."""
+    settled = c.get("settled") or {}
+    if not settled.get("trials"):
+        return ""
+    return (f"; settled in {settled['settled']} of {settled['trials']} trials"
+            + (f" (**{settled['unsettled']} still warming up**)" if settled.get("unsettled")
+               else ""))
 
 
 def _importance(data: dict[str, Any]) -> list[str]:

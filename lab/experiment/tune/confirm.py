@@ -7,7 +7,8 @@ of its load where there are some: report/stats/combine.py) against the control a
 Each confirmation is sequential (sequential.py): after its first block of 4 trials it goes on by further blocks, all
 its trials combined again in a folder of their own, while its interval at the look's level is not decisive against
 1 ± the floor, the budget has room for a block and LOOKS blocks have not run. The answer is "confirmed" only where
-the look against the control says a gain beyond the floor, as the search asked.
+the look against the control says a gain beyond the floor, as the search asked, with both machines at steady state in
+every trial (proven()).
 
 The finalist is the best candidate whose gain counts (search.Tuner.best); when none clears the floor, the one with
 the highest combined ratio among the feasible (settled ones that beat the control first), confirmed the same way and
@@ -77,8 +78,21 @@ def read(combined: Path, looks: list[str], control: str, code: int, floor: float
     return {"against": control, "series": looks[0], "looks": looks, "combined": combined.name, "look": look,
             "exit": code, "tps": _effect(verdict, "tps"), "p99": _effect(verdict, "p99"), "objective": objective,
             "level": confidence, "at_look": dict(zip(("low", "high"), at, strict=True)) if at else None,
-            "decision": sequential.decision(at, floor),
+            "decision": sequential.decision(at, floor), "settled": _settled(combined, verdict),
             "verdict": (verdict.sentence if verdict else None) or f"no combined verdict (exit {code})"}
+
+
+def _settled(combined: Path, verdict: runfolder_verdict.Verdict | None) -> dict | None:
+    """How many of the combined trials had both machines at steady state (trials.steady_state; a trial whose
+    verdict judged none is counted in neither); None without the trials' names."""
+    names = verdict.written.get("trials") if verdict else None
+    if not isinstance(names, list) or not names:
+        return None
+    states = []
+    for name in names:
+        trial = runfolder_verdict.read(combined.parent / str(name))
+        states.append(trials.steady_state(trial)[0] if trial else None)
+    return {"trials": len(states), "settled": states.count(True), "unsettled": states.count(False)}
 
 
 def decided(c: dict, floor: float) -> str:
@@ -166,13 +180,24 @@ def gained(c: dict, floor: float) -> bool:
     return decided(c, floor) == sequential.GAIN
 
 
+def proven(counted: bool, c: dict | None, floor: float) -> bool:
+    """The answer is a confirmed gain: it counted in the search, and its confirmation against the control (c) shows
+    a gain beyond the floor with no trial still warming up. A control still compiling through the window measures
+    warm-up, which the search does not count either (the petclinic tune of 20261201T072331Z: default's JIT at 1.1
+    CPUs through a 6-minute hold)."""
+    return bool(counted and c and gained(c, floor) and not (c.get("settled") or {}).get("unsettled"))
+
+
 def _evidence(c: dict) -> str:
     tps, at = c.get("tps") or {}, c.get("at_look") or {}
     said = (f"; at look {c['look']}'s level {100 * c['level']:.2f} %, {c.get('objective', 'tps')} turned so that "
             f"higher is better: {_num(at.get('low'))} … {_num(at.get('high'))}, {sequential.SAID[c['decision']]}"
             if "decision" in c else "")
+    settled = c.get("settled") or {}
+    steady = (f"; both machines settled in {settled['settled']} of {settled['trials']} trials"
+              if settled.get("trials") else "")
     return (f"vs {c['against']}: {_num(tps.get('estimate'))}× successful TPS (95 % CI {_num(tps.get('low'))} … "
-            f"{_num(tps.get('high'))}{said}), {c.get('combined') or c['series']}")
+            f"{_num(tps.get('high'))}{said}{steady}), {c.get('combined') or c['series']}")
 
 
 def write_knob_set(name: str, data: dict) -> Path:
@@ -184,10 +209,10 @@ def write_knob_set(name: str, data: dict) -> Path:
     base = data.get("base") or knob_sets.DEFAULT
     out_of_the_box = {**catalog.defaults(), **({} if base == knob_sets.DEFAULT else knob_sets.values(base))}
     confirmed = [c for c in data.get("confirmations") or [] if c.get("tps")]
-    proven = final["counted"] and any(c["against"] == data.get("control", knob_sets.DEFAULT)
-                                      and gained(c, data["floor"]) for c in confirmed)
+    control = next((c for c in confirmed if c["against"] == data.get("control", knob_sets.DEFAULT)), None)
+    proven_ = proven(final["counted"], control, data["floor"])
     lines = [f"# Found by tune {tune_id} (./start.sh tune): trial {final['number']} of its study, "
-             + ("its gain confirmed" if proven else "NOT a confirmed gain: read the evidence below"),
+             + ("its gain confirmed" if proven_ else "NOT a confirmed gain: read the evidence below"),
              f"# load: {data['load'].get('users')} users per machine, ramp-up {data['load'].get('ramp_up_s')} s, "
              f"hold {data['holds_s'][-1]} s; floor {data['floor']:.0%}",
              f"# search: {_num(final.get('ratio'))}× the control (95 % CI {_num(final.get('low'))} … "
