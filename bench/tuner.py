@@ -147,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         nulls = pool.map(one_tune, [(1000 + s, args.kind, 0.0, args.budget, args.optimum, args.sampler)
                                     for s in range(args.nulls)])
     print(f"tuner ({args.sampler}) on the realistic stand-in ({args.kind}: warm-up T {WARMUP_S[args.kind]:.0f} s, "
-          f"between-run "
-          f"{BETWEEN_SD:.0%}, machine bias {MACHINE_BIAS - 1:+.1%}, optimum +{GAIN:.0%} "
+          f"between-run {BETWEEN_SD:.0%}, machine bias {MACHINE_BIAS - 1:+.1%}, optimum +{GAIN:.0%} "
           f"{'at the tuned set' + chr(39) + 's values' if args.optimum == 'tuned' else 'anywhere'}), "
           f"budget {args.budget / 3600:g} h, hold {HOLD_S} s, floor {FLOOR:.0%}")
     print("| seed | candidates | refused | runs | finalist ÷ optimum | counted | confirmed | looks |")

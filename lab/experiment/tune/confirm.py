@@ -210,9 +210,9 @@ def write_knob_set(name: str, data: dict) -> Path:
     out_of_the_box = {**catalog.defaults(), **({} if base == knob_sets.DEFAULT else knob_sets.values(base))}
     confirmed = [c for c in data.get("confirmations") or [] if c.get("tps")]
     control = next((c for c in confirmed if c["against"] == data.get("control", knob_sets.DEFAULT)), None)
-    proven_ = proven(final["counted"], control, data["floor"])
+    confirmed_gain = proven(final["counted"], control, data["floor"])
     lines = [f"# Found by tune {tune_id} (./start.sh tune): trial {final['number']} of its study, "
-             + ("its gain confirmed" if proven_ else "NOT a confirmed gain: read the evidence below"),
+             + ("its gain confirmed" if confirmed_gain else "NOT a confirmed gain: read the evidence below"),
              f"# load: {data['load'].get('users')} users per machine, ramp-up {data['load'].get('ramp_up_s')} s, "
              f"hold {data['holds_s'][-1]} s; floor {data['floor']:.0%}",
              f"# search: {_num(final.get('ratio'))}× the control (95 % CI {_num(final.get('low'))} … "

@@ -38,8 +38,9 @@ SAMPLERS = ("tpe", "gp", "random")      # what proposes the next candidate (benc
 
 
 def sampler_of(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
-    """The named sampler, each told the infeasible by the trials' constraint values (trial.set_constraint). gp:
-    optuna's Gaussian process (noise-aware, constraint-aware; needs torch, which the lab does not install)."""
+    """The named sampler. tpe and gp read the trials' constraint values (trial.set_constraint) and learn where the
+    infeasible lie; random ignores them. gp: optuna's Gaussian process (noise-aware; needs torch, which the lab does
+    not install)."""
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP)
     if name == "gp":

@@ -14,9 +14,9 @@ Why γ = −2 (99.26 %, 98.56 %, 97.19 % with three looks): a first look has few
 tail is steep. The O'Brien–Fleming shape (Lan & DeMets 1983) this replaced spent almost nothing there (99.93 %: t =
 14.6 at 3 df), so even a 2× gain went on to a second block half the time (trials' spread 10 %); Pocock's shape
 (97.7 % at the first look) stops such gains at once but leaves the last look so wide that "as good" is shown a third
-less often. Simulated (20,000 confirmations each; docs/methods.md): γ = −2 decides a 2× gain in 1.01 blocks on
-average (O'Brien–Fleming 1.53, Pocock 1.00) and shows a true equality as good 64 % of the time at a 5 % spread
-(O'Brien–Fleming 68 %, Pocock 43 %).
+less often. Simulated (3,000–4,000 confirmations a case; the table in docs/methods.md): γ = −2 decides a 2× gain in
+1.01 blocks on average (O'Brien–Fleming 1.53, Pocock 1.00) and shows a true equality as good 64 % of the time at a
+5 % spread (O'Brien–Fleming 68 %, Pocock 43 %).
 """
 from __future__ import annotations
 
