@@ -5,7 +5,8 @@ own, and `up` takes it (`take`) when it needs the image. The process leads a ses
 apt and dpkg are one process group: a run that stops before `up` took it (bad knobs, Ctrl-C, another lab in the
 namespace, a failure) ends that group, undoes what is mounted in its folder and removes it, and nothing is left
 changed. Only a container's base image (one per recipe, host-wide) is made ahead: a VM's box needs loop devices, and
-under TCG its boot and provisioning dwarf it.
+under TCG its boot and provisioning dwarf it. Nor on a host without mmdebstrap yet: `up` installs the host's
+prerequisites first and then builds the image itself (a new host's first run raced that install and failed, 2026-12-01).
 
     python -m lab.machines.ahead SUITE PARENT_PID ROOT    (the process itself: the suite's root file system in ROOT)
 """
@@ -22,11 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lab import paths, steps
-from lab.machines import box, image, provider, settings
+from lab.machines import box, image, prereqs, provider, settings
 
 PREFIX = "image-"           # box.work_dir's prefix for a container's root file system
 OWNER = "owner"             # in that folder: the PID of the command it was made ahead for
 AUTOGROUP_NICE = -10       # ~9× the CPU weight of a nice-0 session (first())
+BUILD_TOOLS = (("mmdebstrap", "mmdebstrap"),)   # (command, Debian package) the build runs on the host
 STOP_GRACE_S = 30           # mmdebstrap undoes its mounts on SIGTERM; dpkg may take a few seconds to stop
 _PR_SET_PDEATHSIG = 1
 
@@ -140,7 +142,11 @@ def _left_behind() -> None:
 def images(kind: str, suites: set[str], missing) -> Iterator[None]:
     """While the body runs, the base image of each suite that `missing(suite)` says is not in the lab's daemon is
     made ahead (containers only); whatever `up` did not take is cancelled when the body ends, however it ends."""
-    if kind == provider.CONTAINERS:
+    absent = tools_missing() if kind == provider.CONTAINERS else []
+    if absent:
+        steps.note(f"the machines' image is not made ahead: {', '.join(absent)} is not installed yet "
+                   "(`up` installs it with the host's prerequisites, then builds the image)")
+    elif kind == provider.CONTAINERS:
         _left_behind()
         for suite in sorted(suites):
             if suite not in _building and missing(suite):
@@ -152,6 +158,11 @@ def images(kind: str, suites: set[str], missing) -> Iterator[None]:
     finally:
         while _building:
             _building.popitem()[1].cancel()
+
+
+def tools_missing() -> list[str]:
+    """The Debian packages of the build's host tools that are not installed."""
+    return prereqs.missing(BUILD_TOOLS)
 
 
 def _orphaned(signum, frame) -> None:

@@ -12,12 +12,15 @@ import pytest
 from lab import paths
 from lab.machines import ahead, box, containers, image, provider
 
+TOOLS_MISSING = ahead.tools_missing
+
 
 @pytest.fixture
 def box_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "BOX_DIR", tmp_path / "box")
     monkeypatch.setattr(paths, "LOG_DIR", tmp_path / "log")
     monkeypatch.setattr(ahead, "_building", {})
+    monkeypatch.setattr(ahead, "tools_missing", lambda: [])     # mmdebstrap or not, the stand-ins make the root
     return tmp_path / "box"
 
 
@@ -101,6 +104,16 @@ def test_nothing_is_made_ahead_for_vms_or_where_the_image_is_there(box_dir, monk
         pass
     with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: False):
         pass
+
+
+def test_nothing_is_made_ahead_before_the_host_has_mmdebstrap(box_dir, tmp_path, monkeypatch, capsys):
+    # a new host's first run: the build started beside the prerequisites' apt and found no mmdebstrap (2026-12-01)
+    monkeypatch.setattr(ahead, "start", lambda suite: pytest.fail("started a build"))
+    monkeypatch.setattr(ahead, "tools_missing", TOOLS_MISSING)
+    monkeypatch.setenv("PATH", str(tmp_path))          # a host where mmdebstrap is not installed
+    with ahead.images(provider.CONTAINERS, {"bookworm"}, missing=lambda suite: True):
+        assert ahead._building == {}
+    assert "mmdebstrap is not installed yet" in capsys.readouterr().out
 
 
 def test_up_cancels_the_builds_of_suites_it_does_not_need(box_dir, monkeypatch):
