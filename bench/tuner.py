@@ -160,9 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     shares = sorted(r["share_of_optimum"] or 0 for r in found)
     print(f"within 5 % of the optimum: {within} of {len(found)}; median finalist {shares[len(shares) // 2]:.3f} of "
           f"the optimum")
-    counted = sum(r["counted"] for r in nulls) / len(nulls)
-    confirmed = sum(r["confirmed"] for r in nulls) / len(nulls)
-    print(f"null space ({len(nulls)} tunes): a gain counted in {counted:.1%}, written as confirmed in {confirmed:.1%}")
+    if nulls:
+        counted = sum(r["counted"] for r in nulls) / len(nulls)
+        confirmed = sum(r["confirmed"] for r in nulls) / len(nulls)
+        print(f"null space ({len(nulls)} tunes): a gain counted in {counted:.1%}, written as confirmed in "
+              f"{confirmed:.1%}")
     spent = sorted(r["spent_s"] or 0 for r in found + nulls)
     print(f"time spent (the budget {args.budget / 60:.0f} min): median {spent[len(spent) // 2] / 60:.0f} min, most "
           f"{spent[-1] / 60:.0f} min" + ("" if spent[-1] <= args.budget else "  ← OVER THE BUDGET"))
