@@ -655,6 +655,20 @@ def test_a_tune_the_lab_cannot_run_is_refused_before_anything_starts(argv, said)
     assert said in str(refused.value)
 
 
+def test_the_budget_holds_each_run_with_its_ramp_up():
+    """A 45-min tune with 3-min holds and a 60 s ramp-up passed a check that left the ramp-up out, ran one run and
+    had no budget left to confirm it (results/20261201T224005Z-s73-tune-tune): refused now, naming what fits."""
+    from lab.cli import arguments
+    from lab.cli.commands import tune as tune_command
+    args = arguments.parser().parse_args(["tune", "--budget", "45m", "--hold", "3m"])
+    plan = tune_command.plan_of(args)               # without a ramp-up it fits
+    with pytest.raises(ValueError) as refused:
+        tune_command.check_budget(plan, plan.budget_s, ramp_up_s=60)
+    whole = plan.trial_s(60) + plan.reserve_s(60)
+    assert f"~{whole} s" in str(refused.value) and whole > plan.budget_s >= plan.trial_s(0) + plan.reserve_s(0)
+    tune_command.check_budget(plan, whole, ramp_up_s=60)
+
+
 def test_a_damaged_tune_folder_is_refused_naming_what_is_wrong(tmp_path):
     """Issue 53, item 7: a tune.json without its space (KeyError before), with a space entry of an unknown field
     (TypeError before) or not JSON is a message naming the file and the field."""

@@ -156,7 +156,9 @@ def plan_of(args):
                         control=control, name=args.name,
                         study=study_url(args.study) if args.study is not None else None,
                         base=base, known=known, between=between, around=args.around)
-    check_budget(plan, args.budget)      # with a native run's cost: the machines' kind is known later (main)
+    opts = getattr(args, "options", None)      # the run options main() gives (absent where only the plan is checked)
+    # with a native run's cost: the machines' kind is known later (main)
+    check_budget(plan, args.budget, opts.profile.ramp_up_s if opts is not None else 0)
     return plan
 
 
@@ -168,9 +170,11 @@ def check_warmup(opts: Options, plan) -> None:
                          "or shorten --warmup")
 
 
-def check_budget(plan, budget_s: int) -> None:
-    """The budget holds at least one run and the confirmations; ValueError naming what would fit."""
-    whole = plan.trial_s(0) + plan.reserve_s(0)
+def check_budget(plan, budget_s: int, ramp_up_s: int = 0) -> None:
+    """The budget holds at least one run and the confirmations, each run with its ramp-up (without it a 45-min tune
+    at a 60 s ramp-up passed here and ran one run, then had no budget left to confirm it); ValueError naming what
+    would fit."""
+    whole = plan.trial_s(ramp_up_s) + plan.reserve_s(ramp_up_s)
     if budget_s < whole:
         raise ValueError(f"--budget {budget_s} s: not even one run and its confirmations fit (~{whole} s on these "
                          "machines: a run, then the best run again against each control)")
@@ -197,7 +201,7 @@ def main(args) -> int:
     kind = "hosts" if opts.hosts is not None else lifecycle.kind(s)
     plan = dataclasses.replace(plan, overhead_s=command.OVERHEAD_S.get(kind, max(command.OVERHEAD_S.values())),
                                kind=kind, cold=plan.cold or args.cold)
-    check_budget(plan, plan.budget_s)
+    check_budget(plan, plan.budget_s, opts.profile.ramp_up_s)
     if args.resume is None:          # a resumed tune's space was fitted when it began
         plan = fit(plan, opts)
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
