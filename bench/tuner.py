@@ -1,7 +1,7 @@
 """The tuner on its realistic stand-in (issue 54; a benchmark, not a CI stage: no machines, ~1–3 min on 2 cores).
 
     .venv/bin/python -m bench.tuner [--seeds 8] [--nulls 100] [--budget 2h] [--kind emulated|containers]
-                                    [--sampler tpe|gp|random] [--label L]
+                                    [--sampler tpe|gp|random] [--optimum tuned|anywhere] [--relevant K] [--label L]
 
 Each tune is `./start.sh tune`'s own command (lab/experiment/tune/command.py: the search, the budget, the
 confirmations, the knob set) on a stand-in lab (lab/experiment/tune/standin.py) over the catalog's space
@@ -82,17 +82,25 @@ def anywhere(tune_space: space.Space, seed: int) -> dict:
     return out
 
 
-def lab(tune_space: space.Space, seed: int, kind: str, gain: float, where: str = "tuned") -> standin.StandIn:
+def relevant(tune_space: space.Space, seed: int, k: int) -> frozenset | None:
+    """k knobs of the space drawn for the seed, the only ones the outcome depends on (None: k 0, all of them)."""
+    import random
+    knobs = [p.knob for p in tune_space.params]
+    return frozenset(random.Random(f"relevant:{seed}").sample(knobs, k)) if 0 < k < len(knobs) else None
+
+
+def lab(tune_space: space.Space, seed: int, kind: str, gain: float, where: str = "tuned",
+        sparse: int = 0) -> standin.StandIn:
     best = optimum(tune_space) if where == "tuned" else anywhere(tune_space, seed)
     return standin.StandIn(tune_space, best, gain=gain, noise_sd=NOISE_SD, rho=RHO,
                            between_sd=BETWEEN_SD, warmup_s=WARMUP_S[kind],
                            quick_warmup=lambda v: 0.25 if v.get("jvm_tiered_stop_at_level") == 1 else 1.0,
-                           machine_bias=MACHINE_BIAS, seed=seed)
+                           machine_bias=MACHINE_BIAS, seed=seed, relevant=relevant(tune_space, seed, sparse))
 
 
 def one_tune(job: tuple) -> dict:
     """One tune of the command on the stand-in, in a folder of its own."""
-    seed, kind, gain, budget_s, where, sampler = job
+    seed, kind, gain, budget_s, where, sampler, sparse = job
     with tempfile.TemporaryDirectory(prefix="bench-tuner-") as tmp:
         root = Path(tmp)
         paths.RESULTS = root / "results"
@@ -104,7 +112,7 @@ def one_tune(job: tuple) -> dict:
         from lab.experiment import reporting
         reporting.report_command = lambda *a, **k: 0
         tune_space = space.from_catalog(catalog.specs())
-        stand_in = lab(tune_space, seed, kind, gain, where)
+        stand_in = lab(tune_space, seed, kind, gain, where, sparse)
         overhead = command.OVERHEAD_S[PROVIDER[kind]]
         runs = standin.Runs(stand_in, paths.RESULTS, [0.0], overhead)
         plan = command.Plan(tune_space, HOLD_S, FLOOR, budget_s, overhead_s=overhead, sampler=sampler)
@@ -139,16 +147,19 @@ def main(argv: list[str] | None = None) -> int:
                              "uniformly over the space for each seed (no known set near it)")
     parser.add_argument("--sampler", choices=search.SAMPLERS, default="tpe",
                         help="what proposes the candidates (gp: optuna's Gaussian process, needs torch)")
+    parser.add_argument("--relevant", type=int, default=0,
+                        help="only this many knobs (drawn per seed) move the outcome, the others none (0: all)")
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
     with multiprocessing.get_context("fork").Pool(2) as pool:
-        found = pool.map(one_tune, [(s, args.kind, GAIN, args.budget, args.optimum, args.sampler)
+        found = pool.map(one_tune, [(s, args.kind, GAIN, args.budget, args.optimum, args.sampler, args.relevant)
                                     for s in range(args.seeds)])
-        nulls = pool.map(one_tune, [(1000 + s, args.kind, 0.0, args.budget, args.optimum, args.sampler)
-                                    for s in range(args.nulls)])
+        nulls = pool.map(one_tune, [(1000 + s, args.kind, 0.0, args.budget, args.optimum, args.sampler,
+                                     args.relevant) for s in range(args.nulls)])
     print(f"tuner ({args.sampler}) on the realistic stand-in ({args.kind}: warm-up T {WARMUP_S[args.kind]:.0f} s, "
           f"between-run {BETWEEN_SD:.0%}, machine bias {MACHINE_BIAS - 1:+.1%}, optimum +{GAIN:.0%} "
-          f"{'at the tuned set' + chr(39) + 's values' if args.optimum == 'tuned' else 'anywhere'}), "
+          f"{'at the tuned set' + chr(39) + 's values' if args.optimum == 'tuned' else 'anywhere'}"
+          f"{f', {args.relevant} knobs relevant' if args.relevant else ''}), "
           f"budget {args.budget / 3600:g} h, hold {HOLD_S} s, floor {FLOOR:.0%}")
     print("| seed | candidates | refused | runs | finalist ÷ optimum | counted | confirmed | looks |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -171,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = paths.ROOT / "results" / f"{stamp}-bench-tuner{'-' + args.label if args.label else ''}"
     folder.mkdir(parents=True)
-    plan = {"sampler": args.sampler, "kind": args.kind, "optimum": args.optimum, "budget_s": args.budget, "gain": GAIN,
+    plan = {"sampler": args.sampler, "kind": args.kind, "optimum": args.optimum, "relevant": args.relevant,
+            "budget_s": args.budget, "gain": GAIN,
             "between_sd": BETWEEN_SD, "hold_s": HOLD_S, "machine_bias": MACHINE_BIAS, "floor": FLOOR}
     (folder / "tuner.json").write_text(json.dumps({**plan, "found": found, "nulls": nulls}, indent=1))
     print(f"results: {folder}")

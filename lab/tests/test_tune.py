@@ -655,6 +655,18 @@ def test_a_tune_the_lab_cannot_run_is_refused_before_anything_starts(argv, said)
     assert said in str(refused.value)
 
 
+def test_a_sparse_stand_in_moves_only_with_its_relevant_knobs():
+    """bench/tuner.py --relevant: where few knobs decide (a sampler has something to learn), the others change
+    nothing; with all knobs relevant, any of them does."""
+    tune_space = space.parse(RAW, SPECS)
+    sparse = standin.StandIn(tune_space, OPTIMUM, relevant=frozenset({"threads", "heap"}))
+    dense = standin.StandIn(tune_space, OPTIMUM)
+    elsewhere = {**OPTIMUM, "workers": 400, "gc": "g1", "pool": 64}
+    assert sparse.true_ratio(elsewhere) == sparse.true_ratio(OPTIMUM) == 1 + sparse.gain
+    assert dense.true_ratio(elsewhere) < dense.true_ratio(OPTIMUM)
+    assert sparse.true_ratio({**OPTIMUM, "threads": 400}) < 1 + sparse.gain
+
+
 def test_the_budget_holds_each_run_with_its_ramp_up():
     """A 45-min tune with 3-min holds and a 60 s ramp-up passed a check that left the ramp-up out, ran one run and
     had no budget left to confirm it (results/20261201T224005Z-s73-tune-tune): refused now, naming what fits."""

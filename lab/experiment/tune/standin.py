@@ -50,10 +50,11 @@ class StandIn:
     quick_warmup: callable = None        # values → the candidate's warm-up time constant ÷ the control's
     machine_bias: float = 1.0            # machine tuned's throughput ÷ machine default's, configuration aside
     seed: int = 0
+    relevant: frozenset | None = None    # the knobs the outcome depends on (None: all); the others change nothing
     runs: list = field(default_factory=list)     # (values, hold_s) of every run, in order
 
     def true_ratio(self, values: dict) -> float:
-        params = self.space.params
+        params = [p for p in self.space.params if self.relevant is None or p.knob in self.relevant]
         # a knob left out (its `when` did not hold) sits at its range's start, the base's stand-in
         def at(p, chosen):
             return position(p, chosen[p.knob]) if p.knob in chosen else 0.0
