@@ -15,7 +15,9 @@ from report.stats import between
 from report.stats.between import Calibration
 from report.stats.combine import AGREEMENT_P, Combined
 from report.stats.runs import LoadedRun
-from report.stats.uncertainty import CI, FIGURES, Effect
+from report.stats.uncertainty import CI, FIGURES, Effect, t_quantile
+
+FEW_AA_DF = 3          # fewer A/A degrees of freedom: a calibrated series' t is 4.3 (2 df) or 12.7 (1); 3.2 at 3
 
 
 def _between_words(c: Combined) -> str:
@@ -24,7 +26,7 @@ def _between_words(c: Combined) -> str:
     if math.isnan(c.tau2):
         if c.effect.intervals.startswith("calibrated"):
             return (f"; too few trials for their own between-trial variance: {c.effect.intervals}, the interval "
-                    f"scaled by their scatter (Hartung–Knapp, t with {c.effect.df:g} df)")
+                    f"scaled by their scatter (Hartung–Knapp, t with {c.effect.df:g} df)" + _more_aa(c.effect.df))
         return "; within-trial noise only (too few trials for a between-trial variance, no matching A/A runs)"
     whose = "trials and A/A runs" if c.pooled else "trials"
     scale = (f"the interval scaled by the {whose}' own scatter (Hartung–Knapp, t with {c.effect.df:g} df, "
@@ -34,6 +36,15 @@ def _between_words(c: Combined) -> str:
     tau = ("DerSimonian–Laird τ = 0" if c.tau2 == 0
            else f"τ = {spread_text(c.figure, math.sqrt(c.tau2))}, DerSimonian–Laird")
     return f"; between trials beyond their own noise: {tau}{pooled}; {scale}"
+
+
+def _more_aa(df: float) -> str:
+    """What narrows a series calibrated by few A/A runs: its t has their degrees of freedom, not its own trials'
+    (one A/A run: t 12.7, as wide as ±30 % around two trials of ±8 %, results/20261201T221930Z-s73-series-series)."""
+    if not df < FEW_AA_DF:
+        return ""
+    return (f": t is {t_quantile(df):.1f} at {df:g} df, {t_quantile(FEW_AA_DF):.1f} at {FEW_AA_DF} (four A/A runs); "
+            "more A/A runs of this load narrow it (./start.sh --aa --repeat 4 with the same load options)")
 
 
 def agreement_words(c: Combined) -> str:

@@ -277,6 +277,33 @@ def test_a_series_too_short_for_its_own_variance_takes_the_aa_calibrations():
     assert four.effect.intervals == "random-effects (4 trials, pooled with A/A runs aa-1, aa-2, aa-3)"
 
 
+def test_a_series_calibrated_by_one_aa_run_says_that_more_aa_runs_narrow_it():
+    """One A/A run gives a series of two its t with 1 df (12.7): ±30 % around two trials of ±8 %
+    (results/20261201T221930Z-s73-series-series). The verdict says what narrows it; three A/A runs (2 df) too,
+    four (3 df) no longer."""
+    from report.read.calibrations import AALookup
+    from report.render.combine import _between_words
+    from report.stats.between import Calibration, FigureCalibration
+    from report.stats.combine import combine
+    from report.stats.uncertainty import FIGURES
+
+    from .test_uncertainty import _trial
+    trials = [_trial(2100, False, 1.1, 1.2), _trial(2101, True, 1.1, 1.2)]
+
+    def words(d, s):
+        names = [f"aa-{i}" for i in range(len(d))]
+        cal = Calibration(AALookup(), {f: FigureCalibration(f, names, d, s, tau2=0.004, tau2_dl=0.0025)
+                                       for f in FIGURES})
+        c = combine(trials, cal)["tps"]
+        return c.effect.df, _between_words(c)
+    df, said = words([0.05], [0.02])
+    assert df == 1 and "t is 12.7 at 1 df" in said and "more A/A runs of this load narrow it" in said
+    df, said = words([0.05, -0.02, 0.03], [0.01, 0.02, 0.01])
+    assert df == 2 and "t is 4.3 at 2 df" in said
+    df, said = words([0.05, -0.02, 0.03, 0.0], [0.01, 0.02, 0.01, 0.01])
+    assert df == 3 and "more A/A runs" not in said
+
+
 def test_a_series_own_between_trial_variance_is_pooled_with_its_aa_trials_by_their_degrees_of_freedom():
     """Issue 52: four trials estimate τ² from 2 degrees of freedom (89.5 % coverage); the matching A/A trials measured
     the same variance apart, around their mean, from k − 1 = 2 more: τ² = (2·τ²_series + 2·τ²_A/A) / 4, and the
