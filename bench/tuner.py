@@ -90,17 +90,17 @@ def relevant(tune_space: space.Space, seed: int, k: int) -> frozenset | None:
 
 
 def lab(tune_space: space.Space, seed: int, kind: str, gain: float, where: str = "tuned",
-        sparse: int = 0) -> standin.StandIn:
+        relevant_k: int = 0) -> standin.StandIn:
     best = optimum(tune_space) if where == "tuned" else anywhere(tune_space, seed)
     return standin.StandIn(tune_space, best, gain=gain, noise_sd=NOISE_SD, rho=RHO,
                            between_sd=BETWEEN_SD, warmup_s=WARMUP_S[kind],
                            quick_warmup=lambda v: 0.25 if v.get("jvm_tiered_stop_at_level") == 1 else 1.0,
-                           machine_bias=MACHINE_BIAS, seed=seed, relevant=relevant(tune_space, seed, sparse))
+                           machine_bias=MACHINE_BIAS, seed=seed, relevant=relevant(tune_space, seed, relevant_k))
 
 
 def one_tune(job: tuple) -> dict:
     """One tune of the command on the stand-in, in a folder of its own."""
-    seed, kind, gain, budget_s, where, sampler, sparse = job
+    seed, kind, gain, budget_s, where, sampler, relevant_k = job
     with tempfile.TemporaryDirectory(prefix="bench-tuner-") as tmp:
         root = Path(tmp)
         paths.RESULTS = root / "results"
@@ -112,7 +112,7 @@ def one_tune(job: tuple) -> dict:
         from lab.experiment import reporting
         reporting.report_command = lambda *a, **k: 0
         tune_space = space.from_catalog(catalog.specs())
-        stand_in = lab(tune_space, seed, kind, gain, where, sparse)
+        stand_in = lab(tune_space, seed, kind, gain, where, relevant_k)
         overhead = command.OVERHEAD_S[PROVIDER[kind]]
         runs = standin.Runs(stand_in, paths.RESULTS, [0.0], overhead)
         plan = command.Plan(tune_space, HOLD_S, FLOOR, budget_s, overhead_s=overhead, sampler=sampler)

@@ -28,7 +28,6 @@ from lab.machines import box, image, prereqs, provider, settings
 PREFIX = "image-"           # box.work_dir's prefix for a container's root file system
 OWNER = "owner"             # in that folder: the PID of the command it was made ahead for
 AUTOGROUP_NICE = -10       # ~9× the CPU weight of a nice-0 session (first())
-BUILD_TOOLS = (("mmdebstrap", "mmdebstrap"),)   # (command, Debian package) the build runs on the host
 STOP_GRACE_S = 30           # mmdebstrap undoes its mounts on SIGTERM; dpkg may take a few seconds to stop
 _PR_SET_PDEATHSIG = 1
 
@@ -162,7 +161,7 @@ def images(kind: str, suites: set[str], missing) -> Iterator[None]:
 
 def tools_missing() -> list[str]:
     """The Debian packages of the build's host tools that are not installed."""
-    return prereqs.missing(BUILD_TOOLS)
+    return prereqs.missing(prereqs.IMAGE_TOOLS)
 
 
 def _orphaned(signum, frame) -> None:

@@ -11,10 +11,11 @@ from lab import shell
 from lab.errors import LabError
 
 # (what is checked, Debian package). A path is checked for existence, a bare name on PATH.
+IMAGE_TOOLS = (("mmdebstrap", "mmdebstrap"),)     # what builds a box's or an image's root file system on the host
 COMMON = (
     ("vagrant", "vagrant"),
     ("iptables", "iptables"),
-    ("mmdebstrap", "mmdebstrap"),
+    *IMAGE_TOOLS,
     ("slirp4netns", "slirp4netns"),
     ("nft", "nftables"),
     ("ip", "iproute2"),
