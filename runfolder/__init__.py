@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 4, "sweep.json": 2, "tune.json": 6}
+FORMATS = {"run.json": 2, "verdict.json": 4, "sweep.json": 2, "tune.json": 7}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -36,7 +36,10 @@ HISTORY = {
                      "objective, level, at_look (the objective's interval at the look's level) and decision "
                      "(sequential.py); the plan's around (--around, region.py)",
                   6: "each confirmation's settled (its trials: how many had both machines at steady state, how many "
-                     "not): the answer is confirmed only with none still warming up (confirm.proven)"},
+                     "not): the answer is confirmed only with none still warming up (confirm.proven)",
+                  7: "confirm_against (the controls the finalist is confirmed against) and itself ({control: why "
+                     "not}: the tuned set where the finalist is its configuration, confirm.itself); until_settled_s "
+                     "(--until-settled: every run's hold a cap, lab/experiment/load/settle.py)"},
 }
 
 

@@ -43,8 +43,9 @@ def run_options(args) -> options.Options:
                          step_rates=args.rates, step_s=args.stage, p99_target_ms=args.p99_target)
     overrides = (["profiler_events=[cpu,alloc,lock]"] if args.profile else []) + args.overrides
     chosen = dict(knob_sets.parse_choice(text, machines.NAMES) for text in args.knob_sets)
-    opts = options.checked(profile=profile, warmup_s=args.warmup, label=args.label, overrides=tuple(overrides),
-                           down=args.down, provision=args.provision, repeat=args.repeat, aa=args.aa, tls=args.tls,
+    opts = options.checked(profile=profile, warmup_s=args.warmup, until_settled_s=args.until_settled,
+                           label=args.label, overrides=tuple(overrides), down=args.down, provision=args.provision,
+                           repeat=args.repeat, aa=args.aa, tls=args.tls,
                            knob_sets={side: name for side, name in chosen.items() if name != side},
                            hosts=args.hosts, insist_memory=args.insist_memory, cores=args.cores,
                            service=chosen_service(args.service_name, args.plan, args.allow_plan_code),

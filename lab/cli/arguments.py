@@ -42,6 +42,9 @@ def add_run_options(add) -> None:
              f"the first stage's rate before the judged stages (default {load.STEPS_WARMUP_S}s)")
     add("--warmup", type=seconds, default=None, metavar="TIME",
         help="excluded from the summary figures, from the first sample (default: the ramp-up)")
+    add("--until-settled", type=seconds, default=None, metavar="TIME",
+        help="the hold is a cap: the load ends once both machines' throughput has settled (the report's steady "
+             "rule) and TIME of steady state is measured on each (closed model; at least 60s)")
     add("--model", choices=("closed", "open", "steps"), default=d.model,
         help="closed: users loop; open: arrivals at --rate whatever the server does; steps: a capacity "
              "search, arrivals at each of --rates for --stage (default closed)")

@@ -23,6 +23,7 @@ class Options:
     host); check() completes and checks them, once, before anything starts."""
     profile: load.Profile = field(default_factory=load.Profile)
     warmup_s: int | None = None          # excluded from the summary; default: the ramp-up
+    until_settled_s: int | None = None   # the hold a cap, ended once both machines settled this long (load/settle.py)
     label: str = ""
     overrides: tuple = ()        # --set items as typed; check() reads them into the configurations
     down: bool = False
@@ -53,6 +54,9 @@ class Options:
         if self.warmup_s is not None and not 0 <= self.warmup_s <= self.profile.planned_s:
             raise ValueError(f"--warmup {self.warmup_s}: must be from 0 to the planned length of the load "
                              f"({self.profile.planned_s} s)")
+        refused = load.check_until_settled(self.until_settled_s, self.profile)
+        if refused:
+            raise ValueError(refused)
 
     def trials(self, series: str | None = None, repeat: int | None = None) -> list[design.Trial]:
         """The run's trials (check() first: they are its configurations')."""

@@ -176,7 +176,8 @@ class TrialRun:
                     result = load.run(self.run_dir, self.targets(), opts.profile, wrap=reach.wrap,
                                       progress=self.log, beside=core_swap.Beside(self.watch, self.host, swap),
                                       engines=remote,
-                                      plan=None if opts.service.lab_plan else Path(opts.service.plan.path))
+                                      plan=None if opts.service.lab_plan else Path(opts.service.plan.path),
+                                      until_settled_s=opts.until_settled_s)
             finally:    # what the generators could not do is kept whatever the load did
                 if swap is not None:        # each machine on its own cores again, whatever the load did
                     self.record.update(core_swap=swap.stop())
@@ -209,7 +210,8 @@ class TrialRun:
         """The machines' cores traded half-way through the measured window (core_swap.py), or kept and why:
         run.json's core_swap says which before the load begins."""
         cpusets = {} if self.opts.reached else self.resolved.get("cpusets") or {}
-        planned = core_swap.plan(self.opts.cores, cpusets, self.opts.profile, self.warmup_s)
+        planned = core_swap.plan(self.opts.cores, cpusets, self.opts.profile, self.warmup_s,
+                                 self.opts.until_settled_s)
         self.record.update(core_swap=planned)
         if planned["mode"] != "swap":
             return None

@@ -656,3 +656,20 @@ def test_an_engine_that_cannot_start_is_named_with_its_last_words(tmp_path):
         taken.close()
     assert engine_processes(run_id) == [] and not (Path(engines.WORK) / run_id).exists()
     assert (tmp_path / "loadgen" / "gen1" / "engine.out").exists()
+
+
+def test_until_settled_ends_the_hold_once_both_machines_settled(app, tmp_path):
+    """--until-settled 60s with a 10-minute cap: the load ends after about a minute and a half of steady state
+    (the report's rule needs a minute at least), by JMeter's own Shutdown, with whole JTLs and where each settled."""
+    lines: list[str] = []
+    began = time.monotonic()
+    result = load.run(tmp_path / "run", {"default": app, "tuned": app},
+                      load.Profile(users=2, ramp_up_s=2, duration_s=600), progress=lines.append, until_settled_s=60)
+    took = time.monotonic() - began
+    assert result.ended_by == "settled" and not result.interrupted, "\n".join(lines)
+    assert took < 300, f"{took:.0f} s: the cap (600 s) was not what ended it"
+    assert set(result.settled["at_s"]) == set(load.MACHINES) and min(result.settled["steady_s"].values()) >= 60
+    assert any("both machines settled" in line and "the hold ends here" in line for line in lines)
+    for machine in load.MACHINES:
+        text = (tmp_path / "run" / machine / "jmeter.jtl").read_text()
+        assert text.startswith(HEADER + "\n") and text.endswith("\n") and result.samples[machine] > 0

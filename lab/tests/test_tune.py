@@ -383,6 +383,7 @@ def test_an_interrupted_study_resumes_where_it_stopped(tmp_path):
     ("load", {"users": 150, "duration_s": 1200}, {"users": 50, "duration_s": 1200}),
     ("service", "sample", "testapp"), ("objective", "tps", "p99"), ("constraints", ["errors<=0.1%"], []),
     ("control", "tuned", "catalog"), ("base", "default", "tuned"), ("between", 0.05, 0.03),
+    ("until_settled_s", None, 240),
 ])
 def test_a_worker_asking_another_question_of_a_shared_study_is_refused_naming_it(tmp_path, key, theirs, mine):
     """A shared or resumed study is one question: outcomes of another load, service, objective, constraint or
@@ -392,7 +393,7 @@ def test_a_worker_asking_another_question_of_a_shared_study_is_refused_naming_it
                 "constraints": ["errors<=0.1%"], "control": "tuned"}
     search.Tuner(space.parse(RAW, SPECS), storage, "shared", HOLD, 0.03, question={**question, key: theirs})
     search.Tuner(space.parse(RAW, SPECS), storage, "shared", HOLD, 0.03, question=question)   # the same: joins
-    with pytest.raises(search.TuneError, match=f"begun with another {key}: .*this worker: "):
+    with pytest.raises(search.TuneError, match=f"begun with another {key.replace('_s', '')}: .*this worker: "):
         search.Tuner(space.parse(RAW, SPECS), storage, "shared", HOLD, 0.03, question={**question, key: mine})
 
 
@@ -451,6 +452,35 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     assert f"tune {folder.name}" in written.read_text() and "--repeat 4 (crossover) vs default" in written.read_text()
     with pytest.raises(ValueError, match="is not this tune's"):
         confirm.check_name(data["name"], "20990101T000000Z-tune")
+
+
+def test_a_finalist_that_is_the_tuned_set_is_not_confirmed_against_itself(tmp_path, sets, monkeypatch):
+    """A tune --base tuned whose finalist is the tuned set itself would confirm it against tuned: four runs of an A/A.
+    A finalist whose configuration is the tuned set's on the service, knob for knob, is confirmed against the control
+    only, and tune.json, tune.md and the knob set say why; one a knob away is confirmed against both."""
+    from lab import paths
+    from lab.experiment.tune import command, confirm
+    from lab.provision import knob_sets
+    service = options.checked().service
+    tuned = {k: v for k, v in knob_sets.values("tuned", catalog.defaults()).items() if k != "base"}
+    assert confirm.itself(tuned, "default", service) == {
+        "tuned": "the finalist is the tuned set's configuration on this service: not run against itself"}
+    assert confirm.itself({**tuned, "tomcat_threads_max": tuned["tomcat_threads_max"] + 1}, "default", service) == {}
+    assert confirm.itself(tuned, "tuned", service) == {}, "the tune's own control is always confirmed against"
+    tune_space = command_space()
+    runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2),
+                        paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
+    monkeypatch.setattr(confirm, "itself", lambda values, control, service, base: {"tuned": "it is the tuned set"})
+    code, folder = command.execute(options.checked(profile=load_profile()), None,
+                                   command.Plan(tune_space, 180, 0.03, budget_s=6 * 3600), runs,
+                                   log=lambda line: None, clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    data = json.loads((folder / "tune.json").read_text())
+    assert code == 0 and [name for name, _ in runs.series] == ["default"] * len(data["confirmations"][0]["looks"])
+    assert data["confirm_against"] == ["default"] and data["itself"] == {"tuned": "it is the tuned set"}
+    assert schema.problems("tune.json", data) == []
+    assert "# not confirmed against tuned: it is the tuned set" in (sets / f"{data['name']}.yml").read_text()
+    from report.render import tune as tune_page
+    assert "Not confirmed against tuned: it is the tuned set." in tune_page.render(data)
 
 
 def test_a_tune_that_fails_says_so_in_its_tune_json(tmp_path, sets, monkeypatch):
@@ -718,11 +748,15 @@ def test_run_options_a_tune_decides_itself_are_refused(option):
 
 def test_a_warmup_that_leaves_a_trial_nothing_to_measure_is_refused():
     from lab.cli import arguments
+    from lab.experiment import load
     from lab.cli.commands import tune as tune_command
     plan = tune_command.plan_of(arguments.parser().parse_args(["tune", "--budget", "3h", "--hold", "60"]))
     tune_command.check_warmup(options.checked(profile=load_profile(), warmup_s=60), plan)     # 30 s ramp + 60 s
     with pytest.raises(ValueError, match="--warmup 90 s: a run lasts 90 s"):
         tune_command.check_warmup(options.checked(profile=load_profile(), warmup_s=90), plan)
+    long = options.checked(profile=load.Profile(users=10, ramp_up_s=30, duration_s=600), until_settled_s=120)
+    with pytest.raises(ValueError, match=r"--until-settled 120 s: .* shorter than the hold \(60 s\), its cap"):
+        tune_command.check_warmup(long, plan)          # a window longer than every trial's hold
 
 
 def test_a_study_whose_tables_another_worker_is_making_is_opened_again(monkeypatch):

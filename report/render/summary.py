@@ -29,11 +29,11 @@ from report.render.sections import (
     table,
     versions_section,
 )
-from report.render.verdict import calibration_words, effect_text, signed
+from report.render.steady import steady_lines, until_settled
+from report.render.verdict import calibration_words, effect_text
 from report.stats.between import Calibration
 from report.stats.figures import PROCESS_GROUPS
 from report.stats.machine import Machine
-from report.stats.steady import BIN_S, MAX_DRIFT
 from report.stats.uncertainty import CI, CONFIDENCE, Analysis
 
 # The JIT's compiling time per second of the measured window (CPUs busy compiling, on average) from which the
@@ -106,6 +106,7 @@ def _run_line(run: RunInfo) -> str:
         named = f" {load['name']}" if load.get("name") and not plan else ""
         bits.append(f"load{named}: {model} model, {' '.join(x for x in (users, rate) if x)}, "
                     f"ramp-up {load.get('ramp_up_s', '?')} s, {load.get('duration_s', '?')} s"
+                    + until_settled(load)
                     + (f", keep-alive {'on' if load.get('keep_alive') else 'off'}" if 'keep_alive' in load else "")
                     + (", over HTTPS (HTTPD's TLS front)" if load.get("scheme") == "https" else "")
                     + (f", mix {mix}" if mix else "")
@@ -195,26 +196,6 @@ def uncertainty_lines(analysis: Analysis | None) -> list[str]:
             + ("The intervals above also hold the between-run variance of the matching A/A trials (line under the "
                "verdict). " if any(not math.isnan(e.within_low) for e in analysis.effects.values()) else "")
             + "See report/README.md (Uncertainty).", ""]
-
-
-def steady_lines(machines: dict[str, Machine]) -> list[str]:
-    """Where each machine's throughput settled (report/stats/steady.py), one sentence."""
-    bits = []
-    for m in machines.values():
-        st = m.steady
-        if st is None:
-            continue
-        if st.why:
-            bits.append(f"{m.name}: not judged ({st.why})")
-        elif st.settled:
-            bits.append(f"{m.name} from +{st.start_s:.0f} s")
-        else:
-            drift = "" if fmt.missing(st.drift) else f" (TPS {signed(100 * st.drift, 0)} % across the window)"
-            bits.append(f"{m.name} never settled{drift}")
-    if not bits:
-        return []
-    return [f"Steady state (successful TPS in {BIN_S:.0f} s bins; steady once the fitted trend over the rest of "
-            f"the run changes it by at most {MAX_DRIFT:.0%}): " + "; ".join(bits) + ".", ""]
 
 
 def _knob_set(name: str) -> str:
@@ -342,3 +323,5 @@ def render_summary(run: RunInfo, machines: dict[str, Machine], warmup_s: float, 
     lines += integrity_section(run, machines)
     lines += missing_section(run, machines)
     return "\n".join(lines).rstrip() + "\n"
+
+

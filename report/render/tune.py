@@ -129,6 +129,7 @@ def _answer(data: dict[str, Any]) -> list[str]:
                          f"{_link(c.get('combined') or c['series'])} | "
                          f"{', '.join(_link(x) for x in c.get('looks') or [c['series']])} | "
                          f"{c.get('verdict', '').replace('|', '/')} |")
+    lines += [f"Not confirmed against {name}: {why}." for name, why in (data.get("itself") or {}).items()]
     if data.get("knob_set"):
         lines += ["", f"Written as the knob set `{data['knob_set']}`, each value commented with its evidence: "
                   f"`./start.sh --knob-set tuned={data.get('name')}`."]

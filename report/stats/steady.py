@@ -44,13 +44,37 @@ def _drift(rates: np.ndarray) -> float:
 
 def successful_rates(machine: Machine) -> np.ndarray:
     """Successful requests per second in BIN_S bins from the first sample to the last sample's start."""
-    s = machine.samples
-    rel = s.start[s.ok] - machine.t0
-    n = int((s.start[-1] - machine.t0) // BIN_S)       # whole bins only
+    return binned(machine.samples.start, machine.samples.ok, machine.t0)
+
+
+def binned(start: np.ndarray, ok: np.ndarray, t0: float) -> np.ndarray:
+    """Successful requests per second in BIN_S bins from t0 to the last start (whole bins only)."""
+    if len(start) == 0:
+        return np.zeros(0)
+    rel = start[ok] - t0
+    n = int((start.max() - t0) // BIN_S)       # whole bins only
     if n <= 0:
         return np.zeros(0)
     rel = rel[rel < n * BIN_S]
     return np.bincount((rel // BIN_S).astype(int), minlength=n)[:n] / BIN_S
+
+
+def settled_bin(rates: np.ndarray) -> int | None:
+    """The first bin from which the rest's fitted line changes by at most MAX_DRIFT of its mean, with at least
+    max(MIN_REST_S, MIN_REST_SHARE of the run) left; None where none does (or the run is shorter than MIN_REST_S).
+    The rule the report judges a run by, and the one the lab ends a load by (--until-settled)."""
+    total = len(rates) * BIN_S
+    min_rest = max(MIN_REST_S, MIN_REST_SHARE * total)
+    if total < MIN_REST_S:
+        return None
+    for k in range(len(rates)):
+        rest = rates[k:]
+        if len(rest) * BIN_S < min_rest:
+            break
+        d = _drift(rest)
+        if not math.isnan(d) and abs(d) <= MAX_DRIFT:
+            return k
+    return None
 
 
 def find_steady(machine: Machine) -> Steady:
@@ -60,16 +84,10 @@ def find_steady(machine: Machine) -> Steady:
     if machine.stop is not None:
         return Steady(False, why="it stopped answering")
     rates = successful_rates(machine)
-    total = len(rates) * BIN_S
-    min_rest = max(MIN_REST_S, MIN_REST_SHARE * total)
-    if total < MIN_REST_S:
+    if len(rates) * BIN_S < MIN_REST_S:
         return Steady(False, why=f"the run is shorter than {MIN_REST_S:.0f} s")
-    for k in range(len(rates)):
-        rest = rates[k:]
-        if len(rest) * BIN_S < min_rest:
-            break
-        d = _drift(rest)
-        if not math.isnan(d) and abs(d) <= MAX_DRIFT:
-            return Steady(True, start_s=k * BIN_S, drift=d)
+    k = settled_bin(rates)
+    if k is not None:
+        return Steady(True, start_s=k * BIN_S, drift=_drift(rates[k:]))
     warm = int(machine.window.warmup_s // BIN_S) if machine.window else 0
     return Steady(False, drift=_drift(rates[min(warm, max(0, len(rates) - 3)):]))

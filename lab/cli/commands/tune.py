@@ -8,7 +8,7 @@ from pathlib import Path
 
 import runfolder
 from lab import redact
-from lab.experiment import preflight, reporting, run
+from lab.experiment import load, preflight, reporting, run
 from lab.experiment.options import Options, seconds
 from lab.experiment.tune import region, space
 from lab.machines import lifecycle
@@ -163,7 +163,11 @@ def plan_of(args):
 
 
 def check_warmup(opts: Options, plan) -> None:
-    """--warmup must leave every trial a measured window (it is cut from the ramp-up and the hold)."""
+    """--warmup must leave every trial a measured window (it is cut from the ramp-up and the hold), and
+    --until-settled's window must fit in the hold, its cap."""
+    refused = load.check_until_settled(opts.until_settled_s, dataclasses.replace(opts.profile, duration_s=plan.hold_s))
+    if refused:
+        raise ValueError(f"{refused} (--hold)")
     shortest = opts.profile.ramp_up_s + plan.hold_s
     if opts.warmup_s is not None and opts.warmup_s >= shortest:
         raise ValueError(f"--warmup {opts.warmup_s} s: a run lasts {shortest} s (ramp-up and hold): lengthen --hold "

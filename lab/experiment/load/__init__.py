@@ -60,9 +60,9 @@ from lab.experiment.load.profile import (
                              target_properties,
 )
 from lab.experiment.load.runner import LoadResult, run
+from lab.experiment.load.settle import check as check_until_settled
 
 __all__ = ["HOME", "JTL_COLUMNS", "JVM_OPTIONS", "LABELS", "LAB_PROPERTIES", "LOADS", "MACHINES", "MIX_KEYS", "PLAN",
            "POM", "STAMP_NAME", "STEPS_WARMUP_S", "JtlTail", "LoadError", "LoadResult", "Profile", "dashboards",
-           "ensure_jmeter", "jmeter_beside", "jmeter_command", "jmeter_version", "named", "pom_hash", "read_jtl", "run",
-           "split_records",
-           "target_properties"]
+           "check_until_settled", "ensure_jmeter", "jmeter_beside", "jmeter_command", "jmeter_version", "named",
+           "pom_hash", "read_jtl", "run", "split_records", "target_properties"]

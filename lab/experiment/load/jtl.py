@@ -27,8 +27,11 @@ def split_records(buf: bytes) -> tuple[list[bytes], int]:
 class JtlTail:
     """Reads a JTL while JMeter writes it: whole records only, counted in total and since the last look."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, keep_starts: bool = False) -> None:
         self.path = path
+        # each sample's start (epoch s) and success, where a rule on the throughput so far needs them (settle.py)
+        self.starts: list[float] | None = [] if keep_starts else None
+        self.oks: list[bool] = []
         self.offset = 0             # end of the last whole record read
         self.header: list[str] | None = None
         self.samples = self.errors = 0
@@ -49,6 +52,7 @@ class JtlTail:
         samples = errors = 0
         by_label = dict(self.by_label)
         threads = self.threads
+        starts, oks = [], []
         for row in csv.reader(io.StringIO(b"".join(records).decode("utf-8", errors="replace"))):
             if self.header is None:
                 self.header = row
@@ -57,6 +61,9 @@ class JtlTail:
                 continue
             samples += 1
             errors += row[7] != "true"
+            if self.starts is not None and row[0].isdigit():
+                starts.append(int(row[0]) / 1000)
+                oks.append(row[7] == "true")
             by_label[row[2]] = by_label.get(row[2], 0) + 1
             threads = int(row[11]) if row[11].isdigit() else threads
         # all at once: an interrupt in the loop above leaves the counts as they were
@@ -66,6 +73,9 @@ class JtlTail:
         self.interval_samples += samples
         self.interval_errors += errors
         self.by_label, self.threads = by_label, threads
+        if self.starts is not None:
+            self.starts += starts
+            self.oks += oks
 
     @property
     def header_ok(self) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lab import unprivileged
 from lab.experiment import disk
-from lab.experiment.load import user_plan
+from lab.experiment.load import settle, user_plan
 from lab.experiment.load.jmeter import (
     LAB_PROPERTIES,
     PLAN,
@@ -30,6 +30,7 @@ from lab.experiment.load.jmeter import (
     jmeter_version,
 )
 from lab.experiment.load.jtl import JTL_COLUMNS, JtlTail
+from lab.experiment.load.process_stats import ProcessStats
 from lab.experiment.load.profile import MACHINES, Profile, target_properties
 
 PROGRESS_EVERY_S = 5.0
@@ -50,8 +51,8 @@ class LoadResult:
                                         # the hold runs from +ramp_up_s to +ramp_up_s+duration_s
     ended_at: str = ""
     interrupted: bool = False           # stopped by Ctrl-C before its planned end
-    ended_by: str = "completed"         # completed | shutdown | stoptestnow | sigterm | sigkill | failed |
-                                        # disk full
+    ended_by: str = "completed"         # completed | settled (--until-settled) | shutdown | stoptestnow |
+                                        # sigterm | sigkill | failed | disk full
     exit_code: int | None = None
     samples: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
@@ -64,6 +65,8 @@ class LoadResult:
     jmeter_cpu_s: float | None = None
     runs_as: dict = field(default_factory=dict)  # who JMeter ran as (unprivileged.Account.reading): never root
     jmeter_uid: int | None = None       # the user the kernel saw running it (/proc), the proof of runs_as
+    until_settled_s: int | None = None  # --until-settled: the steady window that ends the hold (settle.py)
+    settled: dict | None = None         # where each machine settled and the steady time run, when that ended it
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -76,32 +79,6 @@ def _utc_now() -> str:
 def _clock(seconds: float) -> str:
     s = max(0, int(seconds))
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-
-
-class _ProcessStats:
-    """Peak RSS and CPU time of a running process, sampled from /proc (gone once it exits)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak_rss_mb: float | None = None
-        self.cpu_s: float | None = None
-        self.uid: int | None = None         # its effective user, as the kernel saw it
-
-    def sample(self) -> None:
-        try:
-            status = Path(f"/proc/{self.pid}/status").read_text()
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return
-        match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
-        if match:
-            self.peak_rss_mb = round(int(match.group(1)) / 1024, 1)
-        uids = re.search(r"^Uid:\s+\d+\s+(\d+)", status, re.M)
-        with contextlib.suppress(OSError):          # once the launcher (ip, setpriv) has become Java
-            if uids and os.path.basename(os.readlink(f"/proc/{self.pid}/exe")).startswith("java"):
-                self.uid = int(uids.group(1))
-        fields = stat.rsplit(")", 1)[1].split()
-        self.cpu_s = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
 
 
 class _Console:
@@ -156,13 +133,17 @@ _UDP_SEND = ("import socket,sys; "
 
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
         progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
-        beside=None, engines=None, plan: Path | None = None) -> LoadResult:
+        beside=None, engines=None, plan: Path | None = None, until_settled_s: int | None = None) -> LoadResult:
     """Runs the plan against targets (machine → "http://host[:port]"); see lab/experiment/load/__init__.py. beside: what
     watches beside the load (lab/experiment/instruments.py), told JMeter's pid once it is launched. engines: JMeter's
     remote engines (lab/experiment/load/engines.py Engines, started), which then run the plan, each with its share of
     `profile` (Profile.per_engine); this JMeter is their controller and writes the JTLs. plan: a user's own plan
     (a service's), run two-sided (user_plan.py; the plan run is kept in the run folder as plan.jmx) instead of the
-    lab's."""
+    lab's. until_settled_s: the hold is a cap, ended once both machines settled with that much steady state
+    (settle.py)."""
+    refused = settle.check(until_settled_s, profile)
+    if refused:
+        raise LoadError(refused)
     properties = target_properties(targets)
     run_dir = Path(run_dir).resolve()
     jtls = {m: run_dir / m / "jmeter.jtl" for m in MACHINES}
@@ -196,7 +177,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     result = LoadResult(jmeter_version=jmeter_version(home), command=command, profile=asdict(profile),
                         targets=dict(targets), started_at=_utc_now(), log=str(log),
                         jtl={m: str(p) for m, p in jtls.items()}, engines=engines.record() if engines else [],
-                        runs_as=runs_as)
+                        runs_as=runs_as, until_settled_s=until_settled_s)
     progress(f"load: {profile.model} model, {profile.describe()}, {_clock(profile.planned_s)} planned; "
              f"JMeter {result.jmeter_version}, log {log}"
              + (f"; on {len(engines.engines)} remote engine(s), each with 1/{len(engines.engines)} of it"
@@ -213,13 +194,18 @@ def _load(command: list[str], run_dir: Path, jtls: dict[str, Path], profile: Pro
     proc = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent, env=env)
     console = _Console(proc.stdout, run_dir / "jmeter.out")
-    stats = _ProcessStats(proc.pid)
-    tails = {m: JtlTail(p) for m, p in jtls.items()}
+    stats = ProcessStats(proc.pid)
+    tails = {m: JtlTail(p, keep_starts=result.until_settled_s is not None) for m, p in jtls.items()}
     if beside is not None:
         beside.started(proc.pid)
     full = None
     try:
-        _watch(proc, console, tails, stats, profile, progress, progress_every_s, run_dir)
+        _watch(proc, console, tails, stats, profile, progress, progress_every_s, run_dir, result.until_settled_s)
+    except _Settled as done:
+        progress(f"load: {done.settled.said()}: the hold ends here (--until-settled {result.until_settled_s} s)")
+        result.settled = done.settled.record()
+        result.ended_by = "settled" if _stop(proc, console, stats, wrap, profile, progress) == "shutdown" \
+            else "settled, then stopped hard"
     except KeyboardInterrupt:
         result.interrupted = True
         result.ended_by = _stop(proc, console, stats, wrap, profile, progress)
@@ -265,11 +251,20 @@ class DiskLow(Exception):
     """The run folder's disk fell below disk.FLOOR_BYTES during the load."""
 
 
-def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: _ProcessStats, profile: Profile,
-           progress: Progress, every_s: float, run_dir: Path) -> None:
+class _Settled(Exception):
+    """Both machines settled with the steady window --until-settled asks for: the hold ends."""
+
+    def __init__(self, settled: settle.Settled) -> None:
+        super().__init__(settled.said())
+        self.settled = settled
+
+
+def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: ProcessStats, profile: Profile,
+           progress: Progress, every_s: float, run_dir: Path, until_settled_s: int | None = None) -> None:
     """Waits for JMeter to end, printing a progress line every every_s seconds; DiskLow when the run folder's
-    disk runs low (looked at every second)."""
-    last = looked = time.monotonic()
+    disk runs low (looked at every second); _Settled once both machines settled (until_settled_s, looked at every
+    settle.EVERY_S after the ramp-up)."""
+    last = looked = judged = time.monotonic()
     while proc.poll() is None:
         time.sleep(0.2)
         now = time.monotonic()
@@ -278,6 +273,12 @@ def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: _ProcessSt
             low = disk.low(run_dir)
             if low:
                 raise DiskLow(low)
+        if until_settled_s is not None and now - judged >= settle.EVERY_S and console.started_at is not None \
+                and now - console.started_at >= profile.ramp_up_s:
+            judged = now
+            done = settle.settled(tails, until_settled_s)
+            if done is not None:
+                raise _Settled(done)
         if now - last < every_s:
             continue
         stats.sample()
@@ -304,7 +305,7 @@ def _progress_line(console: _Console, tails: dict[str, JtlTail], profile: Profil
     return " | ".join(parts)
 
 
-def _stop(proc, console: _Console, stats: _ProcessStats, wrap: Wrap, profile: Profile, progress: Progress) -> str:
+def _stop(proc, console: _Console, stats: ProcessStats, wrap: Wrap, profile: Profile, progress: Progress) -> str:
     """Ctrl-C: asks JMeter to stop, then insists. Each further Ctrl-C skips to the next step. Returns the last step."""
     grace = min(profile.response_timeout_ms / 1000 + 5, 60)
     steps = [("shutdown", grace), ("stoptestnow", STOP_GRACE_S), ("sigterm", STOP_GRACE_S), ("sigkill", 10)]

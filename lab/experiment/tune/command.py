@@ -161,7 +161,8 @@ def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tup
         "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
         "constraints": list(plan.constraints),
         "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
-        "control": plan.control, "name": plan.name or confirm.default_name(folder.name),
+        "until_settled_s": opts.until_settled_s, "control": plan.control,
+        "name": plan.name or confirm.default_name(folder.name),
         "study": redact.redacted(plan.study) if plan.study else None,
         "trials": [], "results": [], "candidates": [], "best": None, "importance": {}, "finalist": None,
         "confirmations": [],
@@ -198,7 +199,7 @@ def question(opts: Options, plan: Plan) -> dict:
     """What, beside the space and holds, makes a study one question: every worker on it must ask the same."""
     return {"load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
             "objective": plan.objective, "constraints": list(plan.constraints), "control": plan.control,
-            "base": plan.base, "between": plan.between}
+            "base": plan.base, "between": plan.between, "until_settled_s": opts.until_settled_s}
 
 
 def past(opts: Options, s, plan: Plan, folder: Path) -> list[tuple[dict, search.Outcome, str | None]]:
@@ -279,9 +280,9 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
 
 def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, lab: Lab, log=print,
           confirms: bool = True, left=lambda: float("inf")) -> None:
-    """The finalist confirmed against the control and the tuned set (those a resumed tune has kept; later looks
-    while left() holds a block), then written as a knob set; confirms False (a first feasible candidate found with
-    no budget left for its confirmations): written unconfirmed, and said so."""
+    """The finalist confirmed against the control and the tuned set unless it is that set (confirm.itself; those a
+    resumed tune has kept; later looks while left() holds a block), then written as a knob set; confirms False (a
+    first feasible candidate found with no budget left for its confirmations): written unconfirmed, and said so."""
     final, counted = confirm.finalist(tuner)
     if final is None:
         log("tune: no candidate ran within its constraints: nothing to confirm")
@@ -297,11 +298,17 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     def keep(confirmations: list[dict]) -> None:
         data.update(confirmations=confirmations, spent_s=round(plan.budget_s - left()))
         _save(folder, data)
+    left_out = confirm.itself(final.values, plan.control, opts.service, plan.base)
+    controls = [n for n in confirm.against(plan.control) if n not in left_out]
+    data.update(confirm_against=controls, itself=left_out)
+    for why_not in left_out.values():
+        log(f"tune: {why_not}")
     if confirms:
         log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
-            + " and ".join(confirm.against(plan.control)))
+            + " and ".join(controls))
         confirm.confirm(opts, s, lab, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base,
-                        plan.floor, left, confirm.block_s(plan.trial_s(opts.profile.ramp_up_s)), plan.objective)
+                        plan.floor, left, confirm.block_s(plan.trial_s(opts.profile.ramp_up_s)), plan.objective,
+                        controls)
     else:
         log(f"tune: no budget left to confirm trial {final.number} (it was the first to run within its constraints, "
             f"found after the confirmations' share went to the search): written unconfirmed; ./start.sh tune "

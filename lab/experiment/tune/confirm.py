@@ -23,6 +23,7 @@ from pathlib import Path
 from lab.experiment import design
 from lab.experiment.tune import search, sequential, trials
 from lab.provision import catalog, knob_sets
+from lab.provision.configuration import Configuration, same
 from runfolder import verdict as runfolder_verdict
 
 REPEAT = 4                          # the crossover: each machine runs each side twice (issue 54: ≥ 2 a side)
@@ -35,6 +36,21 @@ STEM = 36                           # a confirmation's label before "-l3", "-loo
 def against(control: str) -> list[str]:
     """The controls a finalist is confirmed against: the tune's own, then the lab's tuned set."""
     return [control] + ([TUNED] if control != TUNED else [])
+
+
+def itself(values: dict, control: str, service, base: str = knob_sets.DEFAULT) -> dict[str, str]:
+    """{control: why it is left out}: the lab's tuned set where the finalist is its configuration on this service,
+    knob for knob (a tune --base tuned whose finalist is the known set tuned itself: its confirmation against tuned
+    would be four runs of an A/A, which say nothing of the finalist). Not where only the searched knobs agree: the
+    known set tuned from the catalog keeps the catalog's other knobs (on petclinic-rest 11 of them differ from the
+    tuned set's). The tune's own control is never left out: the answer is proven against it."""
+    mine = trials.candidate(values, control, service, base=base).knobs(service)
+    out = {}
+    for name in against(control)[1:]:
+        theirs = Configuration(name).knobs(service)
+        if mine.keys() == theirs.keys() and all(same(mine[k], theirs[k]) for k in mine):
+            out[name] = f"the finalist is the {name} set's configuration on this service: not run against itself"
+    return out
 
 
 def block_s(trial_s: int) -> int:
@@ -113,18 +129,21 @@ def under_way(data: dict, final: search.Candidate | None, control: str) -> bool:
     """tune.json's finalist is this one and its confirmations have begun but not all ended: a resumed tune finishes
     them instead of searching on (the search ended when they began)."""
     kept = data.get("confirmations") or []
+    controls = data.get("confirm_against") or against(control)
     return (bool(kept) and final is not None and (data.get("finalist") or {}).get("number") == final.number
-            and (len(kept) < len(against(control)) or not all(finished(c, data["floor"]) for c in kept)))
+            and (len(kept) < len(controls) or not all(finished(c, data["floor"]) for c in kept)))
 
 
 def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, done: list[dict],
             on_done=lambda confirmations: None, base: str = knob_sets.DEFAULT, floor: float = 0.05,
-            left=lambda: float("inf"), block: float = 0.0, objective: str = "tps") -> list[dict]:
+            left=lambda: float("inf"), block: float = 0.0, objective: str = "tps",
+            controls: list[str] | None = None) -> list[dict]:
     """The confirmations still to run (done: those a resumed tune has), each look kept as soon as it ends: first
-    look 1 against every control (the budget reserved them; a resumed tune runs one only while it has budget left),
-    then one more look against each undecided control in turn while left() (the budget's seconds) holds a block, so
-    that a later look never takes another control's first. Ctrl-C during a block keeps the confirmation as it was
-    before that block (the block runs again on --resume)."""
+    look 1 against every control (controls: against(control) less what itself() leaves out; the budget reserved
+    them; a resumed tune runs one only while it has budget left), then one more look against each undecided control
+    in turn while left() (the budget's seconds) holds a block, so that a later look never takes another control's
+    first. Ctrl-C during a block keeps the confirmation as it was before that block (the block runs again on
+    --resume)."""
     out = {c["against"]: c for c in done}
 
     def look_at(name: str) -> None:
@@ -140,18 +159,19 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
         combined = series_dir if look == 1 else lab.combine(f"{stem}-looks{look}",
                                                             [series_dir.parent / x for x in looks])
         out[name] = read(combined, looks, name, code, floor, objective)
-        on_done([out[n] for n in against(control) if n in out])
-    for name in against(control):
+        on_done([out[n] for n in controls if n in out])
+    controls = controls if controls is not None else against(control)
+    for name in controls:
         if name not in out and left() > 0:
             look_at(name)
     while True:
-        open_ = [n for n in against(control) if n in out and not finished(out[n], floor)]
+        open_ = [n for n in controls if n in out and not finished(out[n], floor)]
         if not open_ or left() < block:
             break
         for name in open_:
             if left() >= block:
                 look_at(name)
-    return [out[n] for n in against(control) if n in out]
+    return [out[n] for n in controls if n in out]
 
 
 def default_name(tune_id: str) -> str:
@@ -220,6 +240,7 @@ def write_knob_set(name: str, data: dict) -> Path:
              + ", ".join(str(n) for n in final.get("runs") or [])]
     lines += [f"# confirmed by {c.get('look', 1)} look(s) of --repeat {REPEAT} (crossover) {_evidence(c)}"
               for c in confirmed]
+    lines += [f"# not confirmed against {name}: {why}" for name, why in (data.get("itself") or {}).items()]
     lines += [f"# Every other knob is the {base} set's" + (" (ansible/knobs.yml)." if base == knob_sets.DEFAULT else
                                                             f" (ansible/knob_sets/{base}.yml)."), "---"]
     if base != knob_sets.DEFAULT:

@@ -1,0 +1,65 @@
+"""--until-settled WINDOW: the hold is a cap, and the load ends once both machines' throughput has settled and WINDOW
+of steady state is measured on each (issue 54, item 4: a trial waits for the steady state, with a cap, instead of a
+fixed hold). Settled is the report's own rule (report/stats/steady.py: the first 10 s bin from which the rest's
+fitted line changes by at most 10 %, with at least a minute and a third of the run left), applied to the JTLs as
+JMeter writes them, so the run the report judges afterwards settles where the load saw it settle.
+
+A JVM's warm-up depends on its knobs (a C1-only candidate settles in a minute, the default's C2 compiler took most of
+a 6-minute hold in the petclinic tune of 20261201T072331Z on 2 shared cores): a fixed hold either cuts the slow
+one's steady window short or waits for nothing on the fast one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab.experiment.load.jtl import JtlTail
+
+EVERY_S = 30.0          # how often the rule is applied to what the JTLs hold (a few ms each time)
+MODELS = ("closed",)    # open and steps: the arrival rate is the schedule's, so a flat throughput says nothing
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Where each machine settled (seconds from its first sample) and the steady time measured since."""
+    at_s: dict[str, float]
+    steady_s: dict[str, float]
+
+    def said(self) -> str:
+        return ("both machines settled (" + ", ".join(f"{m} at {self.at_s[m]:.0f} s" for m in self.at_s)
+                + f") and ran {min(self.steady_s.values()):.0f} s at steady state")
+
+    def record(self) -> dict:
+        return {"at_s": self.at_s, "steady_s": self.steady_s}
+
+
+def settled(tails: dict[str, JtlTail], window_s: float) -> Settled | None:
+    """Settled when every machine's JTL so far has a steady state (the report's rule) at least window_s long."""
+    # the report's rule, loaded only for a run that asks for it (numpy: the report's dependency too)
+    from report.stats.steady import BIN_S, binned, settled_bin
+    at, steady = {}, {}
+    for machine, tail in tails.items():
+        tail.read()
+        if not tail.starts:
+            return None
+        start, ok = np.asarray(tail.starts), np.asarray(tail.oks, dtype=bool)
+        rates = binned(start, ok, float(start.min()))
+        k = settled_bin(rates)
+        if k is None or (len(rates) - k) * BIN_S < window_s:
+            return None
+        at[machine], steady[machine] = k * BIN_S, (len(rates) - k) * BIN_S
+    return Settled(at, steady)
+
+
+def check(window_s: int | None, profile) -> str | None:
+    """Why --until-settled cannot end this load, or None."""
+    if window_s is None:
+        return None
+    if profile.model not in MODELS:
+        return (f"--until-settled: the {profile.model} model's throughput is its arrival schedule's, whatever the "
+                "machine does (a closed model only)")
+    if not 60 <= window_s < profile.duration_s:
+        return (f"--until-settled {window_s} s: at least 60 s (the steady rule's shortest rest) and shorter than the "
+                f"hold ({profile.duration_s} s), its cap")
+    return None

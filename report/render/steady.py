@@ -1,0 +1,40 @@
+"""What the summary says of the steady state: where each machine's throughput settled (report/stats/steady.py),
+and where a load run --until-settled ended its hold (run.json load.settled)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from report import fmt
+from report.render.verdict import signed
+from report.stats.steady import BIN_S, MAX_DRIFT
+
+if TYPE_CHECKING:
+    from report.stats.machine import Machine
+
+
+def steady_lines(machines: dict[str, Machine]) -> list[str]:
+    """Where each machine's throughput settled (report/stats/steady.py), one sentence."""
+    bits = []
+    for m in machines.values():
+        st = m.steady
+        if st is None:
+            continue
+        if st.why:
+            bits.append(f"{m.name}: not judged ({st.why})")
+        elif st.settled:
+            bits.append(f"{m.name} from +{st.start_s:.0f} s")
+        else:
+            drift = "" if fmt.missing(st.drift) else f" (TPS {signed(100 * st.drift, 0)} % across the window)"
+            bits.append(f"{m.name} never settled{drift}")
+    if not bits:
+        return []
+    return [f"Steady state (successful TPS in {BIN_S:.0f} s bins; steady once the fitted trend over the rest of "
+            f"the run changes it by at most {MAX_DRIFT:.0%}): " + "; ".join(bits) + ".", ""]
+
+
+def until_settled(load: dict[str, Any]) -> str:
+    """--until-settled: the hold a cap; where the load ended it (run.json load.settled)."""
+    at = ", ".join(f"{m} at {t:.0f} s" for m, t in ((load.get("settled") or {}).get("at_s") or {}).items())
+    return "" if not load.get("until_settled_s") else (
+        f" at most (--until-settled {load['until_settled_s']} s: " + (f"ended once both settled, {at})" if at else
+                                                                      "the cap came first)"))
