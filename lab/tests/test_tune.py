@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from lab.experiment import options
+from lab.experiment import load, options
 from lab.experiment.tune import search, space, standin
 from lab.provision import catalog
 from lab.provision.configuration import Configuration
@@ -483,6 +483,30 @@ def test_a_finalist_that_is_the_tuned_set_is_not_confirmed_against_itself(tmp_pa
     assert "Not confirmed against tuned: it is the tuned set." in tune_page.render(data)
 
 
+def test_an_until_settled_tune_budgets_by_the_runs_it_measured(tmp_path, sets):
+    """--until-settled makes every hold a cap: the same runs, ending at a third of it, leave room for more runs and a
+    smaller reserve for the confirmations than a budget planned on the cap (tune.json keeps the longest run for a
+    resume)."""
+    from lab import paths
+    from lab.experiment.tune import command
+    tune_space = command_space()
+    plan = command.Plan(tune_space, 900, 0.03, budget_s=4 * 3600)
+    counts = {}
+    for window in (None, 120):
+        runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2),
+                            paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
+        runs.overhead_s -= 600          # each run ends once settled, at a third of its cap
+        opts = options.checked(profile=load.Profile(users=10, ramp_up_s=30, duration_s=1200),
+                               until_settled_s=window, label=f"w{window or 'off'}")
+        _, folder = command.execute(opts, None, dataclasses.replace(plan, name=f"until-{window or 'off'}"), runs,
+                                    log=lambda line: None, clock=lambda c=runs.clock: c[0], judge=lambda run_dir: ())
+        data = json.loads((folder / "tune.json").read_text())
+        counts[window] = len(data["trials"])
+        assert data["spent_s"] <= plan.budget_s
+    assert data["longest_run_s"] == plan.trial_s(30) - 600 and data["until_settled_s"] == 120
+    assert counts[120] >= counts[None] + 5, counts
+
+
 def test_a_tune_that_fails_says_so_in_its_tune_json(tmp_path, sets, monkeypatch):
     """Issue 53, item 7: the knob rules refusing every candidate (TuneError after MAX_REFUSED) leaves tune.json
     "failed" with the error's name and message, not "running"."""
@@ -748,7 +772,6 @@ def test_run_options_a_tune_decides_itself_are_refused(option):
 
 def test_a_warmup_that_leaves_a_trial_nothing_to_measure_is_refused():
     from lab.cli import arguments
-    from lab.experiment import load
     from lab.cli.commands import tune as tune_command
     plan = tune_command.plan_of(arguments.parser().parse_args(["tune", "--budget", "3h", "--hold", "60"]))
     tune_command.check_warmup(options.checked(profile=load_profile(), warmup_s=60), plan)     # 30 s ramp + 60 s

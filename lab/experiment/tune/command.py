@@ -57,12 +57,16 @@ class Plan:
     cold: bool = False                      # start without the past runs of the same question (--cold)
     around: str | None = None               # the knob set the space was narrowed around (--around, region.py)
     sampler: str = "tpe"                     # search.SAMPLERS: what proposes candidates (bench/tuner.py compares)
+    # --until-settled: every run's hold is a cap, and the longest run so far (overhead included) is what the budget
+    # expects of the next runs and the confirmations' blocks; None until one has run
+    ran_s: int | None = None
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
 
     def trial_s(self, ramp_up_s: int) -> int:
-        return self.overhead_s + ramp_up_s + self.hold_s
+        capped = self.overhead_s + ramp_up_s + self.hold_s
+        return capped if self.ran_s is None else min(capped, self.ran_s)
 
     def reserve_s(self, ramp_up_s: int) -> int:
         """The confirmations' share of the budget."""
@@ -237,6 +241,10 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
                                 done=len(data["trials"]), control=plan.control, base=plan.base)
     ramp = opts.profile.ramp_up_s
     log(plan.describe(ramp, known))
+    if opts.until_settled_s is not None:
+        log(f"  --until-settled {opts.until_settled_s} s: every hold is a cap; the budget expects the longest run so "
+            "far of the runs after it")
+        plan = dataclasses.replace(plan, ran_s=data.get("longest_run_s"))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
     # a run starts only when it fits whole with the confirmations after it; while no candidate has run within its
@@ -257,7 +265,11 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         while not confirming and left() >= whole():
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
+            before = clock()
             tuner.step(evaluate)
+            if opts.until_settled_s is not None:
+                data["longest_run_s"] = round(max(data.get("longest_run_s") or 0, clock() - before))
+                plan = dataclasses.replace(plan, ran_s=data["longest_run_s"])
             data["spent_s"] = round(spent + clock() - began)
             record(folder, data, tuner)
         if proves:
