@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import optuna
@@ -491,20 +492,23 @@ def test_an_until_settled_tune_budgets_by_the_runs_it_measured(tmp_path, sets):
     from lab.experiment.tune import command
     tune_space = command_space()
     plan = command.Plan(tune_space, 900, 0.03, budget_s=4 * 3600)
-    counts = {}
+    counts, said = {}, []
     for window in (None, 120):
+        said.clear()                    # the last tune's lines are kept: the --until-settled one's
         runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, seed=2),
                             paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
         runs.overhead_s -= 600          # each run ends once settled, at a third of its cap
         opts = options.checked(profile=load.Profile(users=10, ramp_up_s=30, duration_s=1200),
                                until_settled_s=window, label=f"w{window or 'off'}")
         _, folder = command.execute(opts, None, dataclasses.replace(plan, name=f"until-{window or 'off'}"), runs,
-                                    log=lambda line: None, clock=lambda c=runs.clock: c[0], judge=lambda run_dir: ())
+                                    log=said.append, clock=lambda c=runs.clock: c[0], judge=lambda run_dir: ())
         data = json.loads((folder / "tune.json").read_text())
         counts[window] = len(data["trials"])
         assert data["spent_s"] <= plan.budget_s
-    assert data["longest_run_s"] == plan.trial_s(30) - 600 and data["until_settled_s"] == 120
+    assert set(data["runs_s"]) == {plan.trial_s(30) - 600} and data["until_settled_s"] == 120
     assert counts[120] >= counts[None] + 5, counts
+    told = [tuple(map(int, m.groups())) for m in (re.search(r"run (\d+) of about (\d+)", line) for line in said) if m]
+    assert told and all(about >= k for k, about in told), "the estimate follows the runs as they last"
 
 
 def test_a_tune_that_fails_says_so_in_its_tune_json(tmp_path, sets, monkeypatch):

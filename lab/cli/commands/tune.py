@@ -205,9 +205,9 @@ def main(args) -> int:
     kind = "hosts" if opts.hosts is not None else lifecycle.kind(s)
     plan = dataclasses.replace(plan, overhead_s=command.OVERHEAD_S.get(kind, max(command.OVERHEAD_S.values())),
                                kind=kind, cold=plan.cold or args.cold)
-    check_budget(plan, plan.budget_s, opts.profile.ramp_up_s)
-    if args.resume is None:          # a resumed tune's space was fitted when it began
-        plan = fit(plan, opts)
+    if args.resume is None:          # a resumed tune goes on with what its budget has left, whatever that holds
+        check_budget(plan, plan.budget_s, opts.profile.ramp_up_s)
+        plan = fit(plan, opts)       # a resumed tune's space was fitted when it began
     run.validate(opts, s)            # the control and the tune's own --set values, before any trial
     preflight.namespace_free(opts)
     code, folder = command.execute(opts, s, plan, resume_folder=args.resume)

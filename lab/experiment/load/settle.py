@@ -2,7 +2,11 @@
 of steady state is measured on each (issue 54, item 4: a trial waits for the steady state, with a cap, instead of a
 fixed hold). Settled is the report's own rule (report/stats/steady.py: the first 10 s bin from which the rest's
 fitted line changes by at most 10 %, with at least a minute and a third of the run left), applied to the JTLs as
-JMeter writes them, so the run the report judges afterwards settles where the load saw it settle.
+JMeter writes them, so the report finds the run settled where the load saw it settle, or a bin or two later: it
+sees the seconds the shutdown took as well (petclinic, 20261202T013737Z-s74-petclinic-tune-t1: default at 100 s
+for the load, 110 s for the report). The looks are repeated (every EVERY_S) and the first that holds ends the
+load: a plateau of WINDOW may still precede a later rise (a C2 compiler's next batch), so WINDOW is the steady
+state a run claims, no more.
 
 A JVM's warm-up depends on its knobs (a C1-only candidate settles in a minute, the default's C2 compiler took most of
 a 6-minute hold in the petclinic tune of 20261201T072331Z on 2 shared cores): a fixed hold either cuts the slow

@@ -57,16 +57,21 @@ class Plan:
     cold: bool = False                      # start without the past runs of the same question (--cold)
     around: str | None = None               # the knob set the space was narrowed around (--around, region.py)
     sampler: str = "tpe"                     # search.SAMPLERS: what proposes candidates (bench/tuner.py compares)
-    # --until-settled: every run's hold is a cap, and the longest run so far (overhead included) is what the budget
-    # expects of the next runs and the confirmations' blocks; None until one has run
+    # --until-settled: every run's hold is a cap, and the median run so far (overhead included) is what the budget
+    # expects of the runs and the confirmations' blocks after it; None until one has run. The longest was tried: one
+    # run to its cap (20261202T013731Z-s74-petclinic-tune's fourth) made the confirmations no longer fit
     ran_s: int | None = None
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
 
+    def cap_s(self, ramp_up_s: int) -> int:
+        """The longest a run may take: its hold, ramp-up and overhead."""
+        return self.overhead_s + ramp_up_s + self.hold_s
+
     def trial_s(self, ramp_up_s: int) -> int:
-        capped = self.overhead_s + ramp_up_s + self.hold_s
-        return capped if self.ran_s is None else min(capped, self.ran_s)
+        """What a run is expected to take: its cap, or the median run so far where the hold is only a cap."""
+        return self.cap_s(ramp_up_s) if self.ran_s is None else min(self.cap_s(ramp_up_s), self.ran_s)
 
     def reserve_s(self, ramp_up_s: int) -> int:
         """The confirmations' share of the budget."""
@@ -242,9 +247,9 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     ramp = opts.profile.ramp_up_s
     log(plan.describe(ramp, known))
     if opts.until_settled_s is not None:
-        log(f"  --until-settled {opts.until_settled_s} s: every hold is a cap; the budget expects the longest run so "
-            "far of the runs after it")
-        plan = dataclasses.replace(plan, ran_s=data.get("longest_run_s"))
+        log(f"  --until-settled {opts.until_settled_s} s: every hold is a cap; the budget expects the median run so "
+            "far of the runs and blocks after it, and starts a run only where it fits at its cap")
+        plan = dataclasses.replace(plan, ran_s=_median(data.get("runs_s")))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
     # a run starts only when it fits whole with the confirmations after it; while no candidate has run within its
@@ -252,7 +257,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     # 20261130T111421Z stopped after 23 of its 55 minutes with nothing feasible and 32 minutes kept unused)
     def whole() -> int:
         found = proves and any(c.feasible for c in tuner.candidates())
-        return plan.trial_s(ramp) + (plan.reserve_s(ramp) if found else 0)
+        return plan.cap_s(ramp) + (plan.reserve_s(ramp) if found else 0)
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
@@ -268,13 +273,15 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
             before = clock()
             tuner.step(evaluate)
             if opts.until_settled_s is not None:
-                data["longest_run_s"] = round(max(data.get("longest_run_s") or 0, clock() - before))
-                plan = dataclasses.replace(plan, ran_s=data["longest_run_s"])
+                data["runs_s"] = [*data.get("runs_s", []), round(clock() - before)]
+                plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]))
+                # "run 3 of about 1" said the estimate made on the cap: the runs the budget holds as they now last
+                expected = k + max(0, int((left() - plan.reserve_s(ramp)) // plan.trial_s(ramp)))
             data["spent_s"] = round(spent + clock() - began)
             record(folder, data, tuner)
         if proves:
             prove(opts, s, plan, tuner, folder, data, lab, log,
-                  confirms=confirming or left() >= plan.reserve_s(ramp), left=left)
+                  confirms=confirming or left() >= confirm.block_s(plan.trial_s(ramp)), left=left)
     except KeyboardInterrupt:
         code = 130
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
@@ -288,6 +295,11 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     reporting.report_command("tune", folder, log=log, what="tune report")
     log(progress(ran(tuner), expected, tuner, left()))
     return code, folder
+
+
+def _median(runs_s: list[int] | None) -> int | None:
+    """The median of the runs' lengths (the upper one of an even count), None without any."""
+    return sorted(runs_s)[len(runs_s) // 2] if runs_s else None
 
 
 def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, lab: Lab, log=print,
@@ -322,8 +334,10 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
                         plan.floor, left, confirm.block_s(plan.trial_s(opts.profile.ramp_up_s)), plan.objective,
                         controls)
     else:
-        log(f"tune: no budget left to confirm trial {final.number} (it was the first to run within its constraints, "
-            f"found after the confirmations' share went to the search): written unconfirmed; ./start.sh tune "
+        block = confirm.block_s(plan.trial_s(opts.profile.ramp_up_s))
+        log(f"tune: no budget left to confirm trial {final.number} (a block of --repeat {confirm.REPEAT} takes "
+            f"~{block / 60:.0f} min, {max(0.0, left()) / 60:.0f} min left: the first candidate within its constraints "
+            "came late, or the runs took longer than planned): written unconfirmed; ./start.sh tune "
             f"--resume {folder} --budget TIME confirms it")
     record(folder, data, tuner)             # the importances its comments give, as of now
     file = confirm.write_knob_set(data["name"], data)

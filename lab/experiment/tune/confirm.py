@@ -139,8 +139,8 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
             left=lambda: float("inf"), block: float = 0.0, objective: str = "tps",
             controls: list[str] | None = None) -> list[dict]:
     """The confirmations still to run (done: those a resumed tune has), each look kept as soon as it ends: first
-    look 1 against every control (controls: against(control) less what itself() leaves out; the budget reserved
-    them; a resumed tune runs one only while it has budget left), then one more look against each undecided control
+    look 1 against every control (controls: against(control) less what itself() leaves out), the control's first (the
+    proof), each after it only where the budget still holds its block, then one more look against each undecided control
     in turn while left() (the budget's seconds) holds a block, so that a later look never takes another control's
     first. Ctrl-C during a block keeps the confirmation as it was before that block (the block runs again on
     --resume)."""
@@ -161,8 +161,8 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
         out[name] = read(combined, looks, name, code, floor, objective)
         on_done([out[n] for n in controls if n in out])
     controls = controls if controls is not None else against(control)
-    for name in controls:
-        if name not in out and left() > 0:
+    for name in controls:   # the control's first (the proof: its caller saw a block fit), the others' where one does
+        if name not in out and left() > 0 and (name == controls[0] or left() >= block):
             look_at(name)
     while True:
         open_ = [n for n in controls if n in out and not finished(out[n], floor)]
