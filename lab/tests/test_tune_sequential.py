@@ -139,6 +139,18 @@ def test_a_decisive_first_look_stops_and_a_budget_without_a_block_stops_after_it
     assert lab.series[1:] == ["x-confirm-vs-tuned-l2"] and c["look"] == 2
 
 
+def test_the_controls_block_runs_first_and_tuned_only_where_a_block_still_fits(tmp_path):
+    """Before, both first blocks ran or neither: a tune whose runs took longer than planned wrote its finalist
+    unconfirmed (20261202T013731Z-s74-petclinic-tune). The control's block is the proof and runs first; tuned's
+    starts only where the budget still holds a block of its own."""
+    for budget, ran in ((1500, ["x-confirm-vs-default"]), (2500, ["x-confirm-vs-default", "x-confirm-vs-tuned"])):
+        lab = Scripted(tmp_path / str(budget), [(1.5, 1.7, 10)])
+        confirm.confirm(options.checked(profile=load_profile()), None, lab, {"tomcat_threads_max": 100}, 180,
+                        "default", "x-confirm", [], floor=0.05, block=1000,
+                        left=lambda b=budget, lab=lab: b - 1000 * len(lab.series))
+        assert lab.series == ran, budget
+
+
 def test_three_undecided_looks_end_it_and_the_knob_set_says_so(tmp_path):
     lab = Scripted(tmp_path, [(0.8, 1.3, 5), (0.85, 1.2, 9), (0.9, 1.1, 13)])
     [c] = _confirm(lab)
@@ -252,6 +264,30 @@ def test_a_p99_tune_is_confirmed_on_its_objective(tmp_path):
     c = confirm.read(folder, ["x-looks1"], "default", 0, 0.05, "p99")
     assert c["decision"] == sequential.GAIN and c["at_look"]["low"] > 1.05 and c["objective"] == "p99"
     assert confirm.read(folder, ["x-looks1"], "default", 0, 0.05, "tps")["decision"] == sequential.UNDECIDED
+
+
+def test_a_gain_over_a_control_whose_jit_still_compiled_is_not_a_confirmed_answer(tmp_path):
+    """20261202T022034Z-s74-petclinic-tune-confir-vs-default: every trial's throughput settled (--until-settled), and
+    default's C2 compiler still ran at 1.1 CPUs through each window. Settled trials whose JIT still compiled are
+    counted and said; the answer is not called confirmed."""
+    from report.render import tune as render_tune
+
+    def trial(name: str, compiling: bool) -> str:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "verdict.json").write_text(json.dumps({"verdict": name, "effects": {}, "steady": {
+            "default": {"settled": True, "start_s": 120.0, "compiling_cpu": 1.12 if compiling else 0.02,
+                        "still_compiling": compiling},
+            "tuned": {"settled": True, "start_s": 20.0, "compiling_cpu": 0.02, "still_compiling": False}}}))
+        return name
+    names = [trial(f"x-t{k}", k in (1, 3)) for k in range(1, 5)]
+    (tmp_path / "x-series").mkdir()
+    (tmp_path / "x-series" / "verdict.json").write_text(json.dumps({"verdict": "x", "trials": names, "effects": {
+        "tps": {"estimate": 2.0, "low": 1.8, "high": 2.2, "df": 3}}}))
+    c = confirm.read(tmp_path / "x-series", ["x-series"], "default", 0, 0.05)
+    assert c["settled"] == {"trials": 4, "settled": 4, "unsettled": 0, "compiling": 2}
+    assert confirm.gained(c, 0.05) and not confirm.proven(True, c, 0.05)
+    assert "(**a JIT still compiling through 2**)" in "\n".join(render_tune._answer({
+        "finalist": {"number": 0, "values": {}, "runs": [0], "counted": True}, "floor": 0.05, "confirmations": [c]}))
 
 
 def test_an_unproven_finalist_is_a_settled_candidate_only_where_it_beats_the_control():

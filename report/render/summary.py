@@ -34,12 +34,12 @@ from report.render.verdict import calibration_words, effect_text
 from report.stats.between import Calibration
 from report.stats.figures import PROCESS_GROUPS
 from report.stats.machine import Machine
+from report.stats.steady import STILL_COMPILING_CPU, compiling_cpu
 from report.stats.uncertainty import CI, CONFIDENCE, Analysis
 
 # The JIT's compiling time per second of the measured window (CPUs busy compiling, on average) from which the
 # summary says a side was still warming up: at native speed the sample app, settled, compiled 0.07–0.5 s in 209 s
 # (under 0.003 CPU; docs/methods.md, the migration step by step).
-STILL_COMPILING_CPU = 0.1
 
 
 def _status_lines(run: RunInfo) -> list[str]:
@@ -254,14 +254,8 @@ def service_lines(run: RunInfo) -> list[str]:
     return lines
 
 
-def _jit_cpu(machine: Machine) -> float:
-    """CPUs busy compiling, on average over the measured window; nan where either is unknown."""
-    jit, window = machine.system.jit_s, machine.load.window_s
-    return math.nan if fmt.missing(jit) or fmt.missing(window) or not window else jit / window
-
-
 def _jit(machine: Machine) -> str:
-    cpu = _jit_cpu(machine)
+    cpu = compiling_cpu(machine)
     return fmt.NA if fmt.missing(cpu) else f"{machine.system.jit_s:,.1f} s ({cpu:.2f})"
 
 
@@ -275,7 +269,7 @@ def _conversions(machine: Machine) -> str:
 def compiling_lines(machines: dict[str, Machine]) -> list[str]:
     """A warning when a side's JIT still compiled through the measured window: its figures then hold warm-up
     (on emulated machines compiling is ~25× slower, and the side with more code to compile loses for that)."""
-    busy = {m.name: cpu for m in machines.values() if not fmt.missing(cpu := _jit_cpu(m))}
+    busy = {m.name: cpu for m in machines.values() if not fmt.missing(cpu := compiling_cpu(m))}
     if not busy or max(busy.values()) < STILL_COMPILING_CPU:
         return []
     return ["**Still compiling:** the JIT compiled through the measured window ("

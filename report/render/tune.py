@@ -142,8 +142,8 @@ def _steady(c: dict[str, Any]) -> str:
     if not settled.get("trials"):
         return ""
     return (f"; settled in {settled['settled']} of {settled['trials']} trials"
-            + (f" (**{settled['unsettled']} still warming up**)" if settled.get("unsettled")
-               else ""))
+            + (f" (**{settled['unsettled']} still warming up**)" if settled.get("unsettled") else "")
+            + (f" (**a JIT still compiling through {settled['compiling']}**)" if settled.get("compiling") else ""))
 
 
 def _importance(data: dict[str, Any]) -> list[str]:

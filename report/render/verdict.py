@@ -18,6 +18,7 @@ from report.read.runinfo import RunInfo, design
 from report.stats.between import Calibration
 from report.stats.between import record as calibration_record
 from report.stats.machine import Machine
+from report.stats.steady import STILL_COMPILING_CPU, compiling_cpu
 from report.stats.uncertainty import CI, FIGURES, POWER, Analysis, Effect, kind_of
 from report.stats.windows import WINDOW_S
 
@@ -236,8 +237,11 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
                 "tuned_ci": level_interval(e)}
     for m in machines.values():
         if m.steady is not None:
+            cpu = json_number(compiling_cpu(m))
             record["steady"][m.name] = {"settled": m.steady.settled, "start_s": json_number(m.steady.start_s),
-                                        "drift": json_number(m.steady.drift), "why": m.steady.why or None}
+                                        "drift": json_number(m.steady.drift), "why": m.steady.why or None,
+                                        "compiling_cpu": cpu,
+                                        "still_compiling": None if cpu is None else cpu >= STILL_COMPILING_CPU}
         record["stopped"][m.name] = None if m.stop is None else m.stop.at - m.t0
     return record
 

@@ -22,6 +22,10 @@ BIN_S = 10.0
 MAX_DRIFT = 0.10         # |fitted change across the rest| / mean rate
 MIN_REST_S = 60.0
 MIN_REST_SHARE = 1 / 3
+# CPUs compiling on average over the measured window from which a side is named still warming up: its throughput may
+# look steady (on 2 shared cores the petclinic default's C2 compiled at 1.1 CPUs through windows it had settled in,
+# 20261202T022034Z-s74-petclinic-tune-confir-vs-default-t1), but it still pays for its compiler
+STILL_COMPILING_CPU = 0.1
 
 
 @dataclass
@@ -75,6 +79,15 @@ def settled_bin(rates: np.ndarray) -> int | None:
         if not math.isnan(d) and abs(d) <= MAX_DRIFT:
             return k
     return None
+
+
+def compiling_cpu(machine: Machine) -> float:
+    """CPUs busy compiling (the JIT's threads), on average over the measured window; nan where either is unknown."""
+    system, load = getattr(machine, "system", None), getattr(machine, "load", None)
+    jit, window = getattr(system, "jit_s", None), getattr(load, "window_s", None)
+    if not all(isinstance(x, (int, float)) and not math.isnan(x) for x in (jit, window)) or not window:
+        return math.nan
+    return jit / window
 
 
 def find_steady(machine: Machine) -> Steady:

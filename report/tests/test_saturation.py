@@ -519,3 +519,17 @@ def test_the_overhead_command_reads_the_jvms_cpu_and_rss_as_the_report_does(run_
     cpu_row = next(r for r in rows if r.startswith("| default | JVM CPU |"))
     assert cpu_row.endswith("| +100.0 % |"), cpu_row
     assert next(r for r in rows if r.startswith("| tuned | successful TPS |")).endswith("| +0.0 % |")
+
+
+def test_what_a_side_compiles_is_in_the_verdict_for_the_tuner():
+    """verdict.json format 5: steady.<machine>.compiling_cpu and still_compiling (a tune's proof needs none)."""
+    import math
+    from types import SimpleNamespace
+
+    from report.stats.steady import STILL_COMPILING_CPU, compiling_cpu
+    machine = SimpleNamespace(system=SimpleNamespace(jit_s=134.0), load=SimpleNamespace(window_s=120.0))
+    assert compiling_cpu(machine) == 134.0 / 120.0 >= STILL_COMPILING_CPU
+    assert math.isnan(compiling_cpu(SimpleNamespace(system=None, load=None)))
+    assert math.isnan(compiling_cpu(SimpleNamespace(system=SimpleNamespace(jit_s=math.nan),
+                                                    load=SimpleNamespace(window_s=120.0))))
+

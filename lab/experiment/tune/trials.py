@@ -159,6 +159,13 @@ def steady_state(verdict: runfolder_verdict.Verdict) -> tuple[bool | None, float
     return True, max(starts) if all(isinstance(x, (int, float)) for x in starts) else None
 
 
+def still_compiling(verdict: runfolder_verdict.Verdict) -> bool:
+    """Either machine's JIT compiled through the measured window (verdict.json format 5: steady.<machine>
+    .still_compiling): its throughput may have settled while it still pays for its compiler."""
+    steady = verdict.written.get("steady") if isinstance(verdict.written.get("steady"), dict) else {}
+    return any(isinstance(m, dict) and m.get("still_compiling") is True for m in steady.values())
+
+
 def at_steady_state(run_dir: Path, warmup_s: float, log=print) -> None:
     """The trial's report again from where both machines settled, when that is later than the warm-up it
     excluded (report run --warmup auto): the tuner's ratio is then the steady state's."""
