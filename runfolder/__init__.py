@@ -26,7 +26,8 @@ HISTORY = {
                      4: "a series' effects: df (a single run's had it already): the tuner's confirmation re-levels "
                         "the interval at each look (lab/experiment/tune/sequential.py)",
                      5: "steady per machine: compiling_cpu (the JIT's CPUs on average over the window) and "
-                        "still_compiling (at least report/stats/steady.STILL_COMPILING_CPU): a tune's proof needs none"},
+                        "still_compiling (at least report/stats/steady.STILL_COMPILING_CPU): a tune's proof needs "
+                        "none"},
     "sweep.json": {1: "the plan, each trial's values, folder and exit code", 2: "format_version"},
     "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version",
                   3: "one hold (holds_s [hold]) and no successive halving; base, known, between; each run's outcome "
