@@ -322,6 +322,7 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     def keep(confirmations: list[dict]) -> None:
         data.update(confirmations=confirmations, spent_s=round(plan.budget_s - left()))
         _save(folder, data)
+    block = confirm.block_s(plan.trial_s(opts.profile.ramp_up_s))
     left_out = confirm.itself(final.values, plan.control, opts.service, plan.base)
     controls = [n for n in confirm.against(plan.control) if n not in left_out]
     data.update(confirm_against=controls, itself=left_out)
@@ -331,10 +332,8 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
         log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
             + " and ".join(controls))
         confirm.confirm(opts, s, lab, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base,
-                        plan.floor, left, confirm.block_s(plan.trial_s(opts.profile.ramp_up_s)), plan.objective,
-                        controls)
+                        plan.floor, left, block, plan.objective, controls)
     else:
-        block = confirm.block_s(plan.trial_s(opts.profile.ramp_up_s))
         log(f"tune: no budget left to confirm trial {final.number} (a block of --repeat {confirm.REPEAT} takes "
             f"~{block / 60:.0f} min, {max(0.0, left()) / 60:.0f} min left: the first candidate within its constraints "
             "came late, or the runs took longer than planned): written unconfirmed; ./start.sh tune "

@@ -147,6 +147,7 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
     first. Ctrl-C during a block keeps the confirmation as it was before that block (the block runs again on
     --resume)."""
     out = {c["against"]: c for c in done}
+    controls = controls if controls is not None else against(control)
 
     def look_at(name: str) -> None:
         c = out.get(name)
@@ -162,7 +163,6 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
                                                             [series_dir.parent / x for x in looks])
         out[name] = read(combined, looks, name, code, floor, objective)
         on_done([out[n] for n in controls if n in out])
-    controls = controls if controls is not None else against(control)
     for name in controls:   # the control's first (the proof: its caller saw a block fit), the others' where one does
         if name not in out and left() > 0 and (name == controls[0] or left() >= block):
             look_at(name)

@@ -149,8 +149,7 @@ def outcome(run_dir: Path, exit_code: int, objective: str = "tps",
 def steady_state(verdict: runfolder_verdict.Verdict) -> tuple[bool | None, float | None]:
     """(both machines settled, from when: the later one's start, s from its first sample); (None, None) when the
     verdict judged no steady state."""
-    steady = verdict.written.get("steady") if isinstance(verdict.written.get("steady"), dict) else {}
-    judged = [m for m in steady.values() if isinstance(m, dict) and isinstance(m.get("settled"), bool)]
+    judged = [m for m in _steady(verdict) if isinstance(m.get("settled"), bool)]
     if len(judged) < len(design.CONFIGS):
         return None, None
     if not all(m["settled"] for m in judged):
@@ -162,8 +161,13 @@ def steady_state(verdict: runfolder_verdict.Verdict) -> tuple[bool | None, float
 def still_compiling(verdict: runfolder_verdict.Verdict) -> bool:
     """Either machine's JIT compiled through the measured window (verdict.json format 5: steady.<machine>
     .still_compiling): its throughput may have settled while it still pays for its compiler."""
-    steady = verdict.written.get("steady") if isinstance(verdict.written.get("steady"), dict) else {}
-    return any(isinstance(m, dict) and m.get("still_compiling") is True for m in steady.values())
+    return any(m.get("still_compiling") is True for m in _steady(verdict))
+
+
+def _steady(verdict: runfolder_verdict.Verdict) -> list[dict]:
+    """Each machine's steady record of verdict.json (none where it wrote no such dict)."""
+    steady = verdict.written.get("steady")
+    return [m for m in steady.values() if isinstance(m, dict)] if isinstance(steady, dict) else []
 
 
 def at_steady_state(run_dir: Path, warmup_s: float, log=print) -> None:
