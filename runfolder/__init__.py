@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 5, "sweep.json": 2, "tune.json": 7}
+FORMATS = {"run.json": 2, "verdict.json": 6, "sweep.json": 2, "tune.json": 7}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -27,7 +27,10 @@ HISTORY = {
                         "the interval at each look (lab/experiment/tune/sequential.py)",
                      5: "steady per machine: compiling_cpu (the JIT's CPUs on average over the window) and "
                         "still_compiling (at least report/stats/steady.STILL_COMPILING_CPU): a tune's proof needs "
-                        "none"},
+                        "none",
+                     6: "steady per machine: jit_quiet_s (where its JIT went quiet: the steady state starts no "
+                        "earlier; null where the JIT was not recorded) and jit_never_quiet (not settled because the "
+                        "JIT went quiet too late or never)"},
     "sweep.json": {1: "the plan, each trial's values, folder and exit code", 2: "format_version"},
     "tune.json": {1: "the plan, every trial, the finalist and its confirmations", 2: "format_version",
                   3: "one hold (holds_s [hold]) and no successive halving; base, known, between; each run's outcome "

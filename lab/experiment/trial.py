@@ -28,6 +28,7 @@ from lab.experiment import (
     finish,
     host_watch,
     instruments,
+    jit_watch,
     liveness,
     load,
     record,
@@ -168,6 +169,8 @@ class TrialRun:
                                                ports=self.ssh_ports)
             self.alive.start()
             swap = self.swap_cores()
+            # --until-settled: the steady state counts from where each JIT went quiet (jit_watch.py)
+            jit = None if opts.until_settled_s is None else jit_watch.watching(self.run_dir, self.resolved["machines"])
             remote = recording = None
             try:
                 with contextlib.ExitStack() as on_generators:
@@ -177,8 +180,10 @@ class TrialRun:
                                       progress=self.log, beside=core_swap.Beside(self.watch, self.host, swap),
                                       engines=remote,
                                       plan=None if opts.service.lab_plan else Path(opts.service.plan.path),
-                                      until_settled_s=opts.until_settled_s)
+                                      until_settled_s=opts.until_settled_s, compiled=jit and jit.compiled)
             finally:    # what the generators could not do is kept whatever the load did
+                if jit is not None:
+                    self.record.update(jit_watch=jit.stop())
                 if swap is not None:        # each machine on its own cores again, whatever the load did
                     self.record.update(core_swap=swap.stop())
                 if remote is not None:

@@ -82,3 +82,45 @@ def test_the_rule_is_the_reports():
     """One rule, defined once: a flat run settles at its first bin, a run rising throughout never does."""
     from report.stats.steady import settled_bin
     assert settled_bin(np.full(30, 20.0)) == 0 and settled_bin(np.arange(1.0, 31.0)) is None
+
+
+def compiling_until(seconds: float, cpus: float = 1.0, every_s: float = 10.0, end_s: float = 330.0):
+    """A JIT read every every_s from T0: compiling at `cpus` until `seconds`, then quiet (epoch s, compiling s)."""
+    times = np.arange(0.0, end_s + every_s, every_s)
+    return list(T0_MS / 1000 + times), list(np.minimum(times, seconds) * cpus)
+
+
+def test_a_flat_throughput_is_not_settled_while_its_jit_compiles(tmp_path):
+    """The petclinic default: flat TPS from the start, its C2 at a CPU for 200 s (20261202T022034Z-s74-…)."""
+    jtls = {"default": tmp_path / "default.jtl", "tuned": tmp_path / "tuned.jtl"}
+    for path in jtls.values():
+        write_jtl(path, lambda s: 20, 300)
+    tails = {m: JtlTail(p, keep_starts=True) for m, p in jtls.items()}
+    jit = {"default": compiling_until(200, end_s=300), "tuned": compiling_until(0, end_s=300)}
+    assert settle.settled(tails, 120, {}) is not None, "by its throughput alone it had settled"
+    assert settle.settled(tails, 120, jit) is None, "only 100 s since the JIT went quiet: the hold goes on"
+    for path in jtls.values():
+        write_jtl(path, lambda s: 20, 30, append=True)
+    done = settle.settled(tails, 120, {"default": compiling_until(200), "tuned": compiling_until(0)})
+    assert done is not None and done.at_s == {"default": 200.0, "tuned": 0.0}, done
+    assert done.quiet_s == {"default": 200.0, "tuned": 0.0} and "its JIT quiet from 200 s" in done.said()
+    assert settle.settled(tails, 120, {"tuned": compiling_until(0)}).quiet_s["default"] is None, \
+        "a JIT not read: judged by its throughput alone, and said"
+    # the report, given the same JIT as PCP logs it (a rate per sampling interval), starts the steady state there
+    from report.read.pcp import Metrics
+    from report.stats.steady import JIT_METRIC
+    times, compiled = compiling_until(200)
+    rate_ms = np.concatenate([[0.0], np.diff(compiled) / np.diff(times) * 1000])
+    samples = read_jtl(jtls["default"])
+    metrics = Metrics({JIT_METRIC: (np.asarray(times), np.array(["c2"] * len(times), dtype=object), rate_ms)})
+    report = find_steady(SimpleNamespace(samples=samples, stop=None, t0=samples.start[0], window=None, metrics=metrics))
+    assert report.settled and report.start_s == 200.0 == report.quiet_s, report
+
+
+def test_a_jit_that_never_goes_quiet_never_settles(tmp_path):
+    jtls = {"default": tmp_path / "default.jtl", "tuned": tmp_path / "tuned.jtl"}
+    for path in jtls.values():
+        write_jtl(path, lambda s: 20, 600)
+    tails = {m: JtlTail(p, keep_starts=True) for m, p in jtls.items()}
+    jit = {"default": compiling_until(600, cpus=0.2, end_s=600), "tuned": compiling_until(0, end_s=600)}
+    assert settle.settled(tails, 60, jit) is None

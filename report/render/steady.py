@@ -1,12 +1,12 @@
-"""What the summary says of the steady state: where each machine's throughput settled (report/stats/steady.py),
-and where a load run --until-settled ended its hold (run.json load.settled)."""
+"""What the summary says of the steady state: where each machine's throughput settled once its JIT was quiet
+(report/stats/steady.py), and where a load run --until-settled ended its hold (run.json load.settled)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from report import fmt
 from report.render.verdict import signed
-from report.stats.steady import BIN_S, MAX_DRIFT
+from report.stats.steady import BIN_S, MAX_DRIFT, QUIET_CPU
 
 if TYPE_CHECKING:
     from report.stats.machine import Machine
@@ -22,14 +22,19 @@ def steady_lines(machines: dict[str, Machine]) -> list[str]:
         if st.why:
             bits.append(f"{m.name}: not judged ({st.why})")
         elif st.settled:
-            bits.append(f"{m.name} from +{st.start_s:.0f} s")
+            quiet = "" if fmt.missing(st.quiet_s) else f" (its JIT quiet from +{st.quiet_s:.0f} s)"
+            bits.append(f"{m.name} from +{st.start_s:.0f} s{quiet}")
+        elif st.compiling:
+            bits.append(f"{m.name} never settled: its throughput did, but its JIT went quiet " +
+                        ("too late to leave a steady window" if not fmt.missing(st.quiet_s) else "at no point"))
         else:
             drift = "" if fmt.missing(st.drift) else f" (TPS {signed(100 * st.drift, 0)} % across the window)"
             bits.append(f"{m.name} never settled{drift}")
     if not bits:
         return []
     return [f"Steady state (successful TPS in {BIN_S:.0f} s bins; steady once the fitted trend over the rest of "
-            f"the run changes it by at most {MAX_DRIFT:.0%}): " + "; ".join(bits) + ".", ""]
+            f"the run changes it by at most {MAX_DRIFT:.0%}, from where the JIT's compiler threads take at most "
+            f"{QUIET_CPU:g} CPU on average over the rest, where it was recorded): " + "; ".join(bits) + ".", ""]
 
 
 def until_settled(load: dict[str, Any]) -> str:

@@ -94,11 +94,12 @@ def steady_words(machines: dict[str, Machine]) -> str:
     unsettled = [m for m in machines.values() if m.steady is not None and not m.steady.settled and not m.steady.why]
     clauses = []
     if unsettled:
-        drifts = ", ".join(f"{m.name}'s TPS {signed(100 * m.steady.drift, 0)} % across the window"
-                           for m in unsettled if not math.isnan(m.steady.drift))
+        drifts = ", ".join(f"{m.name}'s JIT never quiet" if m.steady.compiling else
+                           f"{m.name}'s TPS {signed(100 * m.steady.drift, 0)} % across the window"
+                           for m in unsettled if m.steady.compiling or not math.isnan(m.steady.drift))
         who = "neither machine" if len(unsettled) == len(machines) else " and ".join(m.name for m in unsettled)
         verb = "reached" if who == "neither machine" else "never reached"
-        rising = all(m.steady.drift > 0 for m in unsettled if not math.isnan(m.steady.drift))
+        rising = all(m.steady.compiling or m.steady.drift > 0 for m in unsettled if not math.isnan(m.steady.drift))
         clauses.append(f"{who} {verb} a steady state{f' ({drifts})' if drifts else ''}: the figures describe "
                        + ("machines still warming up" if rising else "machines whose throughput was still changing"))
     late = [m for m in machines.values() if m.steady is not None and m.steady.settled and m.window is not None
@@ -241,7 +242,9 @@ def verdict_record(run: RunInfo, machines: dict[str, Machine], analysis: Analysi
             record["steady"][m.name] = {"settled": m.steady.settled, "start_s": json_number(m.steady.start_s),
                                         "drift": json_number(m.steady.drift), "why": m.steady.why or None,
                                         "compiling_cpu": cpu,
-                                        "still_compiling": None if cpu is None else cpu >= STILL_COMPILING_CPU}
+                                        "still_compiling": None if cpu is None else cpu >= STILL_COMPILING_CPU,
+                                        "jit_quiet_s": json_number(m.steady.quiet_s),
+                                        "jit_never_quiet": m.steady.compiling}
         record["stopped"][m.name] = None if m.stop is None else m.stop.at - m.t0
     return record
 

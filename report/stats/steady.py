@@ -1,4 +1,4 @@
-"""Where a machine's throughput settles (steady state), from the data rather than a fixed warm-up.
+"""Where a machine reaches its steady state, from the data rather than a fixed warm-up.
 
 Successful requests are counted in 10 s bins from the machine's first sample. For each candidate start
 (every bin, from the first on) a least-squares line is fitted to the bins from there to the end; the
@@ -6,6 +6,12 @@ machine is steady from the first start whose line changes by at most 10 % of the
 of the run, with at least a minute and a third of the run left. A run that never meets it "never settled";
 its drift is the fitted change over the measured window (Georges et al. 2007: measure once the figures
 stop trending; the rule and its constants: report/README.md).
+
+A flat throughput is not yet a warm JVM: where the JIT's compiling time was recorded (the kit's
+jvm_compilation_time_ms_total), the candidate starts begin only where the JIT went quiet, the first bin from which
+its compiler threads take at most QUIET_CPU on average over the rest of the run (the petclinic default's C2
+compiled at 1.1 CPUs for minutes after its throughput had "settled", 20261202T022034Z-s74-petclinic-tune-confir-
+vs-default; 20 minutes showed it 2.7x faster once done, 20261202T024708Z-s74-petclinic-20m).
 """
 from __future__ import annotations
 
@@ -26,6 +32,10 @@ MIN_REST_SHARE = 1 / 3
 # look steady (on 2 shared cores the petclinic default's C2 compiled at 1.1 CPUs through windows it had settled in,
 # 20261202T022034Z-s74-petclinic-tune-confir-vs-default-t1), but it still pays for its compiler
 STILL_COMPILING_CPU = 0.1
+# The JIT's CPUs on average over the rest of the run from which it is quiet: half the mark above, so that a window
+# starting where the JIT went quiet is never one whose machine is "still compiling"
+QUIET_CPU = STILL_COMPILING_CPU / 2
+JIT_METRIC = "openmetrics.app.jvm_compilation_time_ms_total"    # ms of compiling per s (a counter, rate-converted)
 
 
 @dataclass
@@ -34,6 +44,8 @@ class Steady:
     start_s: float = math.nan      # seconds since the machine's first sample (settled)
     drift: float = math.nan        # relative change across the measured window (fitted), e.g. +0.35
     why: str = ""                  # when it could not be judged
+    quiet_s: float = math.nan      # where the JIT went quiet (seconds since the first sample); nan: not recorded
+    compiling: bool = False        # not settled because the JIT went quiet too late or never (its throughput had)
 
 
 def _drift(rates: np.ndarray) -> float:
@@ -63,15 +75,16 @@ def binned(start: np.ndarray, ok: np.ndarray, t0: float) -> np.ndarray:
     return np.bincount((rel // BIN_S).astype(int), minlength=n)[:n] / BIN_S
 
 
-def settled_bin(rates: np.ndarray) -> int | None:
-    """The first bin from which the rest's fitted line changes by at most MAX_DRIFT of its mean, with at least
-    max(MIN_REST_S, MIN_REST_SHARE of the run) left; None where none does (or the run is shorter than MIN_REST_S).
-    The rule the report judges a run by, and the one the lab ends a load by (--until-settled)."""
+def settled_bin(rates: np.ndarray, first: int = 0) -> int | None:
+    """The first bin (from `first`, where the JIT went quiet) from which the rest's fitted line changes by at most
+    MAX_DRIFT of its mean, with at least max(MIN_REST_S, MIN_REST_SHARE of the run) left; None where none does (or
+    the run is shorter than MIN_REST_S). The rule the report judges a run by, and the one the lab ends a load by
+    (--until-settled)."""
     total = len(rates) * BIN_S
     min_rest = max(MIN_REST_S, MIN_REST_SHARE * total)
     if total < MIN_REST_S:
         return None
-    for k in range(len(rates)):
+    for k in range(first, len(rates)):
         rest = rates[k:]
         if len(rest) * BIN_S < min_rest:
             break
@@ -79,6 +92,27 @@ def settled_bin(rates: np.ndarray) -> int | None:
         if not math.isnan(d) and abs(d) <= MAX_DRIFT:
             return k
     return None
+
+
+def quiet_bin(times: np.ndarray, compiled_s: np.ndarray, bins: int) -> int | None:
+    """The first of `bins` BIN_S bins from which the JIT took at most QUIET_CPU on average over the rest; None where
+    it never did. times: seconds since the first sample; compiled_s: the JIT's compiling seconds so far at each."""
+    edges = np.interp(np.arange(bins + 1) * BIN_S, times, compiled_s)
+    for k in range(bins):
+        if (edges[-1] - edges[k]) / ((bins - k) * BIN_S) <= QUIET_CPU:
+            return k
+    return None
+
+
+def jit_timeline(machine: Machine) -> tuple[np.ndarray, np.ndarray] | None:
+    """The JIT's compiling seconds so far (seconds since the first sample, cumulative seconds) from PCP's rates, or
+    None where they were not recorded."""
+    metrics, t0 = getattr(machine, "metrics", None), machine.t0
+    times, rate_ms = metrics.series(JIT_METRIC) if metrics is not None else (np.zeros(0), np.zeros(0))
+    if len(times) < 2 or t0 is None:
+        return None
+    compiled = np.concatenate([[0.0], np.cumsum(np.nan_to_num(rate_ms[1:]) * np.diff(times))]) / 1000.0
+    return times - t0, compiled
 
 
 def compiling_cpu(machine: Machine) -> float:
@@ -99,8 +133,13 @@ def find_steady(machine: Machine) -> Steady:
     rates = successful_rates(machine)
     if len(rates) * BIN_S < MIN_REST_S:
         return Steady(False, why=f"the run is shorter than {MIN_REST_S:.0f} s")
-    k = settled_bin(rates)
+    jit = jit_timeline(machine)
+    quiet = quiet_bin(*jit, len(rates)) if jit is not None else 0
+    k = None if quiet is None else settled_bin(rates, quiet)
+    quiet_s = math.nan if jit is None or quiet is None else quiet * BIN_S
     if k is not None:
-        return Steady(True, start_s=k * BIN_S, drift=_drift(rates[k:]))
+        return Steady(True, start_s=k * BIN_S, drift=_drift(rates[k:]), quiet_s=quiet_s)
     warm = int(machine.window.warmup_s // BIN_S) if machine.window else 0
-    return Steady(False, drift=_drift(rates[min(warm, max(0, len(rates) - 3)):]))
+    # the JIT's doing where the throughput alone would have settled: it went quiet too late, or never
+    return Steady(False, drift=_drift(rates[min(warm, max(0, len(rates) - 3)):]), quiet_s=quiet_s,
+                  compiling=quiet != 0 and settled_bin(rates) is not None)

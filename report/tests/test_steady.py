@@ -1,5 +1,8 @@
 """The steady-state rule (report/stats/steady.py) on synthetic JTLs: flat, warming up then flat, still climbing,
 stopped."""
+import math
+
+import numpy as np
 import pytest
 
 from report.read.jtl import read_jtl
@@ -68,3 +71,31 @@ def test_warmup_auto_starts_the_figures_where_both_settled(tmp_path):
     assert "Figures exclude the first 30 s" not in summary
     bad = run_report(folder, "--warmup", "soon")
     assert bad.returncode == 2 and "seconds (≥ 0) or auto" in bad.stderr
+
+
+def with_jit(machine, compiling_until_s, cpus=1.0, every_s=20.0):
+    """PCP's record of the JIT (rate-converted: ms of compiling per s, each over the interval before it)."""
+    from report.read.pcp import Metrics
+    from report.stats.steady import JIT_METRIC
+    times = machine.t0 + np.arange(0.0, machine.samples.start[-1] - machine.t0 + every_s, every_s)
+    rate = np.where(times - machine.t0 <= compiling_until_s, cpus * 1000.0, 0.0)
+    rate[0] = 0.0
+    machine.metrics = Metrics({JIT_METRIC: (times, np.array(["c2"] * len(times), dtype=object), rate)})
+    return machine
+
+
+def test_a_flat_throughput_settles_only_where_the_jit_went_quiet(tmp_path):
+    machine = machine_from(tmp_path, [(0, 600, "ok")])
+    assert find_steady(machine).start_s == 0
+    steady = find_steady(with_jit(machine, 200))
+    # a CPU compiling until +200 s of 600: from +180 s the rest holds 20 s of it in 420 s, within QUIET_CPU (0.05)
+    assert steady.settled and steady.start_s == steady.quiet_s == 180, steady
+
+
+def test_a_jit_compiling_to_the_end_leaves_no_steady_state_and_says_why(tmp_path):
+    from report.render.steady import steady_lines
+    steady = find_steady(with_jit(machine_from(tmp_path, [(0, 600, "ok")]), 600, cpus=0.3))
+    assert not steady.settled and steady.compiling and math.isnan(steady.quiet_s)
+    m = machine_from(tmp_path, [(0, 600, "ok")])
+    m.steady = steady
+    assert "never settled: its throughput did, but its JIT went quiet at no point" in steady_lines({"tuned": m})[0]

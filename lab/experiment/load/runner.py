@@ -133,14 +133,15 @@ _UDP_SEND = ("import socket,sys; "
 
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
         progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
-        beside=None, engines=None, plan: Path | None = None, until_settled_s: int | None = None) -> LoadResult:
+        beside=None, engines=None, plan: Path | None = None, until_settled_s: int | None = None,
+        compiled=None) -> LoadResult:
     """Runs the plan against targets (machine → "http://host[:port]"); see lab/experiment/load/__init__.py. beside: what
     watches beside the load (lab/experiment/instruments.py), told JMeter's pid once it is launched. engines: JMeter's
     remote engines (lab/experiment/load/engines.py Engines, started), which then run the plan, each with its share of
     `profile` (Profile.per_engine); this JMeter is their controller and writes the JTLs. plan: a user's own plan
     (a service's), run two-sided (user_plan.py; the plan run is kept in the run folder as plan.jmx) instead of the
     lab's. until_settled_s: the hold is a cap, ended once both machines settled with that much steady state
-    (settle.py)."""
+    (settle.py), counted from where each JIT went quiet as compiled() reads it (lab/experiment/jit_watch.py)."""
     refused = settle.check(until_settled_s, profile)
     if refused:
         raise LoadError(refused)
@@ -186,11 +187,11 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
         if account is not None:         # JMeter makes each JTL in its machine's folder
             lent.enter_context(account.lent(*{jtl.parent for jtl in jtls.values()}))
         return _load(command, run_dir, jtls, profile, progress, progress_every_s, beside, wrap, log, result,
-                     None if account is None else account.environment())
+                     None if account is None else account.environment(), compiled)
 
 
 def _load(command: list[str], run_dir: Path, jtls: dict[str, Path], profile: Profile, progress: Progress,
-          progress_every_s: float, beside, wrap: Wrap, log: Path, result: LoadResult, env) -> LoadResult:
+          progress_every_s: float, beside, wrap: Wrap, log: Path, result: LoadResult, env, compiled) -> LoadResult:
     proc = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent, env=env)
     console = _Console(proc.stdout, run_dir / "jmeter.out")
@@ -200,7 +201,8 @@ def _load(command: list[str], run_dir: Path, jtls: dict[str, Path], profile: Pro
         beside.started(proc.pid)
     full = None
     try:
-        _watch(proc, console, tails, stats, profile, progress, progress_every_s, run_dir, result.until_settled_s)
+        _watch(proc, console, tails, stats, profile, progress, progress_every_s, run_dir, result.until_settled_s,
+               compiled)
     except _Settled as done:
         progress(f"load: {done.settled.said()}: the hold ends here (--until-settled {result.until_settled_s} s)")
         result.settled = done.settled.record()
@@ -260,7 +262,8 @@ class _Settled(Exception):
 
 
 def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: ProcessStats, profile: Profile,
-           progress: Progress, every_s: float, run_dir: Path, until_settled_s: int | None = None) -> None:
+           progress: Progress, every_s: float, run_dir: Path, until_settled_s: int | None = None,
+           compiled=None) -> None:
     """Waits for JMeter to end, printing a progress line every every_s seconds; DiskLow when the run folder's
     disk runs low (looked at every second); _Settled once both machines settled (until_settled_s, looked at every
     settle.EVERY_S after the ramp-up)."""
@@ -276,7 +279,7 @@ def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: ProcessSta
         if until_settled_s is not None and now - judged >= settle.EVERY_S and console.started_at is not None \
                 and now - console.started_at >= profile.ramp_up_s:
             judged = now
-            done = settle.settled(tails, until_settled_s)
+            done = settle.settled(tails, until_settled_s, compiled() if compiled else None)
             if done is not None:
                 raise _Settled(done)
         if now - last < every_s:

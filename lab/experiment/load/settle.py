@@ -8,6 +8,11 @@ for the load, 110 s for the report). The looks are repeated (every EVERY_S) and 
 load: a plateau of WINDOW may still precede a later rise (a C2 compiler's next batch), so WINDOW is the steady
 state a run claims, no more.
 
+The report's rule counts the steady state only from where the JIT went quiet, where it knows the JIT's compiling
+time; so does the load, from what the trial reads of each machine's JIT while it runs (lab/experiment/jit_watch.py:
+the kit's jvm_compilation_time_ms_total every 10 s). A machine whose JIT could not be read is judged by its
+throughput alone, and the record says so.
+
 A JVM's warm-up depends on its knobs (a C1-only candidate settles in a minute, the default's C2 compiler took most of
 a 6-minute hold in the petclinic tune of 20261201T072331Z on 2 shared cores): a fixed hold either cuts the slow
 one's steady window short or waits for nothing on the fast one.
@@ -24,36 +29,51 @@ EVERY_S = 30.0          # how often the rule is applied to what the JTLs hold (a
 MODELS = ("closed",)    # open and steps: the arrival rate is the schedule's, so a flat throughput says nothing
 
 
+Compiled = dict[str, tuple[list[float], list[float]]]
+"""Each machine's JIT as read so far: (epoch seconds, compiling seconds since the JVM started) per reading."""
+
+
 @dataclass(frozen=True)
 class Settled:
-    """Where each machine settled (seconds from its first sample) and the steady time measured since."""
+    """Where each machine settled (seconds from its first sample), the steady time measured since, and where its JIT
+    went quiet (None: not read, judged by its throughput alone)."""
     at_s: dict[str, float]
     steady_s: dict[str, float]
+    quiet_s: dict[str, float | None]
 
     def said(self) -> str:
-        return ("both machines settled (" + ", ".join(f"{m} at {self.at_s[m]:.0f} s" for m in self.at_s)
-                + f") and ran {min(self.steady_s.values()):.0f} s at steady state")
+        def where(m: str) -> str:
+            quiet = self.quiet_s.get(m)
+            return f"{m} at {self.at_s[m]:.0f} s" + (" (its JIT not read)" if quiet is None else
+                                                     f" (its JIT quiet from {quiet:.0f} s)")
+        return (f"both machines settled ({', '.join(map(where, self.at_s))}) and ran "
+                f"{min(self.steady_s.values()):.0f} s at steady state")
 
     def record(self) -> dict:
-        return {"at_s": self.at_s, "steady_s": self.steady_s}
+        return {"at_s": self.at_s, "steady_s": self.steady_s, "jit_quiet_s": self.quiet_s}
 
 
-def settled(tails: dict[str, JtlTail], window_s: float) -> Settled | None:
-    """Settled when every machine's JTL so far has a steady state (the report's rule) at least window_s long."""
+def settled(tails: dict[str, JtlTail], window_s: float, compiled: Compiled | None = None) -> Settled | None:
+    """Settled when every machine's JTL so far has a steady state (the report's rule) at least window_s long, counted
+    from where its JIT went quiet where `compiled` holds two readings of it or more."""
     # the report's rule, loaded only for a run that asks for it (numpy: the report's dependency too)
-    from report.stats.steady import BIN_S, binned, settled_bin
-    at, steady = {}, {}
+    from report.stats.steady import BIN_S, binned, quiet_bin, settled_bin
+    at, steady, quiet = {}, {}, {}
     for machine, tail in tails.items():
         tail.read()
         if not tail.starts:
             return None
         start, ok = np.asarray(tail.starts), np.asarray(tail.oks, dtype=bool)
-        rates = binned(start, ok, float(start.min()))
-        k = settled_bin(rates)
+        t0 = float(start.min())
+        rates = binned(start, ok, t0)
+        times, seconds = (compiled or {}).get(machine) or ([], [])
+        first = quiet_bin(np.asarray(times) - t0, np.asarray(seconds), len(rates)) if len(times) >= 2 else 0
+        k = None if first is None else settled_bin(rates, first)
         if k is None or (len(rates) - k) * BIN_S < window_s:
             return None
         at[machine], steady[machine] = k * BIN_S, (len(rates) - k) * BIN_S
-    return Settled(at, steady)
+        quiet[machine] = first * BIN_S if len(times) >= 2 else None
+    return Settled(at, steady, quiet)
 
 
 def check(window_s: int | None, profile) -> str | None:
