@@ -35,6 +35,9 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
     run = RunInfo(folder)
     for problem in run.problems:
         warn(f"{run.folder}: {problem}")
+    # --until-settled ended the load: the steady state it waited for is what the run measures
+    ended_settled = warmup is None and bool(run.get("load", "settled"))
+    warmup = "auto" if ended_settled else warmup
     if warmup is not None and warmup != "auto":
         warmup_s, source = float(warmup), "--warmup"
     elif run.warmup_s is not None:
@@ -45,7 +48,8 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
     if warmup == "auto":
         settled = [m.steady.start_s for m in machines.values() if m.steady is not None and m.steady.settled]
         if len(settled) == len(machines):
-            warmup_s, source = max(settled), "--warmup auto: where the later machine's throughput settled"
+            warmup_s, source = max(settled), ("--until-settled ended the load" if ended_settled else "--warmup auto") \
+                + ": where the later machine's throughput settled"
             machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
         else:
             source += "; --warmup auto kept it: not every machine reached a steady state"

@@ -99,3 +99,21 @@ def test_a_jit_compiling_to_the_end_leaves_no_steady_state_and_says_why(tmp_path
     m = machine_from(tmp_path, [(0, 600, "ok")])
     m.steady = steady
     assert "never settled: its throughput did, but its JIT went quiet at no point" in steady_lines({"tuned": m})[0]
+
+
+def test_a_load_ended_once_settled_is_measured_from_its_steady_state(tmp_path):
+    """--until-settled waited for the steady state: the run's own report measures it, and says why."""
+    import json
+
+    from .conftest import run_report
+    folder = tmp_path / "run"
+    for name in ("default", "tuned"):
+        (folder / name).mkdir(parents=True)
+        write_jtl(folder / name / "jmeter.jtl", ramp(120, 0.2, 1.0) + [(120, 420, "ok")])
+    (folder / "run.json").write_text(json.dumps({"run_id": "r", "status": "complete", "load": {
+        "warmup_s": 30, "until_settled_s": 120, "settled": {"at_s": {"default": 120, "tuned": 120}}}}))
+    done = run_report(folder)
+    assert done.returncode == 0, done.stderr
+    summary = (folder / "summary.md").read_text()
+    assert "--until-settled ended the load: where the later machine's throughput settled" in summary
+    assert "Figures exclude the first 30 s" not in summary
