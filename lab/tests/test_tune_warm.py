@@ -34,7 +34,7 @@ def plan(**given) -> command.Plan:
 def past_run(results: Path, name: str, values: dict, ratio: float = 1.1, *, control: str = "tuned",
              swapped: bool = False, users: int = 150, provider: str = "containers", series: str | None = None,
              gates: tuple[str, ...] | None = CONSTRAINTS, failed: bool = False, extra: dict | None = None,
-             steady_from: float = 20, cut: float | None = None) -> Path:
+             steady_from: float = 20, cut: float | None = None, verdict_format: int = 6) -> Path:
     """A finished A/B run folder as the lab writes it (the parts warm.py reads): run.json with each side's knobs as
     the machine recorded them (the lab's own resolution), verdict.json, gates.xml."""
     folder = results / name
@@ -50,6 +50,7 @@ def past_run(results: Path, name: str, values: dict, ratio: float = 1.1, *, cont
                         "tuned": {"knobs": candidate.knobs(None)}}}
     (folder / "run.json").write_text(json.dumps(run))
     (folder / "verdict.json").write_text(json.dumps({
+        "format_version": verdict_format,
         "verdict": "past", "effects": {"tps": {"estimate": ratio, "low": ratio * 0.95, "high": ratio * 1.05,
                                                "intervals": "within-run"}},
         **({"method": {"warmup_s": cut}} if cut is not None else {}),      # the warm-up its report cut
@@ -92,6 +93,7 @@ def test_a_past_run_of_the_same_question_is_found_with_its_values_and_outcome(tm
     ("gates.xml of other gates", {"gates": ("p99<=2s",)}),
     ("a ratio with a warm-up in it (settled at +90 s, its report cut 60 s)", {"steady_from": 90}),
     ("a connector over HTTP is not the base's", {"extra": {"tomcat_ajp_connector": "nio2"}}),
+    ("a steady state judged before the JIT counted (verdict.json format 5)", {"verdict_format": 5}),
 ])
 def test_a_run_of_another_question_or_unvouched_for_stays_out(tmp_path, why, given):
     past_run(tmp_path, "20261130T100000Z-a", {"tomcat_threads_max": 150, "jvm_gc": "g1",

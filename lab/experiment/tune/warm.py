@@ -8,7 +8,9 @@ its `default` side and on its `tuned` side the base set changed only in knobs th
 outcome is read as a trial's is (trials.outcome: the verdict's paired ratio and its steady state), its constraints
 from the gates.xml a tune's run keeps (a run whose gates.xml did not judge exactly the tune's constraints is left
 out), and only where its report measured the steady state (both machines settled no later than the warm-up the
-report cut: a tune's runs are rendered again from there; another run's ratio may hold a warm-up, and is left out):
+report cut: a tune's runs are rendered again from there; another run's ratio may hold a warm-up, and is left out),
+judged where the JIT had gone quiet (verdict.json format 6 or later: an earlier report called a flat throughput
+steady while a C2 compiler still took a CPU, report/stats/steady.py):
 nothing is re-rendered or written, a past folder is the user's and stays as it was. The study's own runs and a run
 of another question are left out; a folder that cannot be read is skipped.
 """
@@ -24,6 +26,7 @@ from lab.provision.configuration import same
 from runfolder import gates as runfolder_gates
 from runfolder import read_json
 
+JIT_AWARE_FORMAT = 6      # verdict.json's first format whose steady state starts where the JIT went quiet
 # Of a run's load, what a trial of the tune fixes (lab/experiment/load/profile.py Profile); not the scheme or the
 # excluded warm-up: the outcome is the steady state's whatever the warm-up the report cut
 LOAD_KEYS = ("name", "model", "users", "ramp_up_s", "duration_s", "rate_per_s", "keep_alive", "step_rates", "step_s",
@@ -76,6 +79,8 @@ def outcome(folder: Path, run: dict, swapped: bool, objective: str, constraints:
         return None
     got = trials.outcome(folder, 0, objective, lambda f: tuple(runfolder_gates.failures(f) or ()), swapped)
     verdict = read_json(folder / "verdict.json") or {}
+    if not isinstance(verdict.get("format_version"), int) or verdict["format_version"] < JIT_AWARE_FORMAT:
+        return None
     cut = (verdict.get("method") or {}).get("warmup_s")            # verdict.json's since issue 54's warm start
     cut = (run.get("load") or {}).get("warmup_s") if cut is None else cut
     if got.settled is not True or got.steady_from_s is None or not isinstance(cut, (int, float)) \
