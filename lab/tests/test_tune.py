@@ -802,3 +802,19 @@ def test_a_study_whose_tables_another_worker_is_making_is_opened_again(monkeypat
         return create(**kw)
     monkeypatch.setattr(optuna, "create_study", racing)
     assert tuner("raced").study.study_name == "raced" and raced == []
+
+
+@pytest.mark.parametrize(("cut", "again"), [(30, True), (120, False)])
+def test_a_trial_is_reported_again_from_its_steady_state_only_where_its_report_cut_earlier(tmp_path, monkeypatch,
+                                                                                          cut, again):
+    """A load --until-settled ended is reported from its steady state already (verdict.json method.warmup_s): a
+    second report of it would only cost the tune its seconds."""
+    from lab.experiment import reporting
+    from lab.experiment.tune import trials
+    asked = []
+    monkeypatch.setattr(reporting, "report_command", lambda *a, **k: asked.append(a) or 0)
+    (tmp_path / "verdict.json").write_text(json.dumps({
+        "format_version": 6, "verdict": "v", "effects": {}, "method": {"warmup_s": cut},
+        "steady": {m: {"settled": True, "start_s": 120.0} for m in ("default", "tuned")}}))
+    trials.at_steady_state(tmp_path, 30, log=lambda line: None)
+    assert bool(asked) is again and (not again or asked[0][2:] == ("--warmup", "auto"))

@@ -172,10 +172,13 @@ def _steady(verdict: runfolder_verdict.Verdict) -> list[dict]:
 
 def at_steady_state(run_dir: Path, warmup_s: float, log=print) -> None:
     """The trial's report again from where both machines settled, when that is later than the warm-up it
-    excluded (report run --warmup auto): the tuner's ratio is then the steady state's."""
+    excluded (report run --warmup auto): the tuner's ratio is then the steady state's. Not where the report cut there
+    already (verdict.json method.warmup_s: a load --until-settled ended is reported from its steady state)."""
     verdict = runfolder_verdict.read(run_dir)
     settled, steady_from_s = steady_state(verdict) if verdict else (None, None)
-    if settled and steady_from_s is not None and steady_from_s > warmup_s:
+    cut = (verdict.written.get("method") or {}).get("warmup_s") if verdict else None
+    cut = cut if isinstance(cut, (int, float)) else warmup_s
+    if settled and steady_from_s is not None and steady_from_s > cut:
         reporting.report_command("run", run_dir, "--warmup", "auto", log=log, what="steady-state report")
 
 
