@@ -41,6 +41,7 @@ RUN = {
     "finish_errors": MapOf(str), "collect_errors": MapOf((str, list)), "loadgen_problems": MapOf(str),
     "liveness": MapOf({"probes": int, "failed": int, "dead_at": NUMBER, "back_at": NUMBER, "deaths": int}),
     "jit_watch": MapOf({"readings": int, "compiling_s": NUMBER}),     # --until-settled (lab/experiment/jit_watch.py)
+    "dashboards": str,      # why JMeter's dashboards were not made (lab/experiment/finish.py DEFERRED)
     "service_starts": {"spread_s": NUMBER},
     "core_swap": {"mode": str, "why": str, "at_s": NUMBER, "after_s": NUMBER, "swapped_at": NUMBER, "error": str},
     "load_generator": dict, "knob_diff": dict,

@@ -16,7 +16,7 @@ from lab.machines import reach
 
 def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, marked_at: float | None, log,
             addresses: dict[str, str] | None = None, dead: dict[str, float] | None = None,
-            ports: dict[str, int] | None = None) -> None:
+            ports: dict[str, int] | None = None, dashboards: bool = True) -> None:
     """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
     default/ and tuned/ are the configurations; each says which machine ran it. A step that fails is
     recorded and the next one runs; Ctrl-C during collection or the dashboards skips to the report, and
@@ -46,7 +46,9 @@ def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, mark
         rec.update(machines=machines_info, knob_diff=record.knob_diff(knobs), ended=record.utc_now())
         if rec.data["status"] == "running":      # everything is gathered; the report is derived from it
             rec.update(status="complete")
-    if any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES) and not interrupted_after_load(rec):
+    if not dashboards:
+        rec.update(dashboards=DEFERRED)
+    elif any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES) and not interrupted_after_load(rec):
         finish_step(rec, "dashboards", "JMeter dashboards", lambda: load.dashboards(run_dir, progress=log))
 
     def write_report():
@@ -65,6 +67,7 @@ def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, mark
 
 
 FINISH_STEPS = ("collect", "dashboards", "report")
+DEFERRED = "not made (a tune's search run): ./start.sh report RUN --dashboards makes them"
 
 
 def interrupted_after_load(rec: record.Record) -> bool:

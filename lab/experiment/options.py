@@ -45,6 +45,9 @@ class Options:
     # side -> its Configuration (lab/provision/configuration.py), made by check() from --knob-set, --aa and --set. A
     # sweep or a tune gives its trials theirs, as values: no --set text between the lab's modules
     configurations: dict | None = None
+    # JMeter's HTML dashboards at the end of the run; a tune's search runs skip them (7-26 s a petclinic run: issue
+    # 54 item 5), `./start.sh report RUN --dashboards` makes them later
+    dashboards: bool = True
 
     def __post_init__(self) -> None:
         """The refusals that need nothing but the values themselves (--repeat's: design.trials_of)."""

@@ -209,7 +209,7 @@ class TrialRun:
             if cut:         # a watch that could not write its CSV went on counting: run.json has its summary
                 self.record.update(incomplete=self.record.with_incomplete(cut))
         finish.finish(self.t, self.record, self.run_dir, self.run_id, self.marked_at, self.log,
-                      addresses=self.addresses, dead=dead, ports=self.ssh_ports)
+                      addresses=self.addresses, dead=dead, ports=self.ssh_ports, dashboards=self.opts.dashboards)
 
     def swap_cores(self) -> core_swap.CoreSwap | None:
         """The machines' cores traded half-way through the measured window (core_swap.py), or kept and why:

@@ -1,5 +1,6 @@
 """The full run's host-side pieces without VMs: options, run ids, run.json, collection parsing, the CLI's
 refusals (bad input changes nothing), and a whole run with the machines replaced by local stand-ins."""
+import argparse
 import datetime
 import io
 import json
@@ -490,9 +491,10 @@ def finishing(monkeypatch, tmp_path):
     monkeypatch.setattr(reporting, "index_add", doing("index"))
     monkeypatch.setattr(reporting, "print_outcome", lambda run_dir: None)
 
-    def finish_with(**steps_effects):
+    def finish_with(make_dashboards=True, **steps_effects):
         effects.update(steps_effects)
-        finish.finish(design.plan()[0], rec, run_dir, "r", marked_at=1.0, log=lambda line: None)
+        finish.finish(design.plan()[0], rec, run_dir, "r", marked_at=1.0, log=lambda line: None,
+                      dashboards=make_dashboards)
         return calls, json.loads((run_dir / "run.json").read_text())
     return finish_with
 
@@ -523,6 +525,12 @@ def test_a_clean_finish_records_no_errors(finishing):
     assert calls == ["collect", "dashboards", "report", "index"]
     assert record["status"] == "complete" and "finish_errors" not in record
     assert set(record["phases"]) == {"collect_s", "dashboards_s", "report_s", "index_s"}   # each step's duration
+
+
+def test_a_tunes_search_run_leaves_the_dashboards_for_later_and_says_how(finishing):
+    calls, record = finishing(make_dashboards=False)
+    assert calls == ["collect", "report", "index"]
+    assert record["dashboards"] == finish.DEFERRED and "--dashboards" in record["dashboards"]
 
 
 def test_tls_loads_through_the_https_front_and_is_recorded(tmp_path, monkeypatch):
@@ -637,3 +645,17 @@ def test_site_yml_skips_the_checks_only_for_knobs_this_command_validated(monkeyp
     assert playbook.checked_vars({**resolved, "memory_mb": 1024}, threads, False, None) == []
     assert playbook.checked_vars(resolved, threads, True, None) == []
     assert playbook.checked_vars(resolved, threads, False, {"lab_service": {"name": "shop"}}) == []
+
+
+def test_report_dashboards_makes_the_dashboards_a_search_run_left_then_the_report(monkeypatch, tmp_path):
+    from lab.cli.commands import report as report_command
+    done = []
+    monkeypatch.setattr(load, "dashboards", lambda run_dir: done.append(("dashboards", run_dir)))
+    monkeypatch.setattr(reporting, "report", lambda run_dir, warmup: done.append(("report", run_dir)) or 0)
+    parser = argparse.ArgumentParser()
+    report_command.add_arguments(parser)
+    assert report_command.main(parser.parse_args([str(tmp_path), "--dashboards"])) == 0
+    assert done == [("dashboards", tmp_path), ("report", tmp_path)]
+    done.clear()
+    report_command.main(parser.parse_args([str(tmp_path)]))
+    assert done == [("report", tmp_path)]

@@ -818,3 +818,16 @@ def test_a_trial_is_reported_again_from_its_steady_state_only_where_its_report_c
         "steady": {m: {"settled": True, "start_s": 120.0} for m in ("default", "tuned")}}))
     trials.at_steady_state(tmp_path, 30, log=lambda line: None)
     assert bool(asked) is again and (not again or asked[0][2:] == ("--warmup", "auto"))
+
+
+def test_a_search_run_leaves_jmeters_dashboards_for_later(tmp_path):
+    """Issue 54 item 5: a search run is read for its verdict; its dashboards cost 7-26 s a petclinic run."""
+    from lab.experiment.tune import trials
+    asked = []
+
+    def run_trial(o, t, s, label):
+        asked.append(o.dashboards)
+        return 2, tmp_path          # a failed run: nothing to read after it
+    evaluate = trials.evaluator(options.checked(profile=load_profile()), None, run_trial, "20261202T000000Z-tune")
+    evaluate({}, 180)
+    assert asked == [False] and options.Options().dashboards, "an ordinary run still makes them"

@@ -69,8 +69,9 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
     stepped = capacity.chart(run, machines)
     if stepped is not None:
         charts.insert(0, stepped)
+    deferred = run.get("dashboards")
     page = render_html(f"Camel Tuning Lab — {run.run_id}", summary, charts, run.dashboards(),
-                       flames=flame_sections(profiles))
+                       flames=flame_sections(profiles), no_dashboards=deferred if isinstance(deferred, str) else "")
     # all rendered: now the three files, all or none (verdict.json last: what other reports read)
     summary_path, html_path, _ = write_files(folder, {"summary.md": summary, "report.html": page,
                                                       VERDICT_JSON: verdict})

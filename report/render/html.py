@@ -86,10 +86,11 @@ class Titled(Protocol):
 
 
 def render_html(title: str, summary_md: str, charts: Sequence[tuple[Titled, bytes]], dashboards: dict[str, str],
-                charts_title: str | None = None, flames: Sequence[tuple[str, str, str, str]] = ()) -> str:
+                charts_title: str | None = None, flames: Sequence[tuple[str, str, str, str]] = (),
+                no_dashboards: str = "") -> str:
     """charts: [(Chart, png bytes)]; dashboards: {machine: relative link}. charts_title: a page whose charts
     are not the run's side-by-side panels (the combined trials) names them so. flames: [(key, title, about,
-    svg text)] (report/render/flame.py)."""
+    svg text)] (report/render/flame.py). no_dashboards: why a run has none (run.json `dashboards`)."""
     body = markdown_html(summary_md)
     parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
              f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>", body]
@@ -105,6 +106,8 @@ def render_html(title: str, summary_md: str, charts: Sequence[tuple[Titled, byte
     if dashboards:
         links = " · ".join(f"<a href='{html.escape(link)}'>{html.escape(m)}</a>" for m, link in dashboards.items())
         parts.append(f"<p>JMeter's own dashboards: {links}</p>")
+    elif no_dashboards:
+        parts.append(f"<p>JMeter's own dashboards: {html.escape(no_dashboards)}</p>")
     for chart, png in charts:
         data = base64.b64encode(png).decode("ascii")
         parts += [f"<div class='chart' id='{html.escape(chart.key, quote=True)}'><h3>{html.escape(chart.title)}</h3>",

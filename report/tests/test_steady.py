@@ -117,3 +117,13 @@ def test_a_load_ended_once_settled_is_measured_from_its_steady_state(tmp_path):
     summary = (folder / "summary.md").read_text()
     assert "--until-settled ended the load: where the later machine's throughput settled" in summary
     assert "Figures exclude the first 30 s" not in summary
+
+
+def test_a_run_without_jmeters_dashboards_says_why_on_its_page():
+    from types import SimpleNamespace
+
+    from report.render.html import render_html
+    chart = [(SimpleNamespace(key="tps", title="TPS", about="a"), b"png")]
+    page = render_html("r", "# r", chart, {}, no_dashboards="not made (a tune's search run)")
+    assert "JMeter's own dashboards: not made (a tune&#x27;s search run)" in page
+    assert "JMeter's own dashboards" not in render_html("r", "# r", chart, {})

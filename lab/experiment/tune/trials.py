@@ -199,7 +199,9 @@ def evaluator(opts, s, run_trial, series: str, objective: str = "tps",
 
     def evaluate(values: dict, hold_s: int, swapped: bool = False) -> Outcome:
         count[0] += 1
-        o = options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}", control, base=base)
+        # a search run is read for its verdict: JMeter's dashboards wait for whoever opens it (report --dashboards)
+        o = dataclasses.replace(options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}", control,
+                                        base=base), dashboards=False)
         crossover = o.trials(series=series, repeat=2)[1 if swapped else 0]     # [1]: the machines' roles swapped
         code, run_dir = run_trial(o, dataclasses.replace(crossover, number=None, of=None), s, o.label)
         on_run(run_dir)
