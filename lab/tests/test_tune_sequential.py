@@ -334,3 +334,37 @@ def test_a_gain_over_a_control_still_warming_up_is_not_a_confirmed_answer(tmp_pa
         "confirmations": [c]}))
     assert schema.problems("tune.json", {"tune_id": "x", "status": "complete", "holds_s": [1], "floor": 0.05,
                                          "space": [], "results": [], "confirmations": [c]}) == []
+
+
+def test_a_candidate_shown_worse_than_the_control_is_never_confirmed(tmp_path):
+    """The petclinic tune of 20261202T053312Z: its one search run (the known tuned set, C1 only) was 0.33× (0.27 …
+    0.39) at steady state, and the tune went on to confirm it against default and tuned."""
+    from lab.experiment.tune import search
+    from lab.experiment.tune.search import Outcome
+
+    def candidate(number, ratio, low, high):
+        run = search.Result(number, {"k": number}, Outcome(ratio, low, high, settled=True), 120, "complete")
+        return search.Candidate(number, {"k": number}, (run,), 0.05)
+    tuner = type("T", (), {"best": lambda self: None,
+                           "candidates": lambda self: [candidate(0, 0.33, 0.27, 0.39), candidate(1, 0.6, 0.5, 0.7)]})()
+    assert confirm.finalist(tuner) == (None, False)
+    assert "shown worse than the default set (the best, trial 1: 0.60x, 95 % CI " in \
+        confirm.nothing_to_confirm(tuner, "default")
+    tuner.candidates = lambda: [candidate(0, 0.33, 0.27, 0.39), candidate(1, 0.96, 0.8, 1.1)]
+    assert confirm.finalist(tuner)[0].number == 1, "one the control may not beat is still worth a proof"
+
+
+def test_while_every_candidate_is_shown_worse_the_confirmations_budget_goes_to_the_search(tmp_path, sets):
+    from lab import paths
+    tune_space = command_space()
+    # every candidate at about a tenth of the control: each one shown worse
+    runs = standin.Runs(standin.StandIn(tune_space, {"tomcat_threads_max": 10, "jvm_gc": "parallel"}, gain=-0.9,
+                                        width=100.0, seed=3), paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
+    plan = command.Plan(tune_space, 180, 0.03, budget_s=0)
+    ramp = load_profile().ramp_up_s
+    plan.budget_s = 3 * plan.cap_s(ramp) + plan.reserve_s(ramp)    # 3 runs and the confirmations, at the caps
+    said = []
+    command.execute(options.checked(profile=load_profile()), None, plan, runs, log=said.append,
+                    clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    assert len(runs.ran) > 3 and not runs.series, "no confirmation, and its share searched"
+    assert any("shown worse than the default set" in line for line in said)

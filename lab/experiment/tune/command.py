@@ -252,11 +252,12 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         plan = dataclasses.replace(plan, ran_s=_median(data.get("runs_s")))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
-    # a run starts only when it fits whole with the confirmations after it; while no candidate has run within its
-    # constraints there is nothing to confirm, and the confirmations' share goes to the search (the tune of
-    # 20261130T111421Z stopped after 23 of its 55 minutes with nothing feasible and 32 minutes kept unused)
+    # a run starts only when it fits whole with the confirmations after it; while no candidate is worth confirming
+    # (none ran within its constraints, or every one that did was shown worse than the control) the confirmations'
+    # share goes to the search (the tune of 20261130T111421Z stopped after 23 of its 55 minutes with nothing feasible
+    # and 32 minutes kept unused; 20261202T053312Z searched one run, then confirmed a 0.33x)
     def whole() -> int:
-        found = proves and any(c.feasible for c in tuner.candidates())
+        found = proves and confirm.finalist(tuner)[0] is not None
         return plan.cap_s(ramp) + (plan.reserve_s(ramp) if found else 0)
 
     def left() -> float:
@@ -309,7 +310,7 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     first feasible candidate found with no budget left for its confirmations): written unconfirmed, and said so."""
     final, counted = confirm.finalist(tuner)
     if final is None:
-        log("tune: no candidate ran within its constraints: nothing to confirm")
+        log(f"tune: {confirm.nothing_to_confirm(tuner, plan.control)}")
         return
     row = {**candidate_row(final, tuner.floor), "counted": counted}
     same = (data.get("finalist") or {}).get("number") == final.number     # a resumed tune's, for this finalist
