@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 6, "sweep.json": 2, "tune.json": 7}
+FORMATS = {"run.json": 2, "verdict.json": 6, "sweep.json": 2, "tune.json": 8}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -45,7 +45,9 @@ HISTORY = {
                      "not): the answer is confirmed only with none still warming up (confirm.proven)",
                   7: "confirm_against (the controls the finalist is confirmed against) and itself ({control: why "
                      "not}: the tuned set where the finalist is its configuration, confirm.itself); until_settled_s "
-                     "(--until-settled: every run's hold a cap, lab/experiment/load/settle.py)"},
+                     "(--until-settled: every run's hold a cap, lab/experiment/load/settle.py)",
+                  8: "no_finalist (why a tune has no finalist: none ran within its constraints, or every one that "
+                     "did was shown worse than the control, confirm.nothing_to_confirm)"},
 }
 
 

@@ -70,7 +70,7 @@ TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "e
         "load": dict, "service": str, "objective": str, "constraints": ListOf(str), "control": str, "name": str,
         "base": str, "known": ListOf(str), "between": NUMBER, "cold": bool, "around": str,
         "trials": ListOf(str), "results": ListOf(_ROW), "candidates": ListOf(_CANDIDATE), "best": _CANDIDATE,
-        "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool},
+        "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool}, "no_finalist": str,
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,
                                  "verdict": str, "looks": ListOf(str), "combined": str, "look": int,
                                  "level": NUMBER, "at_look": {"low": NUMBER, "high": NUMBER}, "decision": str,

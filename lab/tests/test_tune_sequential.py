@@ -364,7 +364,12 @@ def test_while_every_candidate_is_shown_worse_the_confirmations_budget_goes_to_t
     ramp = load_profile().ramp_up_s
     plan.budget_s = 3 * plan.cap_s(ramp) + plan.reserve_s(ramp)    # 3 runs and the confirmations, at the caps
     said = []
-    command.execute(options.checked(profile=load_profile()), None, plan, runs, log=said.append,
-                    clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    _, folder = command.execute(options.checked(profile=load_profile()), None, plan, runs, log=said.append,
+                                clock=lambda: runs.clock[0], judge=lambda run_dir: ())
     assert len(runs.ran) > 3 and not runs.series, "no confirmation, and its share searched"
     assert any("shown worse than the default set" in line for line in said)
+    data = json.loads((folder / "tune.json").read_text())
+    assert data["finalist"] is None and data["no_finalist"].startswith("every candidate that ran within its")
+    assert schema.problems("tune.json", data) == [] and not (sets / f"{data['name']}.yml").exists()
+    from report.render.tune import _answer
+    assert "the default set stays the answer" in "\n".join(_answer(data))

@@ -92,7 +92,8 @@ def _answer(data: dict[str, Any]) -> list[str]:
     if not final:
         best = data.get("best")
         said = "No finalist yet: the search has not ended" if data["status"] != "complete" else "No finalist"
-        none = ("No candidate ran within its constraints." if "candidates" in data else
+        none = (f"{data['no_finalist'][0].upper()}{data['no_finalist'][1:]}." if data.get("no_finalist") else
+                "No candidate ran within its constraints." if "candidates" in data else
                 "No candidate ran whole at the longest hold within its constraints.")
         return lines + [f"{said}. " + (f"Best that counts so far: trial {best['number']}." if best else none), ""]
     if "outcome" in final:          # format 2: the finalist's run at the longest hold

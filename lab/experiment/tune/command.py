@@ -309,8 +309,10 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     resumed tune has kept; later looks while left() holds a block), then written as a knob set; confirms False (a
     first feasible candidate found with no budget left for its confirmations): written unconfirmed, and said so."""
     final, counted = confirm.finalist(tuner)
-    if final is None:
-        log(f"tune: {confirm.nothing_to_confirm(tuner, plan.control)}")
+    if final is None:       # tune.json says why (a resumed tune's earlier finalist may no longer be worth it)
+        data.update(finalist=None, no_finalist=confirm.nothing_to_confirm(tuner, plan.control))
+        _save(folder, data)
+        log(f"tune: {data['no_finalist']}")
         return
     row = {**candidate_row(final, tuner.floor), "counted": counted}
     same = (data.get("finalist") or {}).get("number") == final.number     # a resumed tune's, for this finalist
