@@ -268,6 +268,7 @@ def test_the_watches_go_on_counting_when_the_disk_fills_and_their_csvs_are_liste
         t.host = None
         t.t = t.run_id = t.marked_at = t.log = None
         t.addresses, t.ssh_ports = {}, {}
+        t.opts = options.Options()      # the run's options: finish reads whether it makes the dashboards
         monkeypatch.setattr(finish, "finish", lambda *args, **kwargs: None)
         os.truncate(fs / "filler", (fs / "filler").stat().st_size - 256 * 1024)     # room for run.json
         t.finish()
