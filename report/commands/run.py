@@ -23,7 +23,7 @@ from report.render.summary import render_summary
 from report.render.verdict import verdict_json, verdict_record, verdict_sentence
 from report.stats import between
 from report.stats.labels import by_label
-from report.stats.machine import load_machine
+from report.stats.machine import read_machine, windowed
 from report.stats.runs import analyse_machines
 
 
@@ -44,13 +44,14 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
         warmup_s, source = float(run.warmup_s), "run.json load.warmup_s"
     else:
         warmup_s, source = 0.0, "run.json has no load.warmup_s: nothing excluded"
-    machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
+    read = {name: read_machine(run, name) for name in MACHINES}
+    machines = {name: windowed(read[name], run, warmup_s) for name in MACHINES}
     if warmup == "auto":
         settled = [m.steady.start_s for m in machines.values() if m.steady is not None and m.steady.settled]
         if len(settled) == len(machines):
             warmup_s, source = max(settled), ("--until-settled ended the load" if ended_settled else "--warmup auto") \
                 + ": where the later machine's throughput settled"
-            machines = {name: load_machine(run, name, warmup_s) for name in MACHINES}
+            machines = {name: windowed(read[name], run, warmup_s) for name in MACHINES}
         else:
             source += "; --warmup auto kept it: not every machine reached a steady state"
     analysis = analyse_machines(machines)

@@ -52,6 +52,12 @@ def _parse_utc(text: object) -> float | None:
 
 
 def load_machine(run: RunInfo, name: str, warmup_s: float) -> Machine:
+    """One machine of a run: its files read, then its figures from the warm-up on."""
+    return windowed(read_machine(run, name), run, warmup_s)
+
+
+def read_machine(run: RunInfo, name: str) -> Machine:
+    """The machine's files read (samples, metrics, log hints), nothing derived yet."""
     mdir = run.machine_dir(name)
     machine = Machine(name, folder=mdir)
     jtl, csv_path = mdir / "jmeter.jtl", mdir / "pcp" / "metrics.csv"
@@ -72,6 +78,16 @@ def load_machine(run: RunInfo, name: str, warmup_s: float) -> Machine:
             machine.notes.append(f"pcp/metrics.csv unreadable: {e}")
         else:
             machine.metrics.name_processes(read_processes(mdir / "pcp" / "processes.csv"))
+    machine.hints = log_hints(mdir)
+    return machine
+
+
+def windowed(read: Machine, run: RunInfo, warmup_s: float) -> Machine:
+    """The machine's window, figures, stop and steady state with this warm-up excluded (a copy: the files are
+    read once, even where the report measures again from where both settled)."""
+    machine = Machine(read.name, folder=read.folder, samples=read.samples, metrics=read.metrics, hints=read.hints,
+                      notes=list(read.notes))
+    name = machine.name
     # time zero: the first sample; without samples the run's start, then the first PCP value
     has_samples = machine.samples is not None and len(machine.samples) > 0
     if has_samples:
@@ -95,5 +111,4 @@ def load_machine(run: RunInfo, name: str, warmup_s: float) -> Machine:
         times, _ = machine.metrics.series("hotproc.psinfo.utime")
         exported = float(np.median(np.diff(times))) if len(times) > 1 else math.nan
         machine.cpu_step_s = float(run.get("machines", name, "knobs", "pcp_scan_interval_s", default=exported))
-    machine.hints = log_hints(mdir)
     return machine
