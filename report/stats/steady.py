@@ -104,6 +104,15 @@ def quiet_bin(times: np.ndarray, compiled_s: np.ndarray, bins: int) -> int | Non
     return None
 
 
+def steady_start(rates: np.ndarray, jit: tuple[np.ndarray, np.ndarray] | None) -> tuple[int | None, int | None]:
+    """(the first steady bin, the bin from which the JIT was quiet): jit is (seconds since the first sample, compiling
+    seconds so far), or None where it was not recorded (the throughput alone judges: quiet from the start). The
+    first is None where the JIT never went quiet, or the throughput never settled after it. The rule the report and
+    the load (--until-settled) both apply."""
+    quiet = quiet_bin(*jit, len(rates)) if jit is not None else 0
+    return (None if quiet is None else settled_bin(rates, quiet)), quiet
+
+
 def jit_timeline(machine: Machine) -> tuple[np.ndarray, np.ndarray] | None:
     """The JIT's compiling seconds so far (seconds since the first sample, cumulative seconds) from PCP's rates, or
     None where they were not recorded."""
@@ -134,8 +143,7 @@ def find_steady(machine: Machine) -> Steady:
     if len(rates) * BIN_S < MIN_REST_S:
         return Steady(False, why=f"the run is shorter than {MIN_REST_S:.0f} s")
     jit = jit_timeline(machine)
-    quiet = quiet_bin(*jit, len(rates)) if jit is not None else 0
-    k = None if quiet is None else settled_bin(rates, quiet)
+    k, quiet = steady_start(rates, jit)
     quiet_s = math.nan if jit is None or quiet is None else quiet * BIN_S
     if k is not None:
         return Steady(True, start_s=k * BIN_S, drift=_drift(rates[k:]), quiet_s=quiet_s)

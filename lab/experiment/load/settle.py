@@ -57,7 +57,7 @@ def settled(tails: dict[str, JtlTail], window_s: float, compiled: Compiled | Non
     """Settled when every machine's JTL so far has a steady state (the report's rule) at least window_s long, counted
     from where its JIT went quiet where `compiled` holds two readings of it or more."""
     # the report's rule, loaded only for a run that asks for it (numpy: the report's dependency too)
-    from report.stats.steady import BIN_S, binned, quiet_bin, settled_bin
+    from report.stats.steady import BIN_S, binned, steady_start
     at, steady, quiet = {}, {}, {}
     for machine, tail in tails.items():
         tail.read()
@@ -67,12 +67,12 @@ def settled(tails: dict[str, JtlTail], window_s: float, compiled: Compiled | Non
         t0 = float(start.min())
         rates = binned(start, ok, t0)
         times, seconds = (compiled or {}).get(machine) or ([], [])
-        first = quiet_bin(np.asarray(times) - t0, np.asarray(seconds), len(rates)) if len(times) >= 2 else 0
-        k = None if first is None else settled_bin(rates, first)
+        jit = (np.asarray(times) - t0, np.asarray(seconds)) if len(times) >= 2 else None
+        k, first = steady_start(rates, jit)
         if k is None or (len(rates) - k) * BIN_S < window_s:
             return None
         at[machine], steady[machine] = k * BIN_S, (len(rates) - k) * BIN_S
-        quiet[machine] = first * BIN_S if len(times) >= 2 else None
+        quiet[machine] = None if jit is None else first * BIN_S
     return Settled(at, steady, quiet)
 
 
