@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -88,6 +89,18 @@ def terminate(pid: int, grace: float = 10.0) -> bool:
         return True
     time.sleep(0.5)
     return not pid_alive(pid)
+
+
+def end(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """A child this process started and still holds: SIGTERM, SIGKILL after `grace` seconds, reaped either way."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def stop(name: str, grace: float = 10.0, run_dir: Path = paths.RUN_DIR) -> bool:

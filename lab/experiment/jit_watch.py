@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+from lab import procs
 from lab.experiment import descriptor, disk
 from lab.machines import reach
 
@@ -76,13 +77,7 @@ class JitWatch:
     def stop(self) -> dict:
         """Ends the sessions; {machine: {readings, compiling_s}} for run.json (compiling_s: the last reading)."""
         for proc in self._procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            procs.end(proc)
         for thread in self._threads:
             thread.join(10)
         if self.file is not None:

@@ -15,6 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
+from lab import procs
 from lab.experiment import disk
 
 PERIOD_S = 10.0
@@ -117,13 +118,8 @@ class MachineWatch:
 
     def stop(self) -> dict:
         """Ends the probe loop; {machine: {probes, failed, dead_at, back_at, deaths}} (times epoch s)."""
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        if self._proc is not None:
+            procs.end(self._proc)
         if self._thread.is_alive():
             self._thread.join(10)
         with self._lock:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from lab import machines, paths
+from lab import machines, paths, procs
 from lab.errors import LabError
 from lab.machines import reach
 from lab.provision import as_data, controller_java, knobs, profiler, scope
@@ -212,12 +212,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
                     out.flush()
             proc.wait()
         except BaseException:       # Ctrl-C: Ansible must not go on changing the machines behind the user
-            proc.terminate()
-            try:
-                proc.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            procs.end(proc, STOP_GRACE_S)
             raise
     if proc.returncode != 0:
         raise ProvisionError(f"ansible-playbook exited {proc.returncode}; the whole output is in {logfile}")

@@ -95,3 +95,16 @@ def test_the_watch_keeps_each_machines_readings_and_leaves_out_a_stale_one(tmp_p
     assert said == {"default": {"readings": 2, "compiling_s": 0.3}, "tuned": {"readings": 1, "compiling_s": 0.0}}
     rows = list(csv.reader(open(tmp_path / "host" / "jit.csv")))
     assert rows[0] == ["time", "machine", "compiling_ms"] and len(rows) == 4
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_its_grace_and_reaped():
+    """lab/procs.end, which this watch, the liveness watch and Ansible's Ctrl-C path share."""
+    from lab import procs
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
+                                 "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
+                                 "time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    assert stubborn.stdout.readline().strip() == "ready"
+    started = time.monotonic()
+    procs.end(stubborn, grace=0.5)
+    assert stubborn.returncode == -9 and time.monotonic() - started < 10
+    procs.end(stubborn)         # an ended child: nothing to do
