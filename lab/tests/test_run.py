@@ -436,6 +436,9 @@ def test_an_interrupted_provisioning_stops_ansible(fake_provisioning, monkeypatc
         def stdout(self):
             raise KeyboardInterrupt
 
+        def poll(self):             # still running when Ctrl-C comes (Popen's own API, which lab/procs.end reads)
+            return None
+
         def terminate(self):
             Interrupted.terminated = True
 
