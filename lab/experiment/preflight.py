@@ -12,7 +12,7 @@ from lab import paths, steps
 from lab.errors import LabError
 from lab.experiment import design, disk
 from lab.experiment.options import Options
-from lab.machines import ahead, image, lifecycle, settings
+from lab.machines import ahead, box, image, lifecycle, provider, settings
 from lab.provision import hosts, machine_fit
 
 
@@ -36,9 +36,10 @@ def namespace_free(opts: Options) -> None:
 
 def images_ahead(hosts) -> contextlib.AbstractContextManager:
     """While a command that runs trials checks its options and knobs (the app's jar is built there), the
-    machines' container image is made ahead where `up` will need it (lab/machines/ahead.py). Its guesses are cheap
-    and safe: each machine's own knob set's Java (a --set jvm_version the guess misses is built by `up` itself),
-    and nothing at all without root, with --hosts, or when any of it cannot be read (the checks then say why)."""
+    machines' base (a container's image, a VM's box) is made ahead where `up` will need it (lab/machines/ahead.py).
+    Its guesses are cheap and safe: each machine's own knob set's Java (a --set jvm_version the guess misses is built
+    by `up` itself), and nothing at all without root, with --hosts, or when any of it cannot be read (the checks
+    then say why)."""
     if hosts is not None or os.geteuid() != 0:
         return contextlib.nullcontext()
     try:
@@ -46,4 +47,6 @@ def images_ahead(hosts) -> contextlib.AbstractContextManager:
         suites = set(design.own_suites().values())
     except (LabError, ValueError, OSError):
         return contextlib.nullcontext()
+    if kind == provider.LIBVIRT:
+        return ahead.images(kind, suites, lambda suite: not box.box_file(suite).exists())
     return ahead.images(kind, suites, lambda suite: not image.recorded(image.base_name(suite)))

@@ -1,14 +1,17 @@
-"""A container image's root file system made ahead. A cold start on containers spent 16 s on the app's jar and the
-knobs' check before `up` began the image's 62 s of mmdebstrap and apt (results/20261130T101705Z-cycle-cold): a
-command that runs trials now starts that build (`images`) as soon as it knows the machines' kind, in a process of its
-own, and `up` takes it (`take`) when it needs the image. The process leads a session of its own, so its mmdebstrap,
-apt and dpkg are one process group: a run that stops before `up` took it (bad knobs, Ctrl-C, another lab in the
-namespace, a failure) ends that group, undoes what is mounted in its folder and removes it, and nothing is left
-changed. Only a container's base image (one per recipe, host-wide) is made ahead: a VM's box needs loop devices, and
-under TCG its boot and provisioning dwarf it. Nor on a host without mmdebstrap yet: `up` installs the host's
-prerequisites first and then builds the image itself (a new host's first run raced that install and failed, 2026-12-01).
+"""The machines' base made ahead: a container image's root file system, or a VM's whole box. A cold start on
+containers spent 16 s on the app's jar and the knobs' check before `up` began the image's 62 s of mmdebstrap and apt
+(results/20261130T101705Z-cycle-cold), and on emulated VMs as long before the box's 67 s
+(results/20261202T082512Z-bench-cycle): a command that runs trials now starts that build (`images`) as soon as it
+knows the machines' kind, in a process of its own, and `up` takes it (`take`) when it needs it. The build writes
+only in a folder of its own: the box is moved into place (or the image imported) by `up`, under the lab's lock. The
+process leads a session of its own, so its mmdebstrap, apt and dpkg are one process group: a run that stops before
+`up` took it (bad knobs, Ctrl-C, another lab in the namespace, a failure) ends that group, undoes what is mounted in
+its folder (and a box's loop devices) and removes it, and nothing is left changed but the checkout's login key (made
+once, as `up` would). Not on a host without the build's tools yet: `up` installs the host's prerequisites first and
+then builds it itself (a new host's first run raced that install and failed, 2026-12-01).
 
-    python -m lab.machines.ahead SUITE PARENT_PID ROOT    (the process itself: the suite's root file system in ROOT)
+    python -m lab.machines.ahead KIND SUITE PARENT_PID ROOT    (the process itself: KIND libvirt writes the suite's
+                                                             box file in ROOT, containers its root file system)
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from pathlib import Path
 from lab import paths, steps
 from lab.machines import box, image, prereqs, provider, settings
 
-PREFIX = "image-"           # box.work_dir's prefix for a container's root file system
+PREFIX = "image-"           # box.work_dir's prefix for a base made ahead
 OWNER = "owner"             # in that folder: the PID of the command it was made ahead for
 AUTOGROUP_NICE = -10       # ~9× the CPU weight of a nice-0 session (first())
 STOP_GRACE_S = 30           # mmdebstrap undoes its mounts on SIGTERM; dpkg may take a few seconds to stop
@@ -33,26 +36,29 @@ _PR_SET_PDEATHSIG = 1
 
 
 class Build:
-    """One suite's root file system being made by its own process group, in `work`/root."""
+    """One suite's base (a VM's box or a container's root file system) being made by its own process group, in
+    `work`/root."""
 
-    def __init__(self, suite: str, work: Path, proc: subprocess.Popen, log: Path):
-        self.suite, self.work, self.proc, self.log = suite, work, proc, log
+    def __init__(self, suite: str, work: Path, proc: subprocess.Popen, log: Path, kind: str = provider.CONTAINERS):
+        self.suite, self.work, self.proc, self.log, self.kind = suite, work, proc, log, kind
+        self.what = f"{suite} box" if kind == provider.LIBVIRT else f"{suite} root file system"
         self.started = time.monotonic()
 
     def take(self) -> Path:
-        """The finished root file system (its folder, work, is now the caller's to remove); BoxError with the
-        build's last lines when it failed."""
+        """The finished root file system, or the box file in it (its folder, work, is now the caller's to remove);
+        BoxError with the build's last lines when it failed."""
         if self.proc.poll() is None:
-            steps.note(f"the {self.suite} root file system, started {time.monotonic() - self.started:.0f} s ago "
-                       "beside the jar and the knobs' check: waiting for it")
+            steps.note(f"the {self.what}, started {time.monotonic() - self.started:.0f} s ago beside the jar and the "
+                       "knobs' check: waiting for it")
         code = self.proc.wait()
         if code != 0:
             box.remove_work(self.work)
             tail = "\n  ".join(self.log.read_text(errors="replace").splitlines()[-12:]) if self.log.exists() else ""
-            raise box.BoxError(f"image build failed: the {self.suite} root file system made ahead exited {code} "
-                               f"(its whole output: {self.log})\n  {tail}")
-        steps.note(f"the {self.suite} root file system made ahead in {time.monotonic() - self.started:.0f} s")
-        return self.work / "root"
+            raise box.BoxError(f"{'box' if self.kind == provider.LIBVIRT else 'image'} build failed: the {self.what} "
+                               f"made ahead exited {code} (its whole output: {self.log})\n  {tail}")
+        steps.note(f"the {self.what} made ahead in {time.monotonic() - self.started:.0f} s")
+        root = self.work / "root"
+        return root / box.box_file(self.suite).name if self.kind == provider.LIBVIRT else root
 
     def cancel(self) -> None:
         """Its process group ended (TERM, then KILL after STOP_GRACE_S), its mounts undone, its folder removed.
@@ -89,20 +95,20 @@ def group_members(pgid: int) -> list[int]:
 _building: dict[str, Build] = {}        # suite → its root file system being made, until `up` takes it
 
 
-def start(suite: str, command: list[str] | None = None) -> Build:
-    """The suite's root file system started in a process group of its own; its output in .lab/log/. command:
-    what makes it, given the root's folder as its last argument (this module's main unless given)."""
+def start(suite: str, command: list[str] | None = None, kind: str = provider.CONTAINERS) -> Build:
+    """The suite's base for machines of that kind started in a process group of its own; its output in .lab/log/.
+    command: what makes it, given the root's folder as its last argument (this module's main unless given)."""
     work = box.work_dir(PREFIX)
     (work / "root").mkdir()
     (work / OWNER).write_text(f"{os.getpid()}\n")
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
-    log = paths.LOG_DIR / f"image-{suite}.log"
-    command = command or [sys.executable, "-m", "lab.machines.ahead", suite, str(os.getpid())]
+    log = paths.LOG_DIR / f"{'box' if kind == provider.LIBVIRT else 'image'}-{suite}.log"
+    command = command or [sys.executable, "-m", "lab.machines.ahead", kind, suite, str(os.getpid())]
     with open(log, "w") as out:
         proc = subprocess.Popen([*command, str(work / "root")], cwd=paths.ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     first(proc.pid)
-    return Build(suite, work, proc, log)
+    return Build(suite, work, proc, log, kind)
 
 
 def first(pid: int) -> None:
@@ -139,19 +145,20 @@ def _left_behind() -> None:
 
 @contextlib.contextmanager
 def images(kind: str, suites: set[str], missing) -> Iterator[None]:
-    """While the body runs, the base image of each suite that `missing(suite)` says is not in the lab's daemon is
-    made ahead (containers only); whatever `up` did not take is cancelled when the body ends, however it ends."""
-    absent = tools_missing() if kind == provider.CONTAINERS else []
+    """While the body runs, the base of each suite that `missing(suite)` says the machines of that kind lack (a
+    container's image in the lab's daemon, a VM's box file) is made ahead; whatever `up` did not take is cancelled
+    when the body ends, however it ends."""
+    absent = tools_missing(kind)
     if absent:
-        steps.note(f"the machines' image is not made ahead: {', '.join(absent)} is not installed yet "
-                   "(`up` installs it with the host's prerequisites, then builds the image)")
-    elif kind == provider.CONTAINERS:
+        steps.note(f"the machines' base is not made ahead: {', '.join(absent)} is not installed yet "
+                   "(`up` installs it with the host's prerequisites, then builds it)")
+    else:
         _left_behind()
         for suite in sorted(suites):
             if suite not in _building and missing(suite):
-                _building[suite] = start(suite)
-                steps.note(f"building the {suite} root file system for the machines' image beside the jar and "
-                           f"the knobs' check (its output: {_building[suite].log})")
+                _building[suite] = start(suite, kind=kind)
+                steps.note(f"building the {_building[suite].what} for the machines beside the jar and the knobs' "
+                           f"check (its output: {_building[suite].log})")
     try:
         yield
     finally:
@@ -159,9 +166,9 @@ def images(kind: str, suites: set[str], missing) -> Iterator[None]:
             _building.popitem()[1].cancel()
 
 
-def tools_missing() -> list[str]:
-    """The Debian packages of the build's host tools that are not installed."""
-    return prereqs.missing(prereqs.IMAGE_TOOLS)
+def tools_missing(kind: str = provider.CONTAINERS) -> list[str]:
+    """The Debian packages of the build's host tools that are not installed (a VM's box: its disk's tools too)."""
+    return prereqs.missing(prereqs.IMAGE_TOOLS + (prereqs.DISK_TOOLS if kind == provider.LIBVIRT else ()))
 
 
 def _orphaned(signum, frame) -> None:
@@ -172,14 +179,18 @@ def _orphaned(signum, frame) -> None:
 
 
 def main(argv: list[str]) -> int:
-    suite, parent, root = argv[0], int(argv[1]), Path(argv[2])
+    kind, suite, parent, root = argv[0], argv[1], int(argv[2]), Path(argv[3])
     signal.signal(signal.SIGHUP, _orphaned)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGHUP)
     if os.getppid() != parent:       # it died before the line above
         _orphaned(signal.SIGHUP, None)
-    image.root_filesystem(settings.load(), suite, root)
+    if kind == provider.LIBVIRT:      # its disk made beside the box, in this build's folder (undone on cancel)
+        (root.parent / "build").mkdir()
+        box.build(settings.load(), root / box.box_file(suite).name, suite, work=root.parent / "build")
+    else:
+        image.root_filesystem(settings.load(), suite, root)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:4]))          # SUITE PARENT_PID ROOT
+    sys.exit(main(sys.argv[1:5]))          # KIND SUITE PARENT_PID ROOT

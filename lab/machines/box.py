@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from lab import paths, shell, steps
@@ -102,12 +103,18 @@ def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
     return shell.run(cmd, f"box build failed while {what}", error=BoxError, **kw)
 
 
-def ensure(settings, suite: str) -> tuple[Path, bool]:
-    """The suite's box file for this recipe, built if missing. Returns (path, built_now)."""
+def ensure(settings, suite: str, made_ahead: Callable[[], Path | None] = lambda: None) -> tuple[Path, bool]:
+    """The suite's box file for this recipe, built if missing: the one `made_ahead()` gives (lab/machines/ahead.py;
+    moved into place here, under the lab's lock) or one built now. Returns (path, built_now)."""
     target = box_file(suite)
     if target.exists():
         return target, False
-    build(settings, target, suite)
+    made = made_ahead()
+    if made is not None:
+        made.rename(target)             # one file system (.lab/box): a complete box appears at once
+        remove_work(made.parent.parent)
+    else:
+        build(settings, target, suite)
     _remove_stale_boxes(keep=target, suite=suite)
     return target, True
 
@@ -119,10 +126,12 @@ def _remove_stale_boxes(keep: Path, suite: str) -> None:
             old.unlink()
 
 
-def build(settings, target: Path, suite: str) -> None:
+def build(settings, target: Path, suite: str, work: Path | None = None) -> None:
+    """The suite's box written to `target`, made in the empty folder `work` (a new one unless given), which is
+    removed after."""
     if os.geteuid() != 0:
         raise BoxError("building the base box needs root (loop devices, mounts, chroot)")
-    work = work_dir("build-")
+    work = work or work_dir("build-")
     raw = work / "disk.raw"
     mnt = work / "root"
     mnt.mkdir()
@@ -182,11 +191,28 @@ def mounts_under(folder: Path) -> list[Path]:
     return sorted(inside, key=lambda p: len(p.parts), reverse=True)
 
 
+def loops_under(folder: Path) -> list[str]:
+    """The loop devices backed by a file inside `folder` (a VM box's disk.raw), deleted or not."""
+    listed = subprocess.run(["losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-FILE"],
+                            capture_output=True, text=True)
+    folder, loops = folder.resolve(), []
+    for line in listed.stdout.splitlines() if listed.returncode == 0 else ():
+        name, _, backing = line.partition(" ")
+        backing = re.sub(r"\\x([0-9a-f]{2})", lambda m: chr(int(m[1], 16)), backing).removesuffix(" (deleted)")
+        if backing and Path(backing).is_relative_to(folder):
+            loops.append(name)
+    return loops
+
+
 def remove_work(work: Path) -> None:
     """A build's folder removed, once nothing is mounted inside it: a chroot's /dev, /proc or /sys left mounted
-    by a stopped build would otherwise be emptied on the host's side. Kept (and said) when a mount stays."""
+    by a stopped build would otherwise be emptied on the host's side. Kept (and said) when a mount stays. The loop
+    devices of a stopped VM box's disk are released too (they would hold its 8 GB file after it is removed)."""
     for point in mounts_under(work):
         subprocess.run(["umount", "-l", str(point)], capture_output=True)
+    for loop in loops_under(work):
+        subprocess.run(["partx", "-d", loop], capture_output=True)
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
     left = mounts_under(work)
     if left:
         steps.note(f"kept {work}: {', '.join(map(str, left))} still mounted (unmount them, then remove it)")

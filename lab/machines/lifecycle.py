@@ -183,8 +183,9 @@ def machine_images(suites: set[str], s: settings.Settings, registered: bool = Tr
                 steps.note(f"{'built' if built else 'reusing'} {name}")
         return
     with steps.step("base boxes" if not registered else "register the boxes with Vagrant"):
+        ahead.cancel_except(suites)
         for suite in sorted(suites):
-            path, built = box.ensure(s, suite)
+            path, built = box.ensure(s, suite, made_ahead=lambda suite=suite: ahead.take(suite))
             if registered:
                 vagrant.ensure_box(path, box.box_name(suite))
             else:

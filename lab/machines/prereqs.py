@@ -21,18 +21,21 @@ COMMON = (
     ("ip", "iproute2"),
     ("ssh", "openssh-client"),
 )
-LIBVIRT = (      # the VMs: libvirt and QEMU, and what makes a box's disk
-    ("/usr/share/rubygems-integration/all/gems/vagrant-libvirt-*", "vagrant-libvirt"),
-    ("qemu-system-x86_64", "qemu-system-x86"),
+DISK_TOOLS = (   # what makes a VM box's disk from its root file system
     ("qemu-img", "qemu-utils"),
-    ("libvirtd", "libvirt-daemon-system"),
-    ("virtlogd", "libvirt-daemon-system"),
-    ("virsh", "libvirt-clients"),
-    ("dnsmasq", "dnsmasq-base"),
     ("sfdisk", "fdisk"),
     ("extlinux", "extlinux"),
     ("/usr/lib/EXTLINUX/mbr.bin", "syslinux-common"),
     ("mkfs.ext4", "e2fsprogs"),
+)
+LIBVIRT = (      # the VMs: libvirt and QEMU, and what makes a box's disk
+    ("/usr/share/rubygems-integration/all/gems/vagrant-libvirt-*", "vagrant-libvirt"),
+    ("qemu-system-x86_64", "qemu-system-x86"),
+    ("libvirtd", "libvirt-daemon-system"),
+    ("virtlogd", "libvirt-daemon-system"),
+    ("virsh", "libvirt-clients"),
+    ("dnsmasq", "dnsmasq-base"),
+    *DISK_TOOLS,
 )
 CONTAINERS = (   # the containers: Debian's Docker (its daemon the lab's own, lab/machines/containers.py)
     ("dockerd", "docker.io"),
