@@ -33,6 +33,7 @@ OWNER = "owner"             # in that folder: the PID of the command it was made
 AUTOGROUP_NICE = -10       # ~9× the CPU weight of a nice-0 session (first())
 STOP_GRACE_S = 30           # mmdebstrap undoes its mounts on SIGTERM; dpkg may take a few seconds to stop
 _PR_SET_PDEATHSIG = 1
+NOUN = {provider.LIBVIRT: "box", provider.CONTAINERS: "image"}     # what a build of that kind makes (its log's name)
 
 
 class Build:
@@ -54,8 +55,8 @@ class Build:
         if code != 0:
             box.remove_work(self.work)
             tail = "\n  ".join(self.log.read_text(errors="replace").splitlines()[-12:]) if self.log.exists() else ""
-            raise box.BoxError(f"{'box' if self.kind == provider.LIBVIRT else 'image'} build failed: the {self.what} "
-                               f"made ahead exited {code} (its whole output: {self.log})\n  {tail}")
+            raise box.BoxError(f"{NOUN[self.kind]} build failed: the {self.what} made ahead exited {code} (its whole "
+                               f"output: {self.log})\n  {tail}")
         steps.note(f"the {self.what} made ahead in {time.monotonic() - self.started:.0f} s")
         root = self.work / "root"
         return root / box.box_file(self.suite).name if self.kind == provider.LIBVIRT else root
@@ -102,7 +103,7 @@ def start(suite: str, command: list[str] | None = None, kind: str = provider.CON
     (work / "root").mkdir()
     (work / OWNER).write_text(f"{os.getpid()}\n")
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
-    log = paths.LOG_DIR / f"{'box' if kind == provider.LIBVIRT else 'image'}-{suite}.log"
+    log = paths.LOG_DIR / f"{NOUN[kind]}-{suite}.log"
     command = command or [sys.executable, "-m", "lab.machines.ahead", kind, suite, str(os.getpid())]
     with open(log, "w") as out:
         proc = subprocess.Popen([*command, str(work / "root")], cwd=paths.ROOT, stdout=out, stderr=subprocess.STDOUT,

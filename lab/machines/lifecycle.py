@@ -174,16 +174,15 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
 
 def machine_images(suites: set[str], s: settings.Settings, registered: bool = True) -> None:
     """Each suite's box (a VM's, built when missing; registered with Vagrant once libvirt runs) or image (a
-    container's, built into the lab's daemon when missing)."""
+    container's, built into the lab's daemon when missing), from the one made ahead where there is one."""
+    ahead.cancel_except(suites)
     if vagrant.in_containers() and registered:
         with steps.step("the machines' images"):
-            ahead.cancel_except(suites)
             for suite in sorted(suites):
                 name, built = image.ensure(s, suite, made_ahead=lambda suite=suite: ahead.take(suite))
                 steps.note(f"{'built' if built else 'reusing'} {name}")
         return
     with steps.step("base boxes" if not registered else "register the boxes with Vagrant"):
-        ahead.cancel_except(suites)
         for suite in sorted(suites):
             path, built = box.ensure(s, suite, made_ahead=lambda suite=suite: ahead.take(suite))
             if registered:
