@@ -68,6 +68,9 @@ def rendered(tmp_path_factory):
         "service": lambda: render(base / "service", catalog.parse_overrides(["default:app_unpacked=false",
                                                                            "tuned:tomcat_ajp_connector=nio"]), "-e",
                                   as_data.extra_vars(SERVICE_VARS)),
+        # an example service's own template (services/examples/tripbooking-knobs.yml.j2): its Camel from the knobs
+        "template": lambda: render(base / "template", catalog.parse_overrides(POOL), "-e",
+                                   as_data.extra_vars(TEMPLATE_VARS)),
     })
 
 
@@ -79,6 +82,13 @@ SERVICE_VARS = {"tomcat_http_port": 9966, "lab_service": {
     "properties": {"spring.profiles.active": "h2", "backend.url": "{mock}/v1", "shop.cache": False, "shop.retries": 3},
     "template": None, "logging": None, "logs": [], "cds": False, "footprint": None,
     "mock": {"stubs": "/srv/stubs", "extra_ports": [8082, 8083], "builtin": False}}}
+
+
+POOL = ["tuned:app_compose_pool_size=30", "tuned:app_compose_max_pool_size=40", "tuned:app_backend_connections_per_route=40",
+        "tuned:tomcat_ajp_connector=nio"]
+TEMPLATE_VARS = {**SERVICE_VARS, "lab_service": {
+    **SERVICE_VARS["lab_service"], "properties": {"camel.routecontroller.enabled": True},
+    "template": str(ROOT / "services" / "examples" / "tripbooking-knobs.yml.j2")}}
 
 
 @pytest.fixture(scope="module")
@@ -482,6 +492,18 @@ def test_the_sample_app_is_configured_from_its_descriptor(rendered):
     assert "StandardOutput" not in tuned["app/camel-app.service"], "it writes app.log itself (its logback.xml)"
     manifest = json.loads(tuned["site/manifest.json"])
     assert manifest["logs"]["audit.log"] == "/var/log/camel-app/audit.log"
+
+
+def test_an_example_services_template_gives_its_camel_the_knobs(rendered):
+    """TripBooking's template: the multicast's pool (Camel's default thread pool profile), camel-http's pool only
+    where a knob sets it, the root log level, beside the descriptor's flat Camel keys (one YAML document)."""
+    tuned, default = (yaml.safe_load(rendered["template"][m]["app/application.yml"]) for m in ("tuned", "default"))
+    assert tuned["camel"]["threadpool"] == {"pool-size": 30, "max-pool-size": 40, "max-queue-size": 1000,
+                                            "rejected-policy": "CallerRuns"}
+    assert tuned["camel"]["component"] == {"http": {"connections-per-route": 40}}
+    assert default["camel"] == {"threadpool": {"pool-size": 10, "max-pool-size": 20, "max-queue-size": 1000,
+                                               "rejected-policy": "CallerRuns"}}, "Camel's own defaults, no http pool"
+    assert tuned["logging"] == {"level": {"root": "INFO"}} and tuned["camel.routecontroller.enabled"] is True
 
 
 def test_service_unit_starts_its_jar_with_the_kit_and_keeps_its_console(rendered):
