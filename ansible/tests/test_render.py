@@ -84,8 +84,8 @@ SERVICE_VARS = {"tomcat_http_port": 9966, "lab_service": {
     "mock": {"stubs": "/srv/stubs", "extra_ports": [8082, 8083], "builtin": False}}}
 
 
-POOL = ["tuned:app_compose_pool_size=30", "tuned:app_compose_max_pool_size=40", "tuned:app_backend_connections_per_route=40",
-        "tuned:tomcat_ajp_connector=nio"]
+POOL = ["tuned:app_compose_pool_size=30", "tuned:app_compose_max_pool_size=40",
+        "tuned:app_backend_connections_per_route=40", "tuned:tomcat_ajp_connector=nio"]
 TEMPLATE_VARS = {**SERVICE_VARS, "lab_service": {
     **SERVICE_VARS["lab_service"], "properties": {"camel.routecontroller.enabled": True},
     "template": str(ROOT / "services" / "examples" / "tripbooking-knobs.yml.j2")}}
