@@ -180,7 +180,8 @@ def test_the_catalogs_space_is_fitted_to_a_service_of_the_users(tmp_path):
     said = []
     fitted = tune_cli.fit(command.Plan(catalog_space, HOLD, 0.05, 3600), opts, log=said.append).space
     left = set(catalog_space.knobs) - set(fitted.knobs)
-    assert left == {"app_backend_max_connections", "logback_audit_appender", "tomcat_ajp_connector"}
+    assert left == {"app_backend_max_connections", "app_compose_pool_size", "app_compose_max_pool_size",
+                    "logback_audit_appender", "tomcat_ajp_connector"}
     assert any(line.startswith("tune: tomcat_ajp_connector left out of the space") for line in said)
     assert any("template" in line for line in said if "logback_audit_appender" in line)
     assert {p.knob: p for p in fitted.params}["httpd_max_request_workers"] == \
