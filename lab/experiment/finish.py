@@ -12,15 +12,17 @@ from pathlib import Path
 from lab import machines, steps
 from lab.experiment import collect, design, disk, liveness, load, record, reporting
 from lab.machines import reach
+from runfolder import read_json
 
 
 def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, marked_at: float | None, log,
             addresses: dict[str, str] | None = None, dead: dict[str, float] | None = None,
-            ports: dict[str, int] | None = None, dashboards: bool = True) -> None:
+            ports: dict[str, int] | None = None, dashboards: bool = True, report: bool = True) -> None:
     """Collect, dashboards, report: whatever the run got to, each step on its own. The run folder's
     default/ and tuned/ are the configurations; each says which machine ran it. A step that fails is
     recorded and the next one runs; Ctrl-C during collection or the dashboards skips to the report, and
-    during the report ends it: run.json says so either way (status, stopped_at, finish_errors)."""
+    during the report ends it: run.json says so either way (status, stopped_at, finish_errors). report=False:
+    the report and the index are left to report_later (run.json's report says so meanwhile)."""
     if marked_at is not None:
         def pull():
             problems = collect.pull(run_id, run_dir, since_epoch=int(marked_at) - 5, folders=t.folders(), log=log,
@@ -51,12 +53,10 @@ def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, mark
     elif any((run_dir / m / "jmeter.jtl").exists() for m in machines.NAMES) and not interrupted_after_load(rec):
         finish_step(rec, "dashboards", "JMeter dashboards", lambda: load.dashboards(run_dir, progress=log))
 
-    def write_report():
-        if reporting.report_command("run", run_dir, log=log) == 0:
-            log(f"{run_dir / 'report.html'}")
-            log(f"{run_dir / 'summary.md'}")
-    finish_step(rec, "report", "report", write_report)
-    finish_step(rec, "index", "the run into results/index.sqlite", lambda: reporting.index_add(run_dir))
+    if not report:
+        rec.update(report=LATER)
+        return
+    report_steps(rec, run_dir, log)
     reporting.print_outcome(run_dir)
     if rec.full_at:
         listed = rec.data.get("incomplete") or []
@@ -66,7 +66,34 @@ def finish(t: design.Trial, rec: record.Record, run_dir: Path, run_id: str, mark
               file=sys.stderr)
 
 
+def report_steps(rec: record.Record, run_dir: Path, log, own_session: bool = False) -> None:
+    """The report, then the run into the index (results/index.sqlite), each a step of its own."""
+    def write_report():
+        if reporting.report_command("run", run_dir, log=log, own_session=own_session) == 0:
+            log(f"{run_dir / 'report.html'}")
+            log(f"{run_dir / 'summary.md'}")
+    finish_step(rec, "report", "report", write_report)
+    finish_step(rec, "index", "the run into results/index.sqlite", lambda: reporting.index_add(run_dir))
+
+
+def report_later(run_dir: Path) -> None:
+    """A run's report and index entry after its finish left them (report=False): a tune's search run, its report
+    written while the next run is provisioned (tune/overlap.py). Quiet (the console is the next run's), in a session
+    of its own (a Ctrl-C on the terminal is the tune's to handle: it waits for this report, then stops)."""
+    data = read_json(run_dir / "run.json")
+    with steps.quiet():
+        if data is None:        # its run.json unreadable: the report still, run.json left as it is
+            reporting.report_command("run", run_dir, log=lambda line: None, own_session=True)
+            return
+        data.pop("report", None)
+        rec = record.Record(run_dir, data)
+        report_steps(rec, run_dir, log=lambda line: None, own_session=True)
+    if rec.full_at:
+        print(f"start.sh: the disk filled during {rec.full_at} of {run_dir.name}'s report", file=sys.stderr)
+
+
 FINISH_STEPS = ("collect", "dashboards", "report")
+LATER = "written after the next run began its provisioning (a tune's search run: lab/experiment/tune/overlap.py)"
 DEFERRED = "not made (a tune's search run): ./start.sh report RUN --dashboards makes them"
 
 

@@ -48,6 +48,9 @@ class Options:
     # JMeter's HTML dashboards at the end of the run; a tune's search runs skip them (7-26 s a petclinic run: issue
     # 54 item 5), `./start.sh report RUN --dashboards` makes them later
     dashboards: bool = True
+    # the report (report.html, verdict.json) and the index at the end of the run; a tune's search run has it written
+    # beside the next run's provisioning (lab/experiment/tune/overlap.py, finish.report_later)
+    report: bool = True
 
     def __post_init__(self) -> None:
         """The refusals that need nothing but the values themselves (--repeat's: design.trials_of)."""

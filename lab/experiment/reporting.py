@@ -22,16 +22,18 @@ INDEXES = {"runs": 0, "history": 0}         # the results/ whose index.sqlite th
 INDEX_FILES = ("index.sqlite", ".index.sqlite.lock")     # report/history/index.py writes them in place
 
 
-def report_command(command: str, *args, log=None, what: str = "report") -> int:
+def report_command(command: str, *args, log=None, what: str = "report", own_session: bool = False) -> int:
     """`python -m report COMMAND ARGS` (run, compare, combine, sweep) from the project root; its exit code.
     Without log its output goes to the terminal; with log it is kept, and a failure is logged as 'the WHAT
     failed: ' and the output's end. Where the lab is root the report runs as the lab's user (it reads text of the
-    customer's: labels, messages, a plan's names), in the folder it writes, lent for the while."""
+    customer's: labels, messages, a plan's names), in the folder it writes, lent for the while. own_session: out of
+    the terminal's reach (a Ctrl-C there is for whoever waits on this report)."""
     cmd = [sys.executable, "-m", "report", command, *map(str, args)]
     with _as_lab_user(command, [Path(a) for a in map(str, args)], cmd) as (argv, env):
         if log is None:
             return subprocess.run(argv, cwd=paths.ROOT, env=env).returncode
-        done = subprocess.run(argv, cwd=paths.ROOT, capture_output=True, text=True, env=env)
+        done = subprocess.run(argv, cwd=paths.ROOT, capture_output=True, text=True, env=env,
+                              start_new_session=own_session)
     if done.returncode != 0:
         log(f"the {what} failed: {(done.stdout + done.stderr).strip()[-800:]}")
     return done.returncode

@@ -13,7 +13,7 @@ import contextlib
 import datetime
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -209,7 +209,8 @@ class TrialRun:
             if cut:         # a watch that could not write its CSV went on counting: run.json has its summary
                 self.record.update(incomplete=self.record.with_incomplete(cut))
         finish.finish(self.t, self.record, self.run_dir, self.run_id, self.marked_at, self.log,
-                      addresses=self.addresses, dead=dead, ports=self.ssh_ports, dashboards=self.opts.dashboards)
+                      addresses=self.addresses, dead=dead, ports=self.ssh_ports, dashboards=self.opts.dashboards,
+                      report=self.opts.report)
 
     def swap_cores(self) -> core_swap.CoreSwap | None:
         """The machines' cores traded half-way through the measured window (core_swap.py), or kept and why:
@@ -232,8 +233,11 @@ class TrialRun:
         return record.load_record(self.opts.profile, self.scheme, self.warmup_s, result)
 
 
-def run_trial(opts: Options, t: design.Trial, s: settings.Settings, label: str, log=steps.note) -> tuple[int, Path]:
-    """One trial in its own run folder, phase by phase; returns (exit code, run folder)."""
+def run_trial(opts: Options, t: design.Trial, s: settings.Settings, label: str, log=steps.note,
+              before_start: Callable[[], None] | None = None) -> tuple[int, Path]:
+    """One trial in its own run folder, phase by phase; returns (exit code, run folder). before_start: called once both
+    machines are provisioned, before their equal start (a tune tells the previous run's outcome there, its report
+    made beside this provisioning: nothing of the lab's runs on the host from the equal start on)."""
     trial = TrialRun(opts, t, s, label, log)
     rec = trial.record
     print(f"run {trial.run_id}: results in {trial.run_dir}", flush=True)
@@ -244,6 +248,8 @@ def run_trial(opts: Options, t: design.Trial, s: settings.Settings, label: str, 
             load.jmeter_beside(log)
         trial.machines()
         trial.provision(built)
+        if before_start is not None:
+            before_start()
         trial.equal_start_and_check()
         rec.data["phases"]["to_load_s"] = round(time.monotonic() - started)
         trial.load()

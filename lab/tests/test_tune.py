@@ -13,7 +13,7 @@ import optuna
 import pytest
 
 from lab.experiment import load, options
-from lab.experiment.tune import search, space, standin
+from lab.experiment.tune import evidence, search, space, standin
 from lab.provision import catalog
 from lab.provision.configuration import Configuration
 from runfolder import schema
@@ -289,19 +289,19 @@ def test_a_gain_inside_the_floor_is_never_an_improvement():
     assert t.best() is None
 
     def candidate(*outcomes, between=0.0):
-        return search.Candidate(0, {}, tuple(search.Result(i, {}, o, 540, "complete") for i, o in
+        return evidence.Candidate(0, {}, tuple(evidence.Result(i, {}, o, 540, "complete") for i, o in
                                              enumerate(outcomes)), between)
-    run, swapped = search.Outcome(1.06, 1.04, 1.08), search.Outcome(1.06, 1.04, 1.08, swapped=True)
+    run, swapped = evidence.Outcome(1.06, 1.04, 1.08), evidence.Outcome(1.06, 1.04, 1.08, swapped=True)
     assert not candidate(run, swapped).improves(0.05) and candidate(run, swapped).improves(0.03)
     assert not candidate(run, swapped, between=0.05).improves(0.03), "the between-run spread widens it"
-    calibrated = search.Outcome(1.06, 1.04, 1.08, calibrated=True)
+    calibrated = evidence.Outcome(1.06, 1.04, 1.08, calibrated=True)
     assert candidate(calibrated, dataclasses.replace(calibrated, swapped=True), between=0.05).improves(0.03), \
         "an interval calibrated by A/A runs holds the between-run variance already: not added twice"
-    assert not candidate(search.Outcome(1.3, 1.25, 1.35)).improves(0.0), "one run: not a gain that counts"
+    assert not candidate(evidence.Outcome(1.3, 1.25, 1.35)).improves(0.0), "one run: not a gain that counts"
     assert not candidate(run, dataclasses.replace(run, settled=False, swapped=True)).improves(0.0), \
         "a run whose machines never settled measured a warm-up"
-    broke = candidate(search.Outcome(1.3, 1.2, 1.4, violations=("errors 2 %",)),
-                      search.Outcome(1.3, 1.2, 1.4, swapped=True))
+    broke = candidate(evidence.Outcome(1.3, 1.2, 1.4, violations=("errors 2 %",)),
+                      evidence.Outcome(1.3, 1.2, 1.4, swapped=True))
     assert not broke.improves(0.0) and not broke.may_improve(0.0), "an infeasible candidate is no improvement"
     assert broke.combined()[0] == pytest.approx(1.3), "what it measured is still shown"
 
@@ -828,6 +828,6 @@ def test_a_search_run_leaves_jmeters_dashboards_for_later(tmp_path):
     def run_trial(o, t, s, label):
         asked.append(o.dashboards)
         return 2, tmp_path          # a failed run: nothing to read after it
-    evaluate = trials.evaluator(options.checked(profile=load_profile()), None, run_trial, "20261202T000000Z-tune")
+    evaluate = trials.Evaluator(options.checked(profile=load_profile()), None, run_trial, "20261202T000000Z-tune")
     evaluate({}, 180)
     assert asked == [False] and options.Options().dashboards, "an ordinary run still makes them"

@@ -294,13 +294,13 @@ def test_an_unproven_finalist_is_a_settled_candidate_only_where_it_beats_the_con
     """The petclinic tune of 20261201T053203Z: tuned's values ran 1.97× but the control had not settled; article-2018's
     0.96× settled, and was confirmed (−67 %, −47 % in its first trials). A settled candidate that does not beat the
     control no longer goes before one that ran ahead."""
-    from lab.experiment.tune import search
-    from lab.experiment.tune.search import Outcome
+    from lab.experiment.tune import evidence
+    from lab.experiment.tune.evidence import Outcome
 
     def candidate(number, ratio, settled):
-        run = search.Result(number, {"k": number}, Outcome(ratio, ratio * 0.8, ratio * 1.2, settled=settled), 120,
+        run = evidence.Result(number, {"k": number}, Outcome(ratio, ratio * 0.8, ratio * 1.2, settled=settled), 120,
                             "complete")
-        return search.Candidate(number, {"k": number}, (run,), 0.05)
+        return evidence.Candidate(number, {"k": number}, (run,), 0.05)
     tuner = type("T", (), {"best": lambda self: None,
                            "candidates": lambda self: [candidate(0, 1.97, False), candidate(1, 0.96, True)]})()
     assert confirm.finalist(tuner)[0].number == 0
@@ -339,12 +339,12 @@ def test_a_gain_over_a_control_still_warming_up_is_not_a_confirmed_answer(tmp_pa
 def test_a_candidate_shown_worse_than_the_control_is_never_confirmed(tmp_path):
     """The petclinic tune of 20261202T053312Z: its one search run (the known tuned set, C1 only) was 0.33× (0.27 …
     0.39) at steady state, and the tune went on to confirm it against default and tuned."""
-    from lab.experiment.tune import search
-    from lab.experiment.tune.search import Outcome
+    from lab.experiment.tune import evidence
+    from lab.experiment.tune.evidence import Outcome
 
     def candidate(number, ratio, low, high):
-        run = search.Result(number, {"k": number}, Outcome(ratio, low, high, settled=True), 120, "complete")
-        return search.Candidate(number, {"k": number}, (run,), 0.05)
+        run = evidence.Result(number, {"k": number}, Outcome(ratio, low, high, settled=True), 120, "complete")
+        return evidence.Candidate(number, {"k": number}, (run,), 0.05)
     tuner = type("T", (), {"best": lambda self: None,
                            "candidates": lambda self: [candidate(0, 0.33, 0.27, 0.39), candidate(1, 0.6, 0.5, 0.7)]})()
     assert confirm.finalist(tuner) == (None, False)

@@ -12,7 +12,7 @@ import optuna
 import pytest
 
 from lab.experiment import load, options
-from lab.experiment.tune import command, search, space, trials
+from lab.experiment.tune import command, evidence, search, space, trials
 from lab.provision import catalog
 from lab.provision.configuration import Configuration
 
@@ -62,7 +62,7 @@ def past_run(results: Path, name: str, values: dict, ratio: float = 1.1, *, cont
     return folder
 
 
-def found(results: Path, **given) -> list[tuple[dict, search.Outcome]]:
+def found(results: Path, **given) -> list[tuple[dict, evidence.Outcome]]:
     tune_folder = results / "20261201T000000Z-tune"
     tune_folder.mkdir(exist_ok=True)
     return command.past(OPTS, SETTINGS, plan(**given), tune_folder)
@@ -156,7 +156,7 @@ def test_past_runs_join_the_study_once_and_its_leader_is_run_again_swapped(tmp_p
 
     def evaluate(v, hold_s, swapped):
         asked.append((v, swapped))
-        return search.Outcome(1.45, 1.38, 1.52, run="new", settled=True, swapped=swapped)
+        return evidence.Outcome(1.45, 1.38, 1.52, run="new", settled=True, swapped=swapped)
     tuner.step(evaluate)
     assert asked == [({**leader_values, "tomcat_threads_max": 41}, True)]   # the past leader again, swapped, first
     sampled = optuna.load_study(study_name="tune", storage=storage).get_trials()

@@ -12,20 +12,19 @@ every worker's trials, and confirms the study's finalist on its own twins.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import runfolder
 from lab import redact
+from lab.experiment import finish, reporting, run, trial
 from lab.experiment import record as run_record
-from lab.experiment import reporting, run, trial
 from lab.experiment.options import Options
-from lab.experiment.tune import confirm, search, sequential, trials, warm
+from lab.experiment.tune import confirm, evidence, overlap, search, sequential, trials, warm
+from lab.experiment.tune import folder as tune_folder
 from lab.experiment.tune.space import Space
 from lab.provision import catalog, knob_sets
 
@@ -86,7 +85,7 @@ class Plan:
                  + (f", around the {self.around} set's values" if self.around else "") + ", against the "
                  f"{self.control} set; objective: the paired {self.objective} ratio at steady state; constraints: "
                  f"{', '.join(self.constraints) or 'none'}; every run holds {self.hold_s} s; the leader runs again "
-                 f"with the machines' roles swapped until it has {search.REPLICATES} runs; a gain counts when its "
+                 f"with the machines' roles swapped until it has {evidence.REPLICATES} runs; a gain counts when its "
                  f"combined interval (with a between-run spread of {self.between:.0%} where no A/A runs calibrate "
                  f"it) clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
                  f"{self.expected_trials(ramp_up_s)} runs (~{self.trial_s(ramp_up_s) / 60:.0f} min each), then "
@@ -99,44 +98,6 @@ class Plan:
                                                  for name, v in known.items()))
         lines += [f"  {p.knob:34} {p.describe()}" for p in self.space.params]
         return "\n".join(lines)
-
-
-def _save(folder: Path, data: dict) -> None:
-    tmp = folder / "tune.json.tmp"
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, folder / "tune.json")
-
-
-def _failed(data: dict, failure: BaseException) -> dict:
-    """tune.json's content marked failed, with the exception's name and message (every finished trial stays kept)."""
-    data.update(status="failed", ended=run_record.utc_now(), error=f"{type(failure).__name__}: {failure}")
-    return data
-
-
-def _row(r: search.Result) -> dict:
-    return {"number": r.number, "state": r.state, "hold_s": r.hold_s, "values": r.values,
-            "outcome": dataclasses.asdict(r.outcome), "ended": r.ended, "replicate_of": r.replicate_of,
-            "known": r.known, "past": r.past}
-
-
-def candidate_row(c: search.Candidate, floor: float) -> dict:
-    """A candidate as tune.json keeps it: its runs, their combined ratio and whether its gain counts."""
-    got = c.combined() or (None, None, None)
-    return {"number": c.number, "values": c.values, "runs": [r.number for r in c.runs],
-            "orientations": c.orientations, "settled": c.settled, "feasible": c.feasible,
-            "counts": c.improves(floor), "ratio": got[0], "low": got[1], "high": got[2], "known": c.known}
-
-
-def record(folder: Path, data: dict, tuner: search.Tuner) -> dict:
-    """tune.json from the study: every run, every candidate, the best that counts, the importances."""
-    results, candidates = tuner.results(), tuner.candidates()
-    best = tuner.best(candidates)
-    data.update(results=[_row(r) for r in results],
-                candidates=[candidate_row(c, tuner.floor) for c in candidates],
-                best=candidate_row(best, tuner.floor) if best else None,
-                importance=tuner.importance())
-    _save(folder, data)
-    return data
 
 
 def ran(tuner: search.Tuner) -> int:
@@ -153,33 +114,6 @@ def progress(k: int, expected: int, tuner: search.Tuner, left_s: float) -> str:
     return f"tune: run {k} of about {expected}; {said}; {max(0.0, left_s) / 60:.0f} min left"
 
 
-def start(folder: Path | None, opts, plan: Plan, resume: bool, log=print) -> tuple[Path, dict]:
-    """The tune folder and its tune.json: a new one, or the one resumed (its plan must be this one)."""
-    if resume:
-        data = json.loads((folder / "tune.json").read_text())
-        # the budget is the whole tune's as --resume … --budget gives it (what was spent counts against it)
-        data.update(status="running", resumed=[*data.get("resumed", []), run_record.utc_now()],
-                    budget_s=plan.budget_s)
-        # what this checkout writes from now on is its own format's (the fields a format added are optional)
-        return folder, runfolder.stamped("tune.json", data)
-    folder = run_record.make_run_dir(f"{opts.label}-tune" if opts.label else "tune")
-    data = runfolder.stamped("tune.json", {
-        "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
-        "budget_s": plan.budget_s, "holds_s": [plan.hold_s], "floor": plan.floor, "base": plan.base,
-        "known": list(plan.known), "between": plan.between, "cold": plan.cold, "around": plan.around,
-        "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
-        "constraints": list(plan.constraints),
-        "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
-        "until_settled_s": opts.until_settled_s, "control": plan.control,
-        "name": plan.name or confirm.default_name(folder.name),
-        "study": redact.redacted(plan.study) if plan.study else None,
-        "trials": [], "results": [], "candidates": [], "best": None, "importance": {}, "finalist": None,
-        "confirmations": [],
-        "knob_set": None})
-    _save(folder, data)
-    return folder, data
-
-
 class Lab(Protocol):
     """Where a tune's trials run: the machines (MACHINES), or the tests' stand-in (standin.Runs)."""
 
@@ -191,6 +125,8 @@ class Lab(Protocol):
 
     def validate(self, opts: Options, s) -> None: ...
 
+    def report_later(self, run_dir: Path) -> None: ...
+
 
 class _Machines:
     """The lab's own: one A/B run (trial.run_trial), a --repeat series (run.run_series), several series' trials
@@ -199,6 +135,7 @@ class _Machines:
     run_series = staticmethod(run.run_series)
     combine = staticmethod(run.combine_series)
     validate = staticmethod(run.validate)
+    report_later = staticmethod(finish.report_later)
 
 
 MACHINES: Lab = _Machines()
@@ -211,7 +148,7 @@ def question(opts: Options, plan: Plan) -> dict:
             "base": plan.base, "between": plan.between, "until_settled_s": opts.until_settled_s}
 
 
-def past(opts: Options, s, plan: Plan, folder: Path) -> list[tuple[dict, search.Outcome, str | None]]:
+def past(opts: Options, s, plan: Plan, folder: Path) -> list[tuple[dict, evidence.Outcome, str | None]]:
     """The past runs beside the tune's folder (results/) that asked its question (warm.py), [] for a --cold tune."""
     if plan.cold:
         return []
@@ -230,7 +167,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     """Runs trials on the lab while the budget has room for another whole one and the confirmations, then (proves)
     confirms the finalist and writes its knob set and tune.html; (exit code, folder). judge: run folder → the
     constraints it broke (default: the plan's gates judged by the report)."""
-    folder, data = start(resume_folder, opts, plan, resume_folder is not None, log)
+    folder, data = tune_folder.start(resume_folder, opts, plan, resume_folder is not None, log)
     known = trials.known_sets(plan.space, list(plan.known), plan.base, opts.service, plan.control)
     try:        # a study of another question is refused here: tune.json says so rather than "running"
         tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.hold_s, plan.floor,
@@ -238,12 +175,15 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
                              question=question(opts, plan), between=plan.between, known=known,
                              past=past(opts, s, plan, folder), sampler=search.sampler_of(plan.sampler))
     except BaseException as failure:
-        _save(folder, _failed(data, failure))
+        tune_folder.save(folder, tune_folder.failed(data, failure))
         raise
-    evaluate = trials.evaluator(opts, s, lab.run_trial, folder.name, plan.objective,
+    evaluate = trials.Evaluator(opts, s, lab.run_trial, folder.name, plan.objective,
                                 judge or trials.gate_judge(plan.constraints),
-                                on_run=lambda run_dir: (data["trials"].append(run_dir.name), _save(folder, data)),
-                                done=len(data["trials"]), control=plan.control, base=plan.base)
+                                on_run=lambda run_dir: (data["trials"].append(run_dir.name),
+                                                        tune_folder.save(folder, data)),
+                                done=len(data["trials"]), control=plan.control, base=plan.base,
+                                report_later=lab.report_later)
+    runs = overlap.Overlapped(tuner, evaluate, told=lambda result: tune_folder.record(folder, data, tuner))
     ramp = opts.profile.ramp_up_s
     log(plan.describe(ramp, known))
     if opts.until_settled_s is not None:
@@ -262,37 +202,46 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
+
+    def fits() -> bool:
+        if runs.pending is not None and left() < plan.cap_s(ramp) + plan.reserve_s(ramp):
+            runs.settle()       # whether the run fits may hang on the outcome of the one whose report is under way
+        return left() >= whole()
     # a resumed tune whose finalist's confirmations have begun finishes them (its search ended when they began)
     confirming = resume_folder is not None and confirm.under_way(data, confirm.finalist(tuner)[0], plan.control)
     if confirming:
         log("tune: the finalist's confirmations are under way: this run finishes them and searches no more")
     try:
         k = ran(tuner)
-        while not confirming and left() >= whole():
+        while not confirming and fits():
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
             before = clock()
-            tuner.step(evaluate)
+            runs.step()
             if opts.until_settled_s is not None:
                 data["runs_s"] = [*data.get("runs_s", []), round(clock() - before)]
                 plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]))
                 # "run 3 of about 1" said the estimate made on the cap: the runs the budget holds as they now last
                 expected = k + max(0, int((left() - plan.reserve_s(ramp)) // plan.trial_s(ramp)))
             data["spent_s"] = round(spent + clock() - began)
-            record(folder, data, tuner)
+            tune_folder.record(folder, data, tuner)
+        runs.close()
         if proves:
             prove(opts, s, plan, tuner, folder, data, lab, log,
                   confirms=confirming or left() >= confirm.block_s(plan.trial_s(ramp)), left=left)
     except KeyboardInterrupt:
         code = 130
+        runs.close()        # the report under way finished and its outcome kept
         log("start.sh: tune interrupted; every finished trial is kept (./start.sh tune --resume " + str(folder) + ")")
     except BaseException as failure:        # named or not, tune.json says the tune failed and why, then it goes on up
+        with contextlib.suppress(Exception):
+            runs.close()
         data["spent_s"] = round(spent + clock() - began)
-        record(folder, _failed(data, failure), tuner)
+        tune_folder.record(folder, tune_folder.failed(data, failure), tuner)
         raise
     data.update(status="interrupted" if code else "complete", ended=run_record.utc_now(),
                 spent_s=round(spent + clock() - began))
-    record(folder, data, tuner)
+    tune_folder.record(folder, data, tuner)
     reporting.report_command("tune", folder, log=log, what="tune report")
     log(progress(ran(tuner), expected, tuner, left()))
     return code, folder
@@ -311,20 +260,20 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     final, counted = confirm.finalist(tuner)
     if final is None:       # tune.json says why (a resumed tune's earlier finalist may no longer be worth it)
         data.update(finalist=None, no_finalist=confirm.nothing_to_confirm(tuner, plan.control))
-        _save(folder, data)
+        tune_folder.save(folder, data)
         log(f"tune: {data['no_finalist']}")
         return
-    row = {**candidate_row(final, tuner.floor), "counted": counted}
+    row = {**tune_folder.candidate_row(final, tuner.floor), "counted": counted}
     same = (data.get("finalist") or {}).get("number") == final.number     # a resumed tune's, for this finalist
     kept = (data.get("confirmations") or []) if same else []
     data.update(finalist=row, confirmations=kept)
-    _save(folder, data)
+    tune_folder.save(folder, data)
     why = "its gain counts" if counted else "no gain cleared the floor: the top feasible candidate, unproven"
     label = f"{folder.name.split('-', 1)[-1]}-confirm"
 
     def keep(confirmations: list[dict]) -> None:
         data.update(confirmations=confirmations, spent_s=round(plan.budget_s - left()))
-        _save(folder, data)
+        tune_folder.save(folder, data)
     block = confirm.block_s(plan.trial_s(opts.profile.ramp_up_s))
     left_out = confirm.itself(final.values, plan.control, opts.service, plan.base)
     controls = [n for n in confirm.against(plan.control) if n not in left_out]
@@ -341,8 +290,8 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
             f"~{block / 60:.0f} min, {max(0.0, left()) / 60:.0f} min left: the first candidate within its constraints "
             "came late, or the runs took longer than planned): written unconfirmed; ./start.sh tune "
             f"--resume {folder} --budget TIME confirms it")
-    record(folder, data, tuner)             # the importances its comments give, as of now
+    tune_folder.record(folder, data, tuner)             # the importances its comments give, as of now
     file = confirm.write_knob_set(data["name"], data)
     data["knob_set"] = f"ansible/knob_sets/{file.name}"
-    _save(folder, data)
+    tune_folder.save(folder, data)
     log(f"tune: knob set {data['name']} written ({data['knob_set']}): ./start.sh --knob-set tuned={data['name']}")

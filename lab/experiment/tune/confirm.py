@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from lab.experiment import design
-from lab.experiment.tune import search, sequential, trials
+from lab.experiment.tune import evidence, search, sequential, trials
 from lab.provision import catalog, knob_sets
 from lab.provision.configuration import Configuration, same
 from runfolder import verdict as runfolder_verdict
@@ -64,7 +64,7 @@ def reserve_s(control: str, trial_s: int) -> int:
     return len(against(control)) * block_s(trial_s)
 
 
-def shown_worse(c: search.Candidate) -> bool:
+def shown_worse(c: evidence.Candidate) -> bool:
     """Its combined interval lies wholly below the control's 1: nothing a confirmation could prove (the petclinic tune
     of 20261202T053312Z went on to confirm the known tuned set at 0.33x, 95 % CI 0.27 ... 0.39, C1 only at steady
     state; a confirmation costs a block of runs per control)."""
@@ -84,7 +84,7 @@ def nothing_to_confirm(tuner: search.Tuner, control: str) -> str:
             "stays the answer")
 
 
-def finalist(tuner: search.Tuner) -> tuple[search.Candidate | None, bool]:
+def finalist(tuner: search.Tuner) -> tuple[evidence.Candidate | None, bool]:
     """(the candidate to confirm, whether its gain counted in the search); (None, False) when none ran feasibly, or
     every one that did was shown worse than the control."""
     best = tuner.best()
@@ -148,7 +148,7 @@ def finished(c: dict, floor: float) -> bool:
     return decided(c, floor) in sequential.DECIDED or c.get("look", 1) >= sequential.LOOKS or c.get("exit") != 0
 
 
-def under_way(data: dict, final: search.Candidate | None, control: str) -> bool:
+def under_way(data: dict, final: evidence.Candidate | None, control: str) -> bool:
     """tune.json's finalist is this one and its confirmations have begun but not all ended: a resumed tune finishes
     them instead of searching on (the search ended when they began)."""
     kept = data.get("confirmations") or []

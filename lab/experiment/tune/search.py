@@ -5,12 +5,7 @@ start); every candidate measured at one hold, at steady state (trials.py); the l
 machines' roles swapped until it has a run in each orientation (replication: the twins' bias cancels and the
 between-run variance is seen twice) before its gain can count; the study in SQLite (optuna's RDBStorage) in the
 tune folder, so that an interrupted tune keeps every finished run and goes on where it stopped. No home-made
-optimiser: this module only says what a run is, which candidate runs next and when a gain counts.
-
-A candidate's runs are combined on the log scale, each weighted by the inverse of its variance: its own interval's
-and, where its verdict was not calibrated by A/A runs, the between-run variance (`between`, what A/A runs of a load
-spread by between runs). A gain counts only where the candidate ran in both orientations, at steady state, within
-its constraints, and its combined interval's lower bound clears 1 + the floor (the smallest gain worth a change).
+optimiser: this module only says which candidate runs next (evidence.py: what a run says, when a gain counts).
 
 Successive halving over hold lengths (optuna's SuccessiveHalvingPruner) was here before issue 54: with
 bootstrap_count it pruned the first candidates whatever they scored, never cut a second time with three or more
@@ -20,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -31,6 +25,7 @@ import optuna
 import sqlalchemy.exc
 
 from lab.errors import LabError
+from lab.experiment.tune.evidence import REPLICATES, Candidate, Outcome, Result
 from lab.experiment.tune.space import Space
 
 STARTUP = 5                   # the sampler's random candidates before it models: trials cost minutes each, not seconds
@@ -50,47 +45,11 @@ def sampler_of(name: str, seed: int | None = None) -> optuna.samplers.BaseSample
     raise TuneError(f"sampler {name!r}: one of {', '.join(SAMPLERS)}")
 OPEN_ATTEMPTS = 5             # a shared storage opened while another worker makes its tables
 MAX_REFUSED = 200             # proposals in a row the knob rules refuse before the space is called unsearchable
-REPLICATES = 2                # a candidate's runs before its gain can count: one in each orientation
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 class TuneError(LabError):
     """The tune cannot go on; the message says why."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One run of a candidate against the control, as the tuner sees it."""
-    ratio: float | None                 # candidate ÷ control, successful TPS (paired); None: it did not run
-    low: float | None = None            # the ratio's 95 % interval (the between-run variance in it: `calibrated`)
-    high: float | None = None
-    violations: tuple[str, ...] = ()    # the constraints it broke, or why it did not start or stopped answering
-    run: str = ""                       # its run folder
-    # Whether both machines' throughput settled within the hold (the report's steady state) and the ratio is of the
-    # window from there (the later machine's start_s, report --warmup auto); False: a machine still warming up at
-    # the hold's end, its ratio a warm-up's (under emulation a C1-only JIT's quicker start looked like +17 % at a
-    # 6-min hold on the stand-in); None: not judged (a verdict without steady states)
-    settled: bool | None = None
-    steady_from_s: float | None = None
-    swapped: bool = False               # the machines' roles swapped (the candidate on machine default)
-    calibrated: bool = False            # its interval holds the between-run variance already (A/A runs of the load)
-
-    @property
-    def feasible(self) -> bool:
-        return self.ratio is not None and not self.violations
-
-    @classmethod
-    def stored(cls, kept: dict) -> Outcome:
-        """An outcome as the study keeps it (a trial's user attribute: JSON, its violations a list)."""
-        return cls(**{**kept, "violations": tuple(kept["violations"])})
-
-    def log_variance(self, between: float) -> float:
-        """The variance of its log ratio: its interval's, and the between-run variance where that is not in it."""
-        se = (math.log(self.high) - math.log(self.low)) / (2 * Z95) if self.low and self.high else 0.0
-        return se * se + (0.0 if self.calibrated else between * between)
-
-
-Z95 = 1.959964
 
 
 def _key(values: dict) -> str:
@@ -105,67 +64,13 @@ def _plain(params: list) -> list:
 
 
 @dataclass(frozen=True)
-class Result:
-    """A finished run of the study (one optuna trial): its knobs, its outcome, its hold, and whose replicate it is."""
-    number: int
+class Next:
+    """The run to make next: a new candidate (its optuna trial, asked) or the leader again (replicate_of)."""
     values: dict
-    outcome: Outcome
-    hold_s: int
-    state: str                          # complete (it ran), refused (by a knob rule: never ran)
-    ended: str | None = None            # when it ended (UTC, ISO 8601): best-so-far against time
-    replicate_of: int | None = None     # the candidate's first run, for a run again of the same values
-    known: str | None = None            # the known knob set it is, where it was enqueued as one
-    past: bool = False                  # a past run of the same question, found in results/ (warm.py)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A candidate's runs together (its first run's number): their combined ratio and interval."""
-    number: int
-    values: dict
-    runs: tuple[Result, ...]
-    between: float
-
-    @property
-    def feasible(self) -> bool:
-        return all(r.outcome.feasible for r in self.runs)
-
-    @property
-    def settled(self) -> bool:
-        return all(r.outcome.settled is not False for r in self.runs)
-
-    @property
-    def known(self) -> str | None:
-        """The known knob set its first run was, if it was one."""
-        return self.runs[0].known
-
-    @property
-    def orientations(self) -> int:
-        return len({r.outcome.swapped for r in self.runs})
-
-    def combined(self) -> tuple[float, float, float] | None:
-        """(ratio, low, high): the measured runs' log ratios weighted by the inverse of their variance (a run that
-        broke a constraint measured one too: shown, never counted); None when no run measured one."""
-        logs = [(math.log(r.outcome.ratio), r.outcome.log_variance(self.between)) for r in self.runs
-                if r.outcome.ratio is not None and r.outcome.low and r.outcome.high]
-        if not logs or any(v <= 0 for _, v in logs):
-            return None
-        weights = [1 / v for _, v in logs]
-        mean = sum(w * x for w, (x, _) in zip(weights, logs, strict=False)) / sum(weights)
-        half = Z95 / math.sqrt(sum(weights))
-        return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
-
-    def improves(self, floor: float) -> bool:
-        """Its gain is real: it ran in both orientations, within its constraints, at steady state, and its combined
-        interval's lower bound clears 1 + the floor."""
-        got = self.combined()
-        return (got is not None and self.feasible and self.settled and self.orientations >= min(2, REPLICATES)
-                and len(self.runs) >= REPLICATES and got[1] > 1 + floor)
-
-    def may_improve(self, floor: float) -> bool:
-        """Worth another run: feasible, settled, and its upper bound above 1 + the floor."""
-        got = self.combined()
-        return got is not None and self.feasible and self.settled and got[2] > 1 + floor
+    swapped: bool                       # the machines' roles swapped (the candidate on machine default)
+    trial: optuna.trial.Trial | None = None
+    replicate_of: int | None = None
+    known: str | None = None
 
 
 Evaluate = Callable[[dict, int, bool], Outcome]   # (knob values, hold in s, roles swapped) → one A/B run's outcome
@@ -260,37 +165,48 @@ class Tuner:
             self.study.tell(trial, 0.0)
         raise TuneError(f"the knob rules refused {MAX_REFUSED} candidates in a row: narrow the space")
 
-    def next_replicate(self) -> Candidate | None:
+    def next_replicate(self, pending: Next | None = None) -> Candidate | None:
         """The leading candidate (the highest combined ratio among those that may still improve on the floor) when
-        it lacks runs for its gain to count."""
+        it lacks runs for its gain to count; not while its run again is pending (made, its outcome not yet told)."""
         open_ = [c for c in self.candidates() if c.may_improve(self.floor)]
         leader = max(open_, key=lambda c: c.combined()[0], default=None)
-        return leader if leader is not None and len(leader.runs) < REPLICATES else None
+        if leader is None or len(leader.runs) >= REPLICATES:
+            return None
+        return None if pending is not None and pending.replicate_of == leader.number else leader
+
+    def next_run(self, pending: Next | None = None) -> Next:
+        """What runs next: the leader again with the roles swapped where it lacks its replicates, else a new candidate.
+        pending: a run made whose outcome is not told yet (its report is being made: tune/overlap.py); the sampler
+        sees it as running."""
+        leader = self.next_replicate(pending)
+        if leader is not None:
+            return Next(dict(leader.values), not leader.runs[-1].outcome.swapped, replicate_of=leader.number)
+        trial, values = self.propose()
+        return Next(values, False, trial=trial, known=trial.user_attrs.get("known"))
+
+    def tell(self, run: Next, outcome: Outcome) -> Result:
+        """A run's outcome into the study: a new candidate's trial told (infeasible: its value unused), a run again
+        added as a trial of its own once it ended (a run interrupted half-way leaves nothing; queued known sets keep
+        their turn)."""
+        kept = json.loads(json.dumps(dataclasses.asdict(outcome)))
+        feasible = {"feasible": 0.0 if outcome.feasible else 1.0}
+        value = outcome.ratio if outcome.ratio is not None else 0.0
+        if run.trial is not None:
+            run.trial.set_user_attr("outcome", kept)
+            run.trial.set_constraint("feasible", feasible["feasible"])
+            self.study.tell(run.trial, value)
+            return Result(run.trial.number, run.values, outcome, self.hold_s, "complete", known=run.known)
+        first = self.study.get_trials(deepcopy=False)[run.replicate_of]
+        self.study.add_trial(optuna.trial.create_trial(
+            params=dict(first.params), distributions=dict(first.distributions), value=value,
+            user_attrs={"replicate_of": run.replicate_of, "outcome": kept}, constraints=feasible))
+        number = len(self.study.get_trials(deepcopy=False)) - 1
+        return Result(number, dict(run.values), outcome, self.hold_s, "complete", replicate_of=run.replicate_of)
 
     def step(self, evaluate: Evaluate) -> Result:
-        """One run: the leader again with the roles swapped where it lacks its replicates, else a new candidate."""
-        leader = self.next_replicate()
-        if leader is not None:
-            return self._replicate(leader, evaluate)
-        trial, values = self.propose()
-        outcome = evaluate(values, self.hold_s, False)
-        trial.set_user_attr("outcome", dataclasses.asdict(outcome))
-        trial.set_constraint("feasible", 0.0 if outcome.feasible else 1.0)
-        self.study.tell(trial, outcome.ratio if outcome.ratio is not None else 0.0)   # infeasible: its value unused
-        return Result(trial.number, values, outcome, self.hold_s, "complete", known=trial.user_attrs.get("known"))
-
-    def _replicate(self, leader: Candidate, evaluate: Evaluate) -> Result:
-        """The leader run again, the roles swapped from its last run, added to the study once it ended (a run
-        interrupted half-way leaves nothing; queued known sets keep their turn)."""
-        outcome = evaluate(leader.values, self.hold_s, not leader.runs[-1].outcome.swapped)
-        first = self.study.get_trials(deepcopy=False)[leader.number]
-        self.study.add_trial(optuna.trial.create_trial(
-            params=dict(first.params), distributions=dict(first.distributions),
-            value=outcome.ratio if outcome.ratio is not None else 0.0,
-            user_attrs={"replicate_of": leader.number, "outcome": json.loads(json.dumps(dataclasses.asdict(outcome)))},
-            constraints={"feasible": 0.0 if outcome.feasible else 1.0}))
-        number = len(self.study.get_trials(deepcopy=False)) - 1
-        return Result(number, dict(leader.values), outcome, self.hold_s, "complete", replicate_of=leader.number)
+        """One run, made and told."""
+        run = self.next_run()
+        return self.tell(run, evaluate(run.values, self.hold_s, run.swapped))
 
     def results(self) -> list[Result]:
         """Every run of the study so far, refused candidates included, in order."""

@@ -19,7 +19,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from lab.experiment.tune.search import Outcome
+from lab.experiment.tune.evidence import Outcome
 from lab.experiment.tune.space import Param, Space
 
 SETTLED = 0.05                 # a side within this share of its steady state has settled (the report's 10 % drift rule)
@@ -142,9 +142,14 @@ class Runs:
     def validate(self, o, s) -> None:
         """The stand-in takes every candidate the space holds (the lab's validation is its own tests')."""
 
-    def run_trial(self, o, t, s, label: str):
+    def report_later(self, folder) -> None:
+        """The stand-in's runs write their verdict.json as they end: no report is left for later."""
+
+    def run_trial(self, o, t, s, label: str, before_start=None):
         if self.interrupt_at is not None and len(self.ran) + 1 == self.interrupt_at:
             raise KeyboardInterrupt
+        if before_start is not None:        # the lab's equal start comes after its provisioning
+            before_start()
         values = self.values(o, t.configurations["tuned"])
         self.clock[0] += self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s
         self.ran.append((label, values))

@@ -4,7 +4,7 @@ A/B run (its own run folder, report and verdict.json) at the hold the search ask
 back as the tuner's Outcome (the objective: the paired successful-TPS ratio, or the p99 ratio turned so that higher
 is better), with the constraints it broke. The ratio is the steady state's: where both machines settled later than
 the run's warm-up, the trial's report is rendered again from there (`report run --warmup auto`); where one never
-settled within the hold, the outcome says so and its gain does not count (search.Outcome.settled).
+settled within the hold, the outcome says so and its gain does not count (evidence.Outcome.settled).
 
 The constraints are constraints, never penalties: gates (`--constraint`, as `--gate` reads them: report/history/
 gates.py) judged on each trial's verdict, by default the candidate's errors at most 0.1 % (its level); a candidate
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lab.experiment import design, reporting
 from lab.experiment.options import Options
-from lab.experiment.tune.search import Outcome
+from lab.experiment.tune.evidence import Outcome
 from lab.experiment.tune.space import Space
 from lab.provision import catalog, knob_sets
 from lab.provision.configuration import Configuration, same
@@ -189,28 +189,57 @@ def gate_judge(constraints: tuple[str, ...]) -> Callable[[Path], tuple[str, ...]
     return judge
 
 
-def evaluator(opts, s, run_trial, series: str, objective: str = "tps",
-              judge: Callable[[Path], tuple[str, ...]] = lambda folder: (),
-              on_run: Callable[[Path], None] = lambda folder: None, done: int = 0, control: str = knob_sets.DEFAULT,
-              base: str = knob_sets.DEFAULT):
-    """(values, hold_s, swapped) → Outcome: one A/B run of the candidate by run_trial (trial.run_trial), in the
-    tune's series (done: its runs so far, a resumed tune's), the machines' roles swapped when asked."""
-    count = [done]
+@dataclasses.dataclass(frozen=True)
+class Made:
+    """A run made on the machines, its outcome not read yet."""
+    run_dir: Path
+    code: int                           # run_trial's exit code
+    warmup_s: float                     # the warm-up its options excluded
+    swapped: bool
+    reported: bool                      # its report was written with it (False: Evaluator.judged writes it)
 
-    def evaluate(values: dict, hold_s: int, swapped: bool = False) -> Outcome:
-        count[0] += 1
-        # a search run is read for its verdict: JMeter's dashboards wait for whoever opens it (report --dashboards)
-        o = dataclasses.replace(options(opts, values, hold_s, f"{series.split('-', 1)[-1]}-t{count[0]}", control,
-                                        base=base), dashboards=False)
-        crossover = o.trials(series=series, repeat=2)[1 if swapped else 0]     # [1]: the machines' roles swapped
-        code, run_dir = run_trial(o, dataclasses.replace(crossover, number=None, of=None), s, o.label)
-        on_run(run_dir)
+
+class Evaluator:
+    """(values, hold_s, swapped) → Outcome: one A/B run of the candidate by run_trial (trial.run_trial), in the
+    tune's series (done: its runs so far, a resumed tune's), the machines' roles swapped when asked. Or in two halves,
+    so that a run's report is made while the next run is prepared (tune/overlap.py): `run` makes the run up to its
+    collection, before_start called where its machines are provisioned and about to start (the previous run's
+    outcome is told there), and `judged` writes its report (report_later: the lab's) and reads its outcome."""
+
+    def __init__(self, opts, s, run_trial, series: str, objective: str = "tps",
+                 judge: Callable[[Path], tuple[str, ...]] = lambda folder: (),
+                 on_run: Callable[[Path], None] = lambda folder: None, done: int = 0,
+                 control: str = knob_sets.DEFAULT, base: str = knob_sets.DEFAULT,
+                 report_later: Callable[[Path], None] = lambda folder: None) -> None:
+        self.opts, self.s, self.run_trial, self.series, self.objective = opts, s, run_trial, series, objective
+        self.judge, self.on_run, self.count, self.control, self.base = judge, on_run, done, control, base
+        self.report_later = report_later
+
+    def run(self, values: dict, hold_s: int, swapped: bool = False,
+            before_start: Callable[[], None] | None = None) -> Made:
+        self.count += 1
+        # a search run is read for its verdict: JMeter's dashboards wait for whoever opens it (report --dashboards),
+        # and with before_start its report is written by judged, beside the next run's provisioning
+        o = dataclasses.replace(options(self.opts, values, hold_s, f"{self.series.split('-', 1)[-1]}-t{self.count}",
+                                        self.control, base=self.base), dashboards=False, report=before_start is None)
+        crossover = o.trials(series=self.series, repeat=2)[1 if swapped else 0]     # [1]: the machines' roles swapped
+        later = {} if before_start is None else {"before_start": before_start}
+        code, run_dir = self.run_trial(o, dataclasses.replace(crossover, number=None, of=None), self.s, o.label,
+                                       **later)
+        self.on_run(run_dir)
         if code == 130:
             raise KeyboardInterrupt
-        if code == 0:
-            at_steady_state(run_dir, o.effective_warmup_s, log=lambda line: None)
-        return outcome(run_dir, code, objective, judge, swapped)
-    return evaluate
+        return Made(run_dir, code, o.effective_warmup_s, swapped, reported=o.report)
+
+    def judged(self, made: Made) -> Outcome:
+        if not made.reported:
+            self.report_later(made.run_dir)
+        if made.code == 0:
+            at_steady_state(made.run_dir, made.warmup_s, log=lambda line: None)
+        return outcome(made.run_dir, made.code, self.objective, self.judge, made.swapped)
+
+    def __call__(self, values: dict, hold_s: int, swapped: bool = False) -> Outcome:
+        return self.judged(self.run(values, hold_s, swapped))
 
 
 def rules(opts, s, validate, control: str = knob_sets.DEFAULT, base: str = knob_sets.DEFAULT

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.experiment.tune import trials
-from lab.experiment.tune.search import Outcome
+from lab.experiment.tune.evidence import Outcome
 from lab.experiment.tune.space import Space
 from lab.provision.configuration import same
 from runfolder import gates as runfolder_gates
