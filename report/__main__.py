@@ -15,29 +15,34 @@ from __future__ import annotations
 
 import argparse
 import sys
-from types import ModuleType
+from importlib import import_module
 
-from report.commands import combine, compare, gate, history, overhead, run, runs, sweep, tune
-
-COMMANDS: dict[str, tuple[ModuleType, str]] = {
-    "run": (run, "one run's report.html, summary.md and verdict.json"),
-    "compare": (compare, "several runs side by side"),
-    "combine": (combine, "the trials of a --repeat N run, combined"),
-    "sweep": (sweep, "a sweep's or an ablation's report"),
-    "tune": (tune, "a tune's report: the answer, its confirmations, the trials, what matters"),
-    "overhead": (overhead, "an instrument's cost to the JVM, from a run with it and one without"),
-    "runs": (runs, "the index of runs, rebuilt from the folders, as a table"),
-    "history": (history, "the histories of comparable runs and their change points"),
-    "gate": (gate, "a run's or a series' verdict against gates, for a pipeline"),
+# Each command's module is imported only when it is the one asked for: `runs --add` and `gate`, which a lab run calls
+# after its report, took 8-10 s each to import the report's statistics (arch, scipy, pandas) that they never use.
+COMMANDS: dict[str, str] = {
+    "run": "one run's report.html, summary.md and verdict.json",
+    "compare": "several runs side by side",
+    "combine": "the trials of a --repeat N run, combined",
+    "sweep": "a sweep's or an ablation's report",
+    "tune": "a tune's report: the answer, its confirmations, the trials, what matters",
+    "overhead": "an instrument's cost to the JVM, from a run with it and one without",
+    "runs": "the index of runs, rebuilt from the folders, as a table",
+    "history": "the histories of comparable runs and their change points",
+    "gate": "a run's or a series' verdict against gates, for a pipeline",
 }
 
 
-def parser() -> argparse.ArgumentParser:
-    """The parser: one subparser per command, each with the command module's arguments and its docstring."""
+def parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser: one subparser per command, the chosen one's with its module's arguments and docstring (None: the
+    commands listed, as for --help)."""
     top = argparse.ArgumentParser(prog="python -m report", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
-    for name, (module, summary) in COMMANDS.items():
+    for name, summary in COMMANDS.items():
+        if name != chosen:
+            commands.add_parser(name, help=summary)
+            continue
+        module = import_module(f"report.commands.{name}")
         sub = commands.add_parser(name, help=summary, description=module.__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)
@@ -46,7 +51,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    args = parser(chosen).parse_args(argv)
     return args.module.main(args, args.parser)
 
 

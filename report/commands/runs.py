@@ -11,7 +11,6 @@ from pathlib import Path
 from report.history import index
 from report.history.histories import Filters, moment
 from report.output import warn
-from report.render.history import runs_table
 
 INDEX = "index.sqlite"
 
@@ -64,6 +63,7 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     entries, skipped = refreshed(results)
     wanted = Filters(label=args.label, since=args.since, service=args.service)
     shown = [e for e in entries if wanted.matches(e)]
+    from report.render.history import runs_table  # the statistics' imports (8 s here): only for the table
     print(runs_table(shown))
     print(f"\n{len(shown)} of {len(entries)} indexed folders; index: {results / INDEX}")
     for name, why in sorted(skipped.items()):
