@@ -64,7 +64,8 @@ def add_run_options(add) -> None:
     add("--label", default="", help="added to the run folder's name, e.g. threads200")
     add("--set", dest="overrides", action="append", default=[], metavar="[CONFIG:]KNOB=VALUE",
         help="override a knob of a configuration (default or tuned; both without a prefix) for this "
-             "run, e.g. --set tuned:tomcat_threads_max=250 (repeatable)")
+             "run, e.g. --set tuned:tomcat_threads_max=250 (repeatable); where both sides start from one set "
+             "(--knob-set tuned=default) the prefix names a side")
     add("--profile", action="store_true",
         help="profile both JVMs (CPU, allocations, locks) for flame graphs; off by default: it costs the "
              "JVMs, unequally (the same as --set profiler_events=[cpu,alloc,lock])")

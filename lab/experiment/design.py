@@ -72,8 +72,9 @@ class Trial:
         return box_suites({vm: self.configurations[side].knobs(service) for side, vm in self.machines.items()})
 
     def given(self) -> dict[str, dict]:
-        """{knob set: the values given on top of it} of the configurations that have any (run.json's overrides)."""
-        return {c.base: dict(c.values) for c in self.configurations.values() if c.values}
+        """{side: the values given on top of its knob set} of the sides that have any (run.json's overrides; keyed by
+        side, as two sides may start from one set)."""
+        return {side: dict(c.values) for side, c in self.configurations.items() if c.values}
 
     def record(self) -> dict:
         return {"kind": self.kind, "configurations": {side: c.base for side, c in self.configurations.items()},
@@ -93,29 +94,45 @@ def choose(aa: str | None = None, chosen: dict[str, str] | None = None) -> dict[
         if side not in CONFIGS or name not in knob_sets.names():
             raise ValueError(f"--knob-set {side}={name}: sides are {', '.join(CONFIGS)}, "
                              f"sets {', '.join(knob_sets.names())}")
-    sets = {side: aa or chosen.get(side, side) for side in CONFIGS}
-    if sets[CONFIGS[0]] == sets[CONFIGS[1]] and aa is None:
-        raise ValueError(f"--knob-set: both sides would run {sets[CONFIGS[0]]}: that is an A/A run "
-                         f"(--aa {sets[CONFIGS[0]]})")
-    return sets
+    return {side: aa or chosen.get(side, side) for side in CONFIGS}
 
 
-def configurations(sets: dict[str, str], given: dict[str, dict], aa: bool = False) -> dict[str, Configuration]:
-    """side → its Configuration: its knob set with the values given for that set (--set SET:knob=value). A value
-    given for a set no side runs (tuned, in an A/A run of default) is refused."""
-    unused = [name for name, values in given.items() if values and name not in sets.values()]
-    if unused:
-        raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
-                         f"{'A/A ' if aa else ''}run (set it without a prefix, or for "
-                         f"{', '.join(sorted(set(sets.values())))})")
-    return {side: Configuration(name, dict(given.get(name) or {})) for side, name in sets.items()}
+def by_side(sets: dict[str, str], aa: str | None = None) -> bool:
+    """Whether a --set prefix names a side rather than a knob set: in an A/B run whose sides start from one set
+    (--knob-set tuned=default), where that set's name could not tell them apart."""
+    return aa is None and len(set(sets.values())) == 1
+
+
+def configurations(sets: dict[str, str], given: dict[str, dict], aa: bool = False,
+                   sides: bool = False) -> dict[str, Configuration]:
+    """side → its Configuration: its knob set with the values given for that set (--set SET:knob=value), or with
+    sides (by_side()) the values given for that side (--set tuned:knob=value). A value given for a set no side
+    runs (tuned, in an A/A run of default) is refused, and so is an A/B run whose sides would be one
+    configuration (that is an A/A run)."""
+    if sides:
+        configured = {side: Configuration(name, dict(given.get(side) or {})) for side, name in sets.items()}
+    else:
+        unused = [name for name, values in given.items() if values and name not in sets.values()]
+        if unused:
+            raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
+                             f"{'A/A ' if aa else ''}run (set it without a prefix, or for "
+                             f"{', '.join(sorted(set(sets.values())))})")
+        configured = {side: Configuration(name, dict(given.get(name) or {})) for side, name in sets.items()}
+    first, second = (configured[side] for side in CONFIGS)
+    if not aa and first == second:
+        raise ValueError(f"--knob-set: both sides would run {first.base}"
+                         + (" with the same values" if first.values else "")
+                         + f": that is an A/A run (--aa {first.base}); to measure a value against its set, give it "
+                           f"to one side (--knob-set {CONFIGS[1]}={first.base} --set {CONFIGS[1]}:KNOB=VALUE)")
+    return configured
 
 
 def plan(repeat: int = 1, aa: str | None = None, series: str | None = None, chosen: dict[str, str] | None = None,
          given: dict[str, dict] | None = None) -> list[Trial]:
     """The trials of a run from its choices: the knob sets (choose()), the values given for them (configurations()),
     then trials_of()."""
-    configured = configurations(choose(aa, chosen), given or {}, aa=aa is not None)
+    sets = choose(aa, chosen)
+    configured = configurations(sets, given or {}, aa=aa is not None, sides=by_side(sets, aa))
     return trials_of(configured, repeat, aa is not None, series)
 
 

@@ -159,9 +159,11 @@ def check(opts: Options) -> Options:
     configured = opts.configurations
     if configured is None:
         sets = design.choose(opts.aa, opts.knob_sets)
-        given = catalog.parse_overrides(list(opts.overrides), sorted(set(sets.values())), prefixes=knob_sets.names(),
-                                        what="knob set")
-        configured = design.configurations(sets, given, aa=opts.aa is not None)
+        sides = design.by_side(sets, opts.aa)
+        given = (catalog.parse_overrides(list(opts.overrides), design.CONFIGS, what="side") if sides else
+                 catalog.parse_overrides(list(opts.overrides), sorted(set(sets.values())), prefixes=knob_sets.names(),
+                                         what="knob set"))
+        configured = design.configurations(sets, given, aa=opts.aa is not None, sides=sides)
     done = dataclasses.replace(opts, service=svc, configurations=configured)
     done.trials()[0].overrides(svc)     # a given value the service cannot take: refused here
     if svc.plan is None and not svc.lab_plan:

@@ -2,7 +2,7 @@
 machine run another configuration, and where its files land in the run folder."""
 import pytest
 
-from lab.experiment import design, services
+from lab.experiment import design, options, services
 from lab.provision import catalog, knob_sets
 from lab.provision.configuration import Configuration
 
@@ -176,7 +176,6 @@ def test_the_catalog_and_each_knob_set_are_read_once_per_command(monkeypatch):
     service leaves out): the catalog's file and each knob set's are read once while they stay as they were."""
     from pathlib import Path
 
-    from lab.experiment import options
     from lab.provision import catalog as catalog_module
     catalog_module._read.cache_clear()
     reads = []
@@ -197,3 +196,32 @@ def test_the_catalog_and_each_knob_set_are_read_once_per_command(monkeypatch):
     assert reads.count("knobs.yml") == 1, reads
     assert reads.count("tuned.yml") == 1, reads
     assert len(reads) == len(set(reads)), reads
+
+
+def test_one_value_against_its_own_set_the_prefix_naming_a_side():
+    # both sides start from the catalog: tuned: names the tuned side (its set's name would name both)
+    opts = options.checked(knob_sets={"tuned": "default"}, overrides=("tuned:jvm_gc=parallel",))
+    assert opts.configurations == {"default": Configuration("default"),
+                                   "tuned": Configuration("default", {"jvm_gc": "parallel"})}
+    [t] = opts.trials()
+    assert t.kind == "ab" and t.given() == {"tuned": {"jvm_gc": "parallel"}}
+    over = t.overrides()
+    wanted = Configuration("default", {"jvm_gc": "parallel"}).knobs()
+    assert {**Configuration("tuned").knobs(), **over["tuned"]} == wanted
+    assert over["default"] == {}
+    # default: names the default side alone, a value without a prefix both
+    opts = options.checked(knob_sets={"tuned": "default"},
+                           overrides=("default:jvm_gc=serial", "tomcat_threads_max=150"))
+    assert opts.configurations["default"].values == {"jvm_gc": "serial", "tomcat_threads_max": 150}
+    assert opts.configurations["tuned"].values == {"tomcat_threads_max": 150}
+
+
+@pytest.mark.parametrize("knob_sets,overrides,aa,message", [
+    ({"tuned": "default"}, ("jvm_gc=parallel",), None,
+     "both sides would run default with the same values: that is an A/A run .--aa default.; to measure a value"),
+    ({"tuned": "default"}, ("middle:jvm_gc=parallel",), None, "unknown side 'middle' .sides: default, tuned."),
+    ({}, ("tuned:jvm_gc=parallel",), "default", "no machine runs the tuned configuration in this A/A run"),
+])
+def test_one_set_on_both_sides_is_refused_where_nothing_tells_them_apart(knob_sets, overrides, aa, message):
+    with pytest.raises(ValueError, match=message):
+        options.checked(knob_sets=knob_sets, overrides=overrides, aa=aa)
