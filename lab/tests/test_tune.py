@@ -672,7 +672,8 @@ def test_a_trials_verdict_is_the_objective_and_its_constraints_are_gates(tmp_pat
     judge = trials.gate_judge(trials.CONSTRAINTS + ("p99<=2s",))
     got = trials.outcome(run_dir, 0, "tps", judge)
     assert (got.ratio, got.low, got.high) == (1.5, 1.4, 1.6) and not got.feasible
-    assert got.violations == ("errors<=0.1%: tuned's error_pct 0.4 (95 % CI 0.25 … 0.6): judged on the upper bound",), \
+    assert got.violations == ("errors<=0.1%: tuned's error_pct 0.4 % (95 % CI 0.25 … 0.6 %): judged on the upper "
+                              "bound",), \
         "the broken gate alone, with its reading (a level gate reads the level's interval: issue 52)"
     got = trials.outcome(run_dir, 0, "p99")
     assert (got.ratio, got.low, got.high) == (2.0, 1.6, 2.5) and got.feasible

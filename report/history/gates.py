@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape, quoteattr
 from report.history.index import as_change
 
 FIGURES = {"tps": "tps", "p99": "p99", "p95": "p95", "p50": "p50", "errors": "error_pct", "cpu": "cpu"}
+LEVEL_UNITS = {"tps": "/s", "p99": " ms", "p95": " ms", "p50": " ms", "error_pct": " %"}    # a level's unit, as read
 GATE = re.compile(r"^\s*(?P<figure>[a-z0-9]+)\s*(?P<op><=|>=)\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*"
                   r"(?P<unit>%|pt|ms|s|/s)?\s*$")
 FAILED_EXIT = 3
@@ -92,8 +93,14 @@ def _judge_level(gate: Gate, f: dict) -> Outcome:
     if ci.get("low") is None or ci.get("high") is None:
         return Outcome(gate, False, None, f"tuned's {gate.figure} {level:g} without an interval in this verdict: "
                                           "nothing shown")
-    return _on_bound(gate, level, ci["low"], ci["high"],
-                     f"tuned's {gate.figure} {level:g} (95 % CI {ci['low']:g} … {ci['high']:g})", "level")
+    unit = LEVEL_UNITS.get(gate.figure, "")
+    return _on_bound(gate, level, ci["low"], ci["high"], f"tuned's {gate.figure} {_level(level)}{unit} "
+                     f"(95 % CI {_level(ci['low'])} … {_level(ci['high'])}{unit})", "level")
+
+
+def _level(x: float) -> str:
+    """A level as read at a glance: three significant figures, whole from 100 on (457, not 457.113; 0.25)."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def _on_bound(gate: Gate, point: float, low: float, high: float, reading: str, what: str) -> Outcome:

@@ -127,8 +127,7 @@ def _answer(data: dict[str, Any]) -> list[str]:
             lines.append(f"| {c['against']} | {_ratio(tps.get('estimate'), tps.get('low'), tps.get('high'))} | "
                          f"{looked} | {c.get('decision') or '–'}{_steady(c)} | "
                          f"{_ratio(p99.get('estimate'), p99.get('low'), p99.get('high'))} | "
-                         f"{_link(c.get('combined') or c['series'])} | "
-                         f"{', '.join(_link(x) for x in c.get('looks') or [c['series']])} | "
+                         f"{_link(c.get('combined') or c['series'])} | {_blocks(c)} | "
                          f"{c.get('verdict', '').replace('|', '/')} |")
     lines += [f"Not confirmed against {name}: {why}." for name, why in (data.get("itself") or {}).items()]
     if data.get("knob_set"):
@@ -137,14 +136,22 @@ def _answer(data: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def _blocks(c: dict[str, Any]) -> str:
+    """A confirmation's blocks: each linked where there were several (the combined folder is linked beside), "one"
+    where the one block is that folder."""
+    blocks = c.get("looks") or [c["series"]]
+    return ", ".join(_link(x) for x in blocks) if len(blocks) > 1 else "one"
+
+
 def _steady(c: dict[str, Any]) -> str:
     """How many of a confirmation's trials had both machines at steady state (tune.json format 6)."""
     settled = c.get("settled") or {}
     if not settled.get("trials"):
         return ""
-    return (f"; settled in {settled['settled']} of {settled['trials']} trials"
-            + (f" (**{settled['unsettled']} still warming up**)" if settled.get("unsettled") else "")
-            + (f" (**a JIT still compiling through {settled['compiling']}**)" if settled.get("compiling") else ""))
+    why = [f"**{settled['unsettled']} still warming up**" if settled.get("unsettled") else "",
+           f"**a JIT still compiling through {settled['compiling']}**" if settled.get("compiling") else ""]
+    why = ", ".join(w for w in why if w)
+    return f"; settled in {settled['settled']} of {settled['trials']} trials" + (f" ({why})" if why else "")
 
 
 def _importance(data: dict[str, Any]) -> list[str]:

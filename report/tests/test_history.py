@@ -236,6 +236,17 @@ def test_a_level_gate_is_judged_on_the_levels_interval_bound():
     assert not judged["tps>=30/s"].passed and "without an interval" in judged["tps>=30/s"].detail
 
 
+def test_a_level_gate_reads_its_level_with_its_unit_and_three_figures():
+    """A tune's runs table quoted `tuned's p99 457 (95 % CI 218.206 … 957.12)` (stop 78): a level reads as a
+    level, rounded to what the interval can tell, with its unit."""
+    effects = {"p99": {"kind": "ratio", "tuned": 457.113, "tuned_ci": {"low": 218.206, "high": 1505.98}},
+               "error_pct": {"kind": "difference", "tuned": 0.0833, "tuned_ci": {"low": 0.01234, "high": 0.19}}}
+    assert gates.judge(gates.parse("p99<=1ms"), effects).detail.startswith(
+        "tuned's p99 457 ms (95 % CI 218 … 1,506 ms): judged on the upper bound")
+    assert gates.judge(gates.parse("errors<=0.1%"), effects).detail.startswith(
+        "tuned's error_pct 0.0833 % (95 % CI 0.0123 … 0.19 %)")
+
+
 def test_the_gate_command_exits_3_on_a_failure_and_writes_junit_and_the_summary(tmp_path):
     folder = write_run(tmp_path, 1, 36.0)                                       # TPS +80 % (+71 … +89)
     (folder / "summary.md").write_text("# Summary\n")

@@ -93,6 +93,17 @@ def test_a_confirmation_of_several_looks_shows_its_last_look_and_what_it_decides
             "[20261128T014500Z-x-vs-tuned-series]") in md, md
 
 
+def test_a_confirmation_of_one_block_links_it_once_and_says_why_it_is_unsteady_in_one_place(tmp_path):
+    one = {"against": "default", "series": "20261128T014500Z-x-vs-default-series", "exit": 0, "look": 1,
+           "level": 0.9926, "tps": {"estimate": 1.2, "low": 1.1, "high": 1.3}, "at_look": {"low": 1.05, "high": 1.4},
+           "decision": "gain", "p99": None, "verdict": "tuned: +20 %",
+           "settled": {"trials": 4, "settled": 3, "unsettled": 1, "compiling": "trial 2"}}
+    _, md = write(tmp_path, tune(confirmations=[one]))
+    row = next(line for line in md.splitlines() if line.startswith("| default |"))
+    assert row.count("20261128T014500Z-x-vs-default-series/report.html") == 1 and "| one |" in row, row
+    assert "settled in 3 of 4 trials (**1 still warming up**, **a JIT still compiling through trial 2**)" in row
+
+
 def test_an_unproven_finalist_and_a_tune_still_running_say_so(tmp_path):
     final = {**row(3, "complete", 180, 20, "g1", 1.02, 0.97, 1.07), "counted": False}
     _, md = write(tmp_path, tune(finalist=final, confirmations=[], knob_set=None))
