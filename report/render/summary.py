@@ -202,6 +202,13 @@ def _knob_set(name: str) -> str:
     return "the catalog (default)" if name == "default" else f"knob set {name} (ansible/knob_sets/{name}.yml)"
 
 
+def _given(values) -> str:
+    """' with jvm_gc=parallel given' for a side's --set values (two sides may start from one set)."""
+    if not isinstance(values, dict) or not values:
+        return ""
+    return " with " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) + " given"
+
+
 def design_lines(run: RunInfo) -> list[str]:
     """Which machine ran which configuration, for A/A runs and crossover trials."""
     d = design(run)
@@ -211,7 +218,8 @@ def design_lines(run: RunInfo) -> list[str]:
                      "are machines (default, tuned), so any difference is the twins' own.")
     chosen = {side: c for side, c in d["configurations"].items() if c != side}
     if chosen and d["kind"] != "aa":
-        lines.append("Knob sets: " + ", ".join(f"the {side} column ran {_knob_set(c)}"
+        given = run.get("overrides", default={}) or {}      # side → the --set values on top of its set
+        lines.append("Knob sets: " + ", ".join(f"the {side} column ran {_knob_set(c)}" + _given(given.get(side))
                                                for side, c in sorted(d["configurations"].items())) + ".")
     swapped = {side: vm for side, vm in d["machines"].items() if side != vm}
     if d["trial"]:

@@ -168,7 +168,8 @@ def _candidates(data: dict[str, Any]) -> list[str]:
     if "candidates" not in data:
         return []
     lines = ["## Candidates", "", "Each candidate's runs combined (the log ratios weighted by the inverse of their "
-             "variance):", "", "| # | known set | its runs (#) | orientations | settled | objective (95 % CI) | counts |",
+             "variance):", "",
+             "| # | known set | its runs (#) | orientations | settled | objective (95 % CI) | counts |",
              "| ---: | --- | --- | ---: | --- | --- | --- |"]
     for c in data["candidates"]:
         lines.append(f"| {c['number']} | {c.get('known') or '—'} | {', '.join(map(str, c.get('runs') or []))} | "

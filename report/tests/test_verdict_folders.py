@@ -223,3 +223,16 @@ def test_a_run_of_a_named_knob_set_and_load_says_so(tmp_path):
             "(ansible/knob_sets/article-2018.yml).") in summary
     assert "load article-2018: closed model, 150 users" in summary and "keep-alive off" in summary
     assert "article-2018" in (folder / "report.html").read_text()
+
+
+def test_a_run_of_one_set_on_both_sides_says_which_side_was_given_what(tmp_path):
+    """--knob-set tuned=default --set tuned:jvm_gc=parallel: both columns ran the catalog, one with a value given."""
+    folder = write_run(tmp_path / "20261203T120000Z-gc", paired_samples(10, seconds=SECONDS, effect=1.1),
+                       design={"kind": "ab", "configurations": {"default": "default", "tuned": "default"},
+                               "machines": {"default": "default", "tuned": "tuned"}})
+    record = json.loads((folder / "run.json").read_text())
+    record["overrides"] = {"tuned": {"jvm_gc": "parallel"}}
+    (folder / "run.json").write_text(json.dumps(record))
+    python("-m", "report", "run", str(folder))
+    assert ("Knob sets: the default column ran the catalog (default), the tuned column ran the catalog (default) "
+            "with jvm_gc=parallel given.") in (folder / "summary.md").read_text()
