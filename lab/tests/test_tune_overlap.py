@@ -132,3 +132,33 @@ def test_report_later_writes_the_report_and_the_index_entry_and_says_how_long(tm
     assert (folder / "report.html").is_file() and json.loads((folder / "verdict.json").read_text())["verdict"]
     with sqlite3.connect(results / "index.sqlite") as db:
         assert FIXTURE.name in {row[0] for row in db.execute("SELECT * FROM runs")}
+
+
+@pytest.mark.parametrize(("found", "left_s", "waits"), [
+    (False, 1000, True), (False, 2000, False), (True, 1000, False), (True, 10, False)])
+def test_a_run_waits_for_the_pending_outcome_only_where_it_may_make_the_first_finalist(found, left_s, waits):
+    from lab.experiment.tune import command
+    assert command.waits_for_pending(found, left_s, cap_s=400, reserve_s=1020) is waits
+
+
+def test_once_a_finalist_is_found_the_runs_go_on_overlapping_to_the_budgets_end(sets, monkeypatch):
+    """Stop 78: every run in the last cap + reserve waited for the outcome before it, finalist or not; a finalist's
+    reserve is kept whatever the next outcome, so from then on nothing needs to wait."""
+    from lab.experiment.tune import command
+    searched = tune_space()
+    asked, real = [], command.waits_for_pending
+
+    def spy(found, left_s, cap_s, reserve_s):
+        asked.append((found, left_s < cap_s + reserve_s, real(found, left_s, cap_s, reserve_s)))
+        return asked[-1][2]
+    monkeypatch.setattr(command, "waits_for_pending", spy)
+    runs = standin.Runs(standin.StandIn(searched, TARGET, seed=2), paths.RESULTS, [0.0],
+                        command.OVERHEAD_S["containers"])
+    code, folder = command.execute(options.checked(profile=load.Profile(users=10, ramp_up_s=30, duration_s=180)),
+                                   None, command.Plan(searched, 180, 0.03, budget_s=6 * 3600), runs,
+                                   log=lambda line: None, clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    data = json.loads((folder / "tune.json").read_text())
+    assert code == 0 and data["confirmations"], "a finalist found and confirmed"
+    in_zone = [waited for found, zone, waited in asked if found and zone]
+    assert in_zone and not any(in_zone), f"a finalist found, a run in the zone waited: {asked}"
+    assert all(waited == (not found and zone) for found, zone, waited in asked)

@@ -196,16 +196,18 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     # (none ran within its constraints, or every one that did was shown worse than the control) the confirmations'
     # share goes to the search (the tune of 20261130T111421Z stopped after 23 of its 55 minutes with nothing feasible
     # and 32 minutes kept unused; 20261202T053312Z searched one run, then confirmed a 0.33x)
+    def found() -> bool:
+        return proves and confirm.finalist(tuner)[0] is not None
+
     def whole() -> int:
-        found = proves and confirm.finalist(tuner)[0] is not None
-        return plan.cap_s(ramp) + (plan.reserve_s(ramp) if found else 0)
+        return plan.cap_s(ramp) + (plan.reserve_s(ramp) if found() else 0)
 
     def left() -> float:
         return plan.budget_s - spent - (clock() - began)
 
     def fits() -> bool:
-        if runs.pending is not None and left() < plan.cap_s(ramp) + plan.reserve_s(ramp):
-            runs.settle()       # whether the run fits may hang on the outcome of the one whose report is under way
+        if runs.pending is not None and waits_for_pending(found(), left(), plan.cap_s(ramp), plan.reserve_s(ramp)):
+            runs.settle()
         return left() >= whole()
     # a resumed tune whose finalist's confirmations have begun finishes them (its search ended when they began)
     confirming = resume_folder is not None and confirm.under_way(data, confirm.finalist(tuner)[0], plan.control)
@@ -245,6 +247,14 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     reporting.report_command("tune", folder, log=log, what="tune report")
     log(progress(ran(tuner), expected, tuner, left()))
     return code, folder
+
+
+def waits_for_pending(found: bool, left_s: float, cap_s: int, reserve_s: int) -> bool:
+    """Whether the next run waits for the outcome of the one whose report is under way before it is provisioned:
+    only while no candidate is worth confirming yet and less than a run and the confirmations' reserve is left, where
+    that outcome may make the first finalist, whose confirmations then take the reserve. Once one exists, the
+    reserve is kept whatever that outcome, and the overlap goes on to the budget's end."""
+    return not found and left_s < cap_s + reserve_s
 
 
 def _median(runs_s: list[int] | None) -> int | None:
