@@ -19,6 +19,13 @@ def num(x: float | None, digits: int = 1, unit: str = "") -> str:
     return f"{text} {unit}".rstrip() if unit else text
 
 
+def typed(v) -> str:
+    """A knob value as it is typed on the command line and in the YAML files: null, true, 0.5, serial."""
+    if v is None or isinstance(v, bool):
+        return "null" if v is None else str(v).lower()
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
 def count(x: float | None) -> str:
     return NA if missing(x) else f"{int(round(x)):,}"
 

@@ -109,15 +109,13 @@ def configurations(sets: dict[str, str], given: dict[str, dict], aa: bool = Fals
     sides (by_side()) the values given for that side (--set tuned:knob=value). A value given for a set no side
     runs (tuned, in an A/A run of default) is refused, and so is an A/B run whose sides would be one
     configuration (that is an A/A run)."""
-    if sides:
-        configured = {side: Configuration(name, dict(given.get(side) or {})) for side, name in sets.items()}
-    else:
-        unused = [name for name, values in given.items() if values and name not in sets.values()]
-        if unused:
-            raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
-                             f"{'A/A ' if aa else ''}run (set it without a prefix, or for "
-                             f"{', '.join(sorted(set(sets.values())))})")
-        configured = {side: Configuration(name, dict(given.get(name) or {})) for side, name in sets.items()}
+    unused = [] if sides else [name for name, values in given.items() if values and name not in sets.values()]
+    if unused:
+        raise ValueError(f"--set {unused[0]}:…: no machine runs the {unused[0]} configuration in this "
+                         f"{'A/A ' if aa else ''}run (set it without a prefix, or for "
+                         f"{', '.join(sorted(set(sets.values())))})")
+    configured = {side: Configuration(name, dict(given.get(side if sides else name) or {}))
+                  for side, name in sets.items()}
     first, second = (configured[side] for side in CONFIGS)
     if not aa and first == second:
         raise ValueError(f"--knob-set: both sides would run {first.base}"

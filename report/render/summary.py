@@ -206,7 +206,7 @@ def _given(values) -> str:
     """' with jvm_gc=parallel given' for a side's --set values (two sides may start from one set)."""
     if not isinstance(values, dict) or not values:
         return ""
-    return " with " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) + " given"
+    return " with " + ", ".join(f"{k}={fmt.typed(v)}" for k, v in sorted(values.items())) + " given"
 
 
 def design_lines(run: RunInfo) -> list[str]:

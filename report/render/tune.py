@@ -9,6 +9,7 @@ import io
 from datetime import datetime
 from typing import Any
 
+from report.fmt import typed
 from report.render.html import Figure
 from report.render.verdict import pct
 
@@ -19,12 +20,6 @@ def _ratio(estimate: float | None, low: float | None, high: float | None) -> str
     if estimate is None:
         return "—"
     return pct(estimate) if low is None or high is None else f"{pct(estimate)} ({pct(low)} … {pct(high)})"
-
-
-def _value(v: Any) -> str:
-    if v is None or isinstance(v, bool):
-        return "null" if v is None else str(v).lower()
-    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _counts(row: dict[str, Any], floor: float) -> bool:
@@ -109,7 +104,7 @@ def _answer(data: dict[str, Any]) -> list[str]:
                         "top feasible one, unproven")
               + f": {ratio} ({_objective(data)}) {where}.", "",
               "| knob | value |", "| --- | --- |"]
-    lines += [f"| {k} | {_value(v)} |" for k, v in final["values"].items()]
+    lines += [f"| {k} | {typed(v)} |" for k, v in final["values"].items()]
     confirmations = data.get("confirmations") or []
     if confirmations:
         repeat = 2 if "outcome" in final else 4
@@ -148,9 +143,9 @@ def _steady(c: dict[str, Any]) -> str:
     settled = c.get("settled") or {}
     if not settled.get("trials"):
         return ""
-    why = [f"**{settled['unsettled']} still warming up**" if settled.get("unsettled") else "",
-           f"**a JIT still compiling through {settled['compiling']}**" if settled.get("compiling") else ""]
-    why = ", ".join(w for w in why if w)
+    why = ", ".join(w for w in (f"**{settled['unsettled']} still warming up**" if settled.get("unsettled") else "",
+                                f"**a JIT still compiling through {settled['compiling']}**"
+                                if settled.get("compiling") else "") if w)
     return f"; settled in {settled['settled']} of {settled['trials']} trials" + (f" ({why})" if why else "")
 
 
@@ -204,7 +199,7 @@ def _trials(data: dict[str, Any]) -> list[str]:
             middle = (f"{r['hold_s']:g} s" if r["state"] != "refused" else "—") + " | "
             counts = _counts(r, data["floor"])
         lines.append(f"| {r['number']} | {r['state']} | {middle}"
-                     + " | ".join(_value(r["values"].get(k)) for k in knobs)
+                     + " | ".join(typed(r["values"].get(k)) for k in knobs)
                      + f" | {_ratio(o.get('ratio'), o.get('low'), o.get('high'))} | "
                      f"{'yes' if counts else 'no'} | {why or '—'} | {_link(o.get('run'))} |")
     return lines + [""]
