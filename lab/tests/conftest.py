@@ -1,11 +1,12 @@
 """What every lab test shares: no test takes the checkout's own lab lock (.lab/lock), which a real run, or
 another test run beside this one, may hold; and no test sees the kind of a lab that may be up in this checkout
-(.lab/settings.json) or that a command before it chose (lab.provision.machine_fit): VMs unless it says otherwise;
+(.lab/settings.json) or that a command before it chose (lab.provision.machine_fit): VMs unless it says otherwise,
+reached as VMs even after a test that went through hosts.prepare (it switches the whole process to real hosts);
 and the tuner's tests' run folders and knob sets in a folder of their own (sets)."""
 import pytest
 
 from lab import lock
-from lab.machines import lifecycle, provider, vagrant
+from lab.machines import lifecycle, provider, reach, vagrant
 from lab.provision import machine_fit
 
 
@@ -18,6 +19,7 @@ def own_lock(tmp_path, monkeypatch):
 def machines_are_vms_unless_said(monkeypatch):
     monkeypatch.setattr(vagrant, "kind", lambda: provider.LIBVIRT)
     monkeypatch.setattr(lifecycle, "kind", lambda s: provider.LIBVIRT)
+    monkeypatch.setattr(reach, "_reach", dict(reach._reach))   # restored after: test_collect failed after test_hosts
     machine_fit.use(provider.LIBVIRT)
     yield
     machine_fit.use(provider.LIBVIRT)
