@@ -82,6 +82,7 @@ stage_e2e()  { pytest_ -rs tests; }
 passed=0; failed=0; failed_names=()
 t_all=$SECONDS
 lab_venv "$here" || { echo "test.sh: could not prepare .venv (see pip's message above)" >&2; exit 1; }
+lab_venv_bytecode "$here"
 for s in "${stages[@]}"; do
   echo
   echo "======== stage $s"

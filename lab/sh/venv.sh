@@ -39,7 +39,6 @@ lab_venv() {
   local root="$1" stamp="$1/.venv/.requirements.sha" want
   want="$(lab_venv_stamp "$root")"
   if [ -x "$root/.venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    lab_venv_bytecode "$root"
     return 0
   fi
   echo "== preparing .venv (the lab's Python tools)"
@@ -51,18 +50,24 @@ lab_venv() {
     _lab_install "$root" pip || return 1
   fi
   echo "$want" > "$stamp"
-  lab_venv_bytecode "$root"
 }
 
 # Where PYTHONDONTWRITEBYTECODE is set (as on these hosts) Python caches nothing it compiles, and uv leaves
 # compiling to the first import: every Python process compiled its imports again (2.4 s of each ansible-playbook's
-# 0.6, 2.5 s of each report's 7). There the venv's packages are compiled once (~20 s); elsewhere the first import
-# caches them as before. The mark goes with the venv when it is made again.
+# 0.6, 2.5 s of each report's 7). There the venv's packages, but their own test suites, are compiled once (~15 s
+# of two cores); elsewhere the first import caches them as before. $2=background: beside what follows, at the
+# lowest priority (start.sh: a fresh clone's first run is not made to wait; it compiles what it imports itself,
+# as before). The mark goes with the venv when it is made again.
 lab_venv_bytecode() {
   local done="$1/.venv/.bytecode"
   [ -n "${PYTHONDONTWRITEBYTECODE:-}" ] && [ ! -f "$done" ] && [ -w "$1/.venv" ] || return 0
-  echo "== compiling .venv's packages once (PYTHONDONTWRITEBYTECODE is set: Python would compile them in every process)"
   # some packages ship files that do not compile on purpose (tests of Python 2 syntax): their errors are theirs
-  "$1/.venv/bin/python" -m compileall -q -j 0 "$1/.venv/lib" >/dev/null 2>&1
-  touch "$done" || true
+  local compile=(nice -n 19 "$1/.venv/bin/python" -m compileall -q -j 0 -x '/tests?/' "$1/.venv/lib")
+  if [ "${2:-}" = background ]; then
+    { "${compile[@]}"; touch "$done"; } >/dev/null 2>&1 &      # holds no pipe of the caller's open
+  else
+    echo "== compiling .venv's packages once (PYTHONDONTWRITEBYTECODE is set: Python would compile them in every process)"
+    "${compile[@]}" >/dev/null 2>&1
+    touch "$done" || true
+  fi
 }

@@ -4,6 +4,7 @@ caller's is left as it is."""
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from lab import paths
@@ -21,9 +22,9 @@ def checkout_with_a_venv(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def bytecode_step(checkout: Path, **env) -> subprocess.CompletedProcess:
+def bytecode_step(checkout: Path, *mode: str, **env) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | env
-    return subprocess.run(["bash", "-c", f'. "{VENV_SH}"; lab_venv_bytecode "$1"', "-", str(checkout)],
+    return subprocess.run(["bash", "-c", f'. "{VENV_SH}"; lab_venv_bytecode "$@"', "-", str(checkout), *mode],
                           env=environ, capture_output=True, text=True, timeout=120)
 
 
@@ -44,3 +45,13 @@ def test_nothing_is_compiled_where_python_caches_it_itself(tmp_path):
     checkout = checkout_with_a_venv(tmp_path)
     done = bytecode_step(checkout)
     assert done.returncode == 0 and done.stdout == "" and compiled(checkout) == []
+
+
+def test_start_sh_compiles_beside_what_follows_and_says_nothing(tmp_path):
+    checkout = checkout_with_a_venv(tmp_path)
+    done = bytecode_step(checkout, "background", PYTHONDONTWRITEBYTECODE="1")
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+    deadline = time.monotonic() + 60
+    while not (checkout / ".venv" / ".bytecode").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert compiled(checkout) == [f"__init__.{sys.implementation.cache_tag}.pyc"]
