@@ -90,10 +90,10 @@ def _judge_level(gate: Gate, f: dict) -> Outcome:
     level, ci = f.get("tuned"), f.get("tuned_ci") or {}
     if level is None:
         return Outcome(gate, False, None, f"no level of {gate.figure} for the tuned configuration in this verdict")
-    if ci.get("low") is None or ci.get("high") is None:
-        return Outcome(gate, False, None, f"tuned's {gate.figure} {level:g} without an interval in this verdict: "
-                                          "nothing shown")
     unit = LEVEL_UNITS.get(gate.figure, "")
+    if ci.get("low") is None or ci.get("high") is None:
+        return Outcome(gate, False, None, f"tuned's {gate.figure} {_level(level)}{unit} without an interval in this "
+                                          "verdict: nothing shown")
     return _on_bound(gate, level, ci["low"], ci["high"], f"tuned's {gate.figure} {_level(level)}{unit} "
                      f"(95 % CI {_level(ci['low'])} … {_level(ci['high'])}{unit})", "level")
 
