@@ -97,7 +97,7 @@ def mitogen_run(inventory: Path) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-def test_a_host_key_is_learnt_once_and_a_changed_one_is_refused_on_every_path(sshd, tmp_path, monkeypatch):
+def test_a_host_key_is_learnt_once_and_a_changed_one_is_refused_on_every_path(sshd, tmp_path):
     listed = tmp_path / "hosts.yml"
     listed.write_text(textwrap.dedent(f"""
         all:

@@ -91,11 +91,11 @@ def _judge_level(gate: Gate, f: dict) -> Outcome:
     if level is None:
         return Outcome(gate, False, None, f"no level of {gate.figure} for the tuned configuration in this verdict")
     unit = LEVEL_UNITS.get(gate.figure, "")
+    reading = f"tuned's {gate.figure} {_level(level)}{unit}"
     if ci.get("low") is None or ci.get("high") is None:
-        return Outcome(gate, False, None, f"tuned's {gate.figure} {_level(level)}{unit} without an interval in this "
-                                          "verdict: nothing shown")
-    return _on_bound(gate, level, ci["low"], ci["high"], f"tuned's {gate.figure} {_level(level)}{unit} "
-                     f"(95 % CI {_level(ci['low'])} … {_level(ci['high'])}{unit})", "level")
+        return Outcome(gate, False, None, f"{reading} without an interval in this verdict: nothing shown")
+    return _on_bound(gate, level, ci["low"], ci["high"],
+                     f"{reading} (95 % CI {_level(ci['low'])} … {_level(ci['high'])}{unit})", "level")
 
 
 def _level(x: float) -> str:
