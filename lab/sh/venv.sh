@@ -54,7 +54,7 @@ lab_venv() {
 
 # Where PYTHONDONTWRITEBYTECODE is set (as on these hosts) Python caches nothing it compiles, and uv leaves
 # compiling to the first import: every Python process compiled its imports again (2.4 s of each ansible-playbook's
-# 0.6, 2.5 s of each report's 7). There the venv's packages, but their own test suites, are compiled once (~15 s
+# 0.6, 2.5 s of each report's 7). There the venv's packages, but their own test suites, are compiled once (23 s
 # of two cores); elsewhere the first import caches them as before. $2=background: beside what follows, at the
 # lowest priority (start.sh: a fresh clone's first run is not made to wait; it compiles what it imports itself,
 # as before). The mark goes with the venv when it is made again.
