@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from arch.bootstrap import optimal_block_length
 
 from report import MACHINES
+from report.stats.bootstrap import circular_block_length
 from report.stats.windows import LATENCY_BIN, PERCENTILES, Paired, Side
 
 # × Politis–White's length: the plug-in length itself (and twice it) under-covered, 88–91 % for TPS, 4× still
@@ -99,7 +99,7 @@ def _least(paired: Paired, group: str) -> int:
 def _block_of(columns: list[np.ndarray], n: int, factor: float, least: int = 1) -> int:
     if not columns or n < 4:
         return 1
-    lengths = optimal_block_length(np.column_stack(columns))["circular"].to_numpy()
+    lengths = np.array([circular_block_length(column) for column in columns])
     lengths = lengths[np.isfinite(lengths)]
     b = math.ceil(factor * lengths.max()) if len(lengths) else 1
     return int(min(max(b, least, 1), max(1, n // 3)))

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from arch.bootstrap import CircularBlockBootstrap
 from scipy import stats
 
 from report import MACHINES
 from report.stats.blocks import block_length, centering_inflation, level_block_length, sampling_inflation
+from report.stats.bootstrap import circular_block_indices, window_weights
 from report.stats.figures import percentile
 from report.stats.windows import PERCENTILES, WINDOW_S, Paired, Side
 
@@ -44,20 +44,6 @@ def min_successes(p: float) -> int:
 
 GROUPS = {"tps": ("tps",), "errors": ("error_pct",), "latency": ("p50", "p95", "p99"), "cpu": ("cpu",)}
 NO_CPU = "the JVM's CPU was not recorded by PCP through the paired window on both machines"
-
-
-def resample_indices(n: int, block: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
-    """(resamples, n) window indices of a circular block bootstrap (arch's CircularBlockBootstrap)."""
-    bs = CircularBlockBootstrap(block, np.arange(n), seed=np.random.default_rng(seed))
-    return np.array([data[0][0] for data in bs.bootstrap(resamples)], dtype=np.int64)
-
-
-def window_weights(indices: np.ndarray, n: int) -> np.ndarray:
-    """(resamples, n): how often each window was drawn in each resample."""
-    weights = np.zeros((indices.shape[0], n), dtype=np.float32)
-    rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
-    np.add.at(weights, (rows, indices.ravel()), 1.0)
-    return weights
 
 
 def nearest_rank(hist_cum: np.ndarray, total: np.ndarray, p: float, bin_ms: np.ndarray) -> np.ndarray:
@@ -297,7 +283,7 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
         for group, figures in GROUPS.items():
             if group == "cpu" and not paired.has_cpu:
                 continue
-            indices = resample_indices(paired.n, analysis.blocks[group], resamples, seed)
+            indices = circular_block_indices(paired.n, analysis.blocks[group], resamples, seed)
             weights = window_weights(indices, paired.n)
             factor = centering_inflation(paired.n, analysis.blocks[group], group)
             for name, side in paired.sides.items():
@@ -308,7 +294,7 @@ def analyse(paired: Paired, resamples: int = RESAMPLES, seed: int = SEED, levels
             if analysis.level_blocks[group] == analysis.blocks[group]:
                 levels.update({f: analysis.replicates["tuned"][f] for f in figures})
             else:
-                indices = resample_indices(paired.n, analysis.level_blocks[group], resamples, seed)
+                indices = circular_block_indices(paired.n, analysis.level_blocks[group], resamples, seed)
                 levels.update(spread(side_figures(paired.sides["tuned"], window_weights(indices, paired.n),
                                                   paired.seconds, figures),
                                      centering_inflation(paired.n, analysis.level_blocks[group], group)))
