@@ -3,7 +3,6 @@ verdict.json): the combined effect and machine bias per figure, whether the tria
 figures (the combination: report/stats/combine.py)."""
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 from typing import Any
@@ -211,10 +210,7 @@ def forest_png(trials: list[LoadedRun], results: dict[str, Combined]) -> bytes:
     ax.set_xlabel("tuned vs default (log scale)", fontsize=8)
     ax.grid(axis="x", alpha=0.3, which="both", lw=0.5)
     fig.subplots_adjust(left=0.09, right=0.995, bottom=0.2, top=0.97)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    plt.close(fig)
-    return small_png(buf.getvalue())
+    return small_png(fig)
 
 
 FOREST = Figure("forest", "Each trial and the combination",
