@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special  # scipy.special's quantiles are scipy.stats' own, without its 0.8 s import
 
 from report import MACHINES
 from report.stats.blocks import block_length, centering_inflation, level_block_length, sampling_inflation
@@ -148,7 +148,7 @@ class Effect:
         se = (hi - lo) / 2.0 / t_quantile(self.df)
         if se <= 0:             # no errors on either machine: nothing varied, nothing to detect against
             return math.nan
-        size = (t_quantile(self.df) + float(stats.t.ppf(POWER, max(1.0, self.df)))) * se
+        size = (t_quantile(self.df) + float(special.stdtrit(max(1.0, self.df), POWER))) * se
         return math.exp(size) if self.kind == "ratio" else size
 
     @property
@@ -188,7 +188,7 @@ def group_of(figure: str) -> str:
 
 
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
-    return float(stats.t.ppf(0.5 + confidence / 2.0, max(1, df)))
+    return float(special.stdtrit(max(1, df), 0.5 + confidence / 2.0))
 
 
 MIN_FINITE = 0.99         # share of resamples whose figure must be defined for an interval
@@ -222,7 +222,7 @@ def error_level_interval(failed: float, requests: float, replicates: np.ndarray,
     finite = replicates[np.isfinite(replicates)] / 100.0
     boot = float(finite.var(ddof=1)) if len(finite) > 1 else 0.0
     n = requests / max(1.0, boot / binomial) if binomial > 0 else requests
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(special.ndtri(0.5 + confidence / 2.0))
     centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
     return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)

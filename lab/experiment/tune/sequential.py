@@ -52,16 +52,16 @@ def relevelled(effect: dict | None, confidence: float) -> tuple[float, float] | 
     """A ratio's interval at another confidence, from its 95 % one (estimate ± t·se on the log scale, as every
     interval the report writes) and the degrees of freedom of its t; None without an estimate, interval or df
     (a series combined before verdict.json format 4 wrote its df: its look cannot be judged, so it is undecided)."""
-    # scipy: the report's own dependency, loaded only where a confirmation is judged
-    from scipy import stats
+    # scipy: the report's own dependency, loaded only where a confirmation is judged (stdtrit: scipy.stats' t.ppf)
+    from scipy import special
 
     e = effect or {}
     est, low, high, df = (e.get(k) for k in ("estimate", "low", "high", "df"))
     if not all(isinstance(x, (int, float)) and x > 0 for x in (est, low, high, df)):
         return None
     df = max(1.0, df)           # as the report's t_quantile takes it
-    se = (math.log(high) - math.log(low)) / 2.0 / float(stats.t.ppf(0.975, df))
-    half = float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, df)) * se
+    se = (math.log(high) - math.log(low)) / 2.0 / float(special.stdtrit(df, 0.975))
+    half = float(special.stdtrit(df, 1.0 - (1.0 - confidence) / 2.0)) * se
     return est * math.exp(-half), est * math.exp(half)
 
 
