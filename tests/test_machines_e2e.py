@@ -80,6 +80,13 @@ def assert_nothing_left():
     assert not list((ROOT / ".lab" / "run").glob("*.pid")), "PID records remain"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def box_made_first(vm_box):
+    """The box made ahead beside the containers' e2e (tests/conftest.py) in place before any test here: none
+    counts the lab's processes with its build still running."""
+    vm_box.wait()
+
+
 @pytest.fixture(scope="module")
 def lab_up():
     start("down", env={"LAB_PROVIDER": "auto"})   # a lab left behind by an earlier, killed run must not block this one
