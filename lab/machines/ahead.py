@@ -33,6 +33,7 @@ OWNER = "owner"             # in that folder: the PID of the command it was made
 AUTOGROUP_NICE = -10       # ~9× the CPU weight of a nice-0 session (first())
 STOP_GRACE_S = 30           # mmdebstrap undoes its mounts on SIGTERM; dpkg may take a few seconds to stop
 _PR_SET_PDEATHSIG = 1
+_CLONE_NEWNS = 0x00020000
 NOUN = {provider.LIBVIRT: "box", provider.CONTAINERS: "image"}     # what a build of that kind makes (its log's name)
 
 
@@ -179,12 +180,24 @@ def _orphaned(signum, frame) -> None:
     raise SystemExit(1)
 
 
+def private_mounts() -> None:
+    """This process's mounts from here on (a box's disk, the chroot's /proc, /sys and /dev) in a mount namespace of
+    its own, shared with no other: a mount namespace copied from the host's while they are mounted (a Docker
+    daemon or a container started beside the build, under `ip netns exec`) kept its own copy of the disk after the
+    build unmounted it, and the build failed releasing its partitions, "error deleting partition 1" (CI's e2e,
+    the VMs' box made beside the containers' runs, 2026-12-03). They also end with the build's last process."""
+    if ctypes.CDLL(None, use_errno=True).unshare(_CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed: the build's mounts would be the host's")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True, capture_output=True)
+
+
 def main(argv: list[str]) -> int:
     kind, suite, parent, root = argv[0], argv[1], int(argv[2]), Path(argv[3])
     signal.signal(signal.SIGHUP, _orphaned)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGHUP)
     if os.getppid() != parent:       # it died before the line above
         _orphaned(signal.SIGHUP, None)
+    private_mounts()
     if kind == provider.LIBVIRT:      # its disk made beside the box, in this build's folder (undone on cancel)
         (root.parent / "build").mkdir()
         box.build(settings.load(), root / box.box_file(suite).name, suite, work=root.parent / "build")

@@ -204,6 +204,31 @@ def test_a_stopped_box_builds_loop_devices_are_released_with_its_folder(tmp_path
     assert not work.exists() and box.loops_under(tmp_path) == []
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root (CI runs as root)")
+def test_a_builds_mounts_are_seen_by_no_other_namespace(tmp_path):
+    """The build mounts in a namespace of its own (ahead.private_mounts): neither the host's nor one copied from it
+    while they are mounted (a Docker daemon started under `ip netns exec` beside the build) holds its disk, so its
+    partitions can be released (CI's e2e failed there: "error deleting partition 1")."""
+    disk = tmp_path / "root"
+    disk.mkdir()
+    script = (f"from lab.machines import ahead; import subprocess, sys; ahead.private_mounts(); "
+              f"subprocess.run(['mount', '-t', 'tmpfs', 'tmpfs', {str(disk)!r}], check=True); "
+              f"print('mounted', flush=True); sys.stdin.readline()")
+    build = subprocess.Popen([sys.executable, "-c", script], cwd=paths.ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert build.stdout.readline().strip() == "mounted"
+        inside = Path(f"/proc/{build.pid}/mountinfo").read_text()
+        assert f" {disk.resolve()} " in inside, "the build does not see its own mount"
+        assert box.mounts_under(tmp_path) == [], "the host sees the build's mount"
+        copied = subprocess.run(["unshare", "--mount", "cat", "/proc/self/mountinfo"], capture_output=True,
+                                text=True, check=True)
+        assert f" {disk.resolve()} " not in copied.stdout, "a namespace copied from the host's holds it"
+    finally:
+        build.communicate("\n", timeout=30)
+    assert box.mounts_under(tmp_path) == []
+
+
 def test_an_image_is_known_from_the_daemons_own_table_while_it_is_not_running(tmp_path, monkeypatch):
     monkeypatch.setattr(containers, "DATA_ROOT", tmp_path)
     monkeypatch.setattr(containers, "daemon_running", lambda: False)
