@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,8 @@ def vm_box():
     (lab/machines/ahead.py) where it is missing and its tools are installed: asked for by containers_up once they
     are up, so it is built while their short runs load the host's CPU only in part (CI: the box took ~2 of the VMs'
     `up`'s 3.5 minutes, after the containers' e2e). `wait()` puts it in the lab's box folder, as `up` would, or
-    leaves it to `up` where the build failed (its log printed). Cancelled at the session's end if never taken."""
+    leaves it to `up` where the build failed (a warning in pytest's summary, with its log's end). Cancelled at the
+    session's end if never taken."""
     suite = box.SUITES[17]
     build = None
     if (os.geteuid() == 0 and not box.box_file(suite).exists()
@@ -63,8 +65,8 @@ def vm_box():
             try:
                 path, _ = box.ensure(settings.load(), suite, made_ahead=taken.take)
                 print(f"the VMs' box made ahead: {path.relative_to(ROOT)}")
-            except box.BoxError as failure:
-                print(f"the VMs' box made ahead failed; `up` builds it: {failure}")
+            except box.BoxError as failure:        # said in pytest's summary, not only in captured output
+                warnings.warn(f"the VMs' box made ahead failed; `up` builds it: {failure}", stacklevel=1)
     yield Box
     if build is not None:
         build.cancel()
