@@ -43,7 +43,7 @@ def vm_box():
     """The VMs' box (bookworm, what `up` boots both machines from) made by the lab's own build-ahead process
     (lab/machines/ahead.py) where it is missing and its tools are installed: asked for by containers_up once they
     are up, so it is built while their short runs load the host's CPU only in part (CI: the box took ~2 of the VMs'
-    `up`'s 3.5 minutes, after the containers' e2e). `wait()` puts it in the lab's box folder, as `up` would, or
+    `up`'s 3.5 minutes, after the containers' e2e). Calling it puts it in the lab's box folder, as `up` would, or
     leaves it to `up` where the build failed (a warning in pytest's summary, with its log's end). Cancelled at the
     session's end if never taken."""
     suite = box.SUITES[17]
@@ -55,18 +55,16 @@ def vm_box():
             Path(f"/proc/{build.proc.pid}/autogroup").write_text(f"{BOX_NICE}\n")
         print(f"the VMs' {suite} box being built ahead (its output: {build.log})")
 
-    class Box:
-        @staticmethod
-        def wait():
-            nonlocal build
-            if build is None:
-                return
-            taken, build = build, None
-            try:
-                path, _ = box.ensure(settings.load(), suite, made_ahead=taken.take)
-                print(f"the VMs' box made ahead: {path.relative_to(ROOT)}")
-            except box.BoxError as failure:        # said in pytest's summary, not only in captured output
-                warnings.warn(f"the VMs' box made ahead failed; `up` builds it: {failure}", stacklevel=1)
-    yield Box
+    def wait():
+        nonlocal build
+        if build is None:
+            return
+        taken, build = build, None
+        try:
+            path, _ = box.ensure(settings.load(), suite, made_ahead=taken.take)
+            print(f"the VMs' box made ahead: {path.relative_to(ROOT)}")
+        except box.BoxError as failure:        # said in pytest's summary, not only in captured output
+            warnings.warn(f"the VMs' box made ahead failed; `up` builds it: {failure}", stacklevel=1)
+    yield wait
     if build is not None:
         build.cancel()

@@ -84,7 +84,7 @@ def assert_nothing_left():
 def box_made_first(vm_box):
     """The box made ahead beside the containers' e2e (tests/conftest.py) in place before any test here: none
     counts the lab's processes with its build still running."""
-    vm_box.wait()
+    vm_box()
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ AUTOGROUP_NICE = -10       # ~9× the CPU weight of a nice-0 session (first())
 STOP_GRACE_S = 30           # mmdebstrap undoes its mounts on SIGTERM; dpkg may take a few seconds to stop
 _PR_SET_PDEATHSIG = 1
 _CLONE_NEWNS = 0x00020000
+_LIBC = ctypes.CDLL(None, use_errno=True)      # prctl (not in os) and unshare (os.unshare only from 3.12)
 NOUN = {provider.LIBVIRT: "box", provider.CONTAINERS: "image"}     # what a build of that kind makes (its log's name)
 
 
@@ -186,7 +187,7 @@ def private_mounts() -> None:
     daemon or a container started beside the build, under `ip netns exec`) kept its own copy of the disk after the
     build unmounted it, and the build failed releasing its partitions, "error deleting partition 1" (CI's e2e,
     the VMs' box made beside the containers' runs, 2026-12-03). They also end with the build's last process."""
-    if ctypes.CDLL(None, use_errno=True).unshare(_CLONE_NEWNS) != 0:
+    if _LIBC.unshare(_CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed: the build's mounts would be the host's")
     subprocess.run(["mount", "--make-rprivate", "/"], check=True, capture_output=True)
 
@@ -194,7 +195,7 @@ def private_mounts() -> None:
 def main(argv: list[str]) -> int:
     kind, suite, parent, root = argv[0], argv[1], int(argv[2]), Path(argv[3])
     signal.signal(signal.SIGHUP, _orphaned)
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGHUP)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGHUP)
     if os.getppid() != parent:       # it died before the line above
         _orphaned(signal.SIGHUP, None)
     private_mounts()
