@@ -22,6 +22,7 @@ from pathlib import Path
 
 from lab import paths, shell, steps
 from lab.errors import LabError
+from lab.machines import debcache
 
 RECIPE_DIR = Path(__file__).parent / "box"
 SUITES_DIR = "suites"           # suites/<suite>.txt: the packages of that suite's box alone
@@ -232,6 +233,7 @@ def root_filesystem(settings, suite: str, mnt: Path, include: list[str], login_p
     # with the box's initramfs and modprobe settings.
     _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(include)}",
           f"--setup-hook=cp -R {shlex.quote(str(RECIPE_DIR / 'files'))}/. \"$1\"/",
+          *debcache.mmdebstrap_options(suite),
           suite, str(mnt), settings.debian_mirror], "running mmdebstrap")
     if login_public_key is None:
         shutil.copy(login_key().with_suffix(".pub"), mnt / "tmp" / "login.pub")
@@ -258,6 +260,8 @@ def root_filesystem(settings, suite: str, mnt: Path, include: list[str], login_p
         for m in reversed(mounted):
             subprocess.run(["umount", "-l", str(m)], capture_output=True)
     (mnt / "tmp" / "customize.sh").unlink()
+    debcache.keep(suite, mnt)
+    _run(["chroot", str(mnt), "apt-get", "clean"], "emptying apt's cache")
 
 
 def _install_bootloader(mnt: Path, loop: str, uuid: str) -> None:

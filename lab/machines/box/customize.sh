@@ -13,6 +13,8 @@ LIST
 # The roles' packages (preload.txt), installed without recommends as the roles do. No service may start
 # inside the chroot (policy-rc.d 101), and none is enabled but those in units.txt (the roles enable the rest).
 if [ -s /tmp/preload.txt ]; then
+  # The JDK's update-alternatives links its manual page here, which dpkg no longer unpacks (lab-box-excludes)
+  mkdir -p /usr/share/man/man1
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
   chmod 755 /usr/sbin/policy-rc.d
   apt-get update -q --error-on=any
@@ -72,5 +74,5 @@ rm -f /etc/ssh/ssh_host_*
 : > /etc/machine-id
 rm -f /var/lib/dbus/machine-id
 
-apt-get clean
+# (apt's downloaded packages stay for the host's cache, which empties apt's cache after: lab/machines/debcache.py)
 rm -rf /var/lib/apt/lists/* /tmp/login.pub
