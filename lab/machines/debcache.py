@@ -1,7 +1,8 @@
 """The host's cache of the Debian packages the machines' root file systems are made of: one folder per suite under
 CACHE_DIR, shared by the containers' image and the VMs' box (one recipe) and by every checkout, as the host's Docker
 images are. A second build of a suite (the VMs' box after the containers' image, a changed recipe, another clone)
-downloads only what is new: ~20 s of a ~70 s root file system here.
+downloads only what is new: bookworm's root file system took 56 s with a full cache, 65.5 s with an empty one
+(one build each, 2026-12-03).
 
 apt checks every cached file against the mirror's signed index before it installs it and fetches again one that
 does not match, so the cache is data the build checks, not code it trusts. Each build keeps the packages it
