@@ -11,7 +11,10 @@ down between them; the table has a block per provider.
 
 Scenarios, in this order within each repetition:
   cold      nothing of the lab cached: lab down, the base box and the app jar removed (the host's Maven,
-            pip and apt caches stay, as for a second clone on the same machine), then a run
+            pip and apt caches stay, the lab's package cache among them: as for a second clone on the same
+            machine), then a run
+  uncached  cold, and the lab's package cache removed too (/var/cache/camel-lab/apt, lab/machines/debcache.py):
+            the image or box a host builds first (Maven's and pip's caches still stay; not in the default list)
   warm      a run with nothing changed since the last one (provisioning skipped by its fingerprint)
   httpd, tomcat, jvm, logback
             a run with one knob of that tier changed on tuned (KNOB_CHANGES: each step flips one knob
@@ -44,7 +47,7 @@ from pathlib import Path
 
 from lab import paths
 from lab.experiment import record
-from lab.machines import containers
+from lab.machines import containers, debcache
 
 START = str(paths.ROOT / "start.sh")
 TINY_LOAD = ["--users", "2", "--ramp-up", "1s", "--duration", "10s", "--warmup", "0"]
@@ -56,7 +59,8 @@ KNOB_CHANGES = {
     "logback": ("logback_async_queue_size", (512, 500)),
 }
 SCENARIOS = ("cold", "fresh", "warm", *KNOB_CHANGES, "down")
-LONG = ("scenario",)                 # asked for by name only
+LONG = ("scenario",)                 # judged by its whole wall time
+BY_NAME = (*LONG, "uncached")        # asked for by name only
 PROVIDERS = ("containers", "libvirt")
 # what run.json's phases hold before the load starts (to_load_s is their sum, plus the gaps between them)
 PHASES_TO_LOAD = ("up", "provision", "restart", "check")
@@ -76,9 +80,9 @@ def host_calibration_s(loops: int = CALIBRATION_LOOPS) -> float:
     return round(best, 3)
 
 
-def forget_caches(log=print) -> list[str]:
+def forget_caches(log=print, packages: bool = False) -> list[str]:
     """A cold start: the lab down, and the base boxes, container images and app jars it would otherwise reuse
-    removed."""
+    removed; packages: the lab's package cache too."""
     removed = []
     done = subprocess.run([START, "down"], capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -93,6 +97,9 @@ def forget_caches(log=print) -> list[str]:
     if containers.DATA_ROOT.is_dir():      # the lab's Docker daemon's state: its image cache (down stopped it)
         shutil.rmtree(containers.DATA_ROOT)
         removed.append(str(containers.DATA_ROOT))
+    if packages and debcache.CACHE_DIR.is_dir():
+        shutil.rmtree(debcache.CACHE_DIR)
+        removed.append(str(debcache.CACHE_DIR))
     for jar in sorted((paths.ROOT / "app").glob("*/target/*.jar")):
         jar.unlink()
         removed.append(str(jar.relative_to(paths.ROOT)))
@@ -199,7 +206,7 @@ def table(trials: list[dict]) -> str:
     lines = ["| provider | scenario | n | min s | median s | max s | longest phase (median s) | failed | "
              "host calibration s |", "|---|---|---|---|---|---|---|---|---|"]
     for provider, scenario in [(p, s) for p in dict.fromkeys(t.get("provider", "auto") for t in trials)
-                               for s in (*SCENARIOS, *LONG)]:
+                               for s in (*SCENARIOS, *BY_NAME)]:
         mine = [t for t in trials if t["scenario"] == scenario and t.get("provider", "auto") == provider]
         if not mine:
             continue
@@ -234,9 +241,9 @@ def execute(repeat: int, scenarios: list[str], log=print, providers: tuple[str, 
         for r in range(repeat):
             log(f"== {provider}: repetition {r + 1} of {repeat}")
             for scenario in scenarios:
-                if scenario == "cold":
-                    forget_caches(log)
-                    keep({**timed_run("cold", overrides, log, provider), "removed_caches": True})
+                if scenario in ("cold", "uncached"):
+                    forget_caches(log, packages=scenario == "uncached")
+                    keep({**timed_run(scenario, overrides, log, provider), "removed_caches": True})
                 elif scenario == "down":
                     keep(timed_down(log, provider))
                 else:
@@ -265,12 +272,12 @@ def main(argv=None) -> int:
         print(table(json.loads(args.table.read_text())["trials"]))
         return 0
     chosen = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    unknown = [s for s in chosen if s not in (*SCENARIOS, *LONG)]
+    unknown = [s for s in chosen if s not in (*SCENARIOS, *BY_NAME)]
     kinds = tuple(p.strip() for p in args.providers.split(",") if p.strip())
     if not kinds or set(kinds) - {"auto", *PROVIDERS}:
         ap.error(f"--providers: of auto, {', '.join(PROVIDERS)}")
     if unknown or not chosen or args.repeat < 1:
-        ap.error(f"unknown scenario {', '.join(unknown)} (scenarios: {', '.join((*SCENARIOS, *LONG))})" if unknown
+        ap.error(f"unknown scenario {', '.join(unknown)} (scenarios: {', '.join((*SCENARIOS, *BY_NAME))})" if unknown
                  else "--repeat must be at least 1 and --scenarios name at least one")
     out = execute(args.repeat, chosen, providers=kinds)
     trials = json.loads((out / "cycle.json").read_text())["trials"]

@@ -30,7 +30,8 @@ def test_the_table_gives_min_median_max_and_the_phase_that_limits():
 def stand_ins(monkeypatch, tmp_path):
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     done = []
-    monkeypatch.setattr(cycle, "forget_caches", lambda log=print: done.append(("forget",)) or [])
+    monkeypatch.setattr(cycle, "forget_caches", lambda log=print, packages=False:
+                        done.append(("forget", "packages") if packages else ("forget",)) or [])
     monkeypatch.setattr(cycle, "timed_down", lambda log=print, provider="auto": done.append(("down",))
                         or {**trial("down", wall=30), "provider": provider})
     monkeypatch.setattr(cycle, "timed_run", lambda scenario, overrides, log=print, provider="auto":
@@ -76,6 +77,28 @@ def test_a_knob_step_listed_twice_changes_its_knob_each_time(stand_ins):
 def test_cold_forgets_the_caches_first_and_fresh_downs_the_lab_first(stand_ins):
     cycle.execute(1, ["cold", "fresh"], log=lambda *a: None)
     assert stand_ins == [("forget",), ("cold", {}), ("down",), ("fresh", {})]
+
+
+def test_uncached_also_forgets_the_package_cache_and_is_asked_for_by_name(stand_ins):
+    cycle.execute(1, ["uncached", "warm"], log=lambda *a: None)
+    assert stand_ins == [("forget", "packages"), ("uncached", {}), ("warm", {})]
+    assert "uncached" not in cycle.SCENARIOS
+    rows = cycle.table([{**trial("uncached", 200, up_s=90), "host_calibration_s": 0.27}]).splitlines()[2:]
+    assert rows == ["| auto | uncached | 1 | 200 | 200 | 200 | up (90) | 0 | 0.27 |"], "judged to the load, as cold"
+
+
+def test_forgetting_removes_the_package_cache_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(cycle.subprocess, "run", lambda *a, **k: cycle.subprocess.CompletedProcess(a, 0, "", ""))
+    monkeypatch.setattr(paths, "BOX_DIR", tmp_path / "box")
+    monkeypatch.setattr(paths, "VAGRANT_HOME", tmp_path / "vagrant")
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.setattr(cycle.containers, "DATA_ROOT", tmp_path / "docker")
+    monkeypatch.setattr(cycle.debcache, "CACHE_DIR", tmp_path / "apt")
+    (tmp_path / "apt" / "bookworm").mkdir(parents=True)
+    assert cycle.forget_caches(log=lambda *a: None) == []
+    assert (tmp_path / "apt").is_dir()
+    assert cycle.forget_caches(log=lambda *a: None, packages=True) == [str(tmp_path / "apt")]
+    assert not (tmp_path / "apt").exists()
 
 
 def test_every_knob_change_is_a_knob_of_its_tier_and_comes_back_to_the_tuned_value():
