@@ -14,9 +14,11 @@ import contextlib
 import fcntl
 import shlex
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+
+from lab import shell
+from lab.errors import LabError
 
 CACHE_DIR = Path("/var/cache/camel-lab/apt")
 ARCHIVES = "var/cache/apt/archives"       # apt's own folder of downloaded packages, in the root file system
@@ -54,9 +56,9 @@ def deb_name(package: str, version: str, architecture: str) -> str:
 
 def installed(root: Path) -> dict[str, str]:
     """The root file system's installed packages: {package: its .deb file's name}."""
-    listed = subprocess.run(["dpkg-query", f"--admindir={root / 'var/lib/dpkg'}", "-W", "-f",
-                             "${db:Status-Status} ${Package} ${Version} ${Architecture}\n"],
-                            capture_output=True, text=True, check=True)
+    listed = shell.run(["dpkg-query", f"--admindir={root / 'var/lib/dpkg'}", "-W", "-f",
+                        "${db:Status-Status} ${Package} ${Version} ${Architecture}\n"],
+                       "box build failed while reading its installed packages", error=LabError)
     names = {}
     for line in listed.stdout.splitlines():
         status, package, version, architecture = line.split(" ")
@@ -74,10 +76,11 @@ def keep(suite: str, root: Path) -> None:
     """The packages this build installed, from the root file system's archive folder into the cache, and their
     other versions removed from it (the root file system's own copies stay: apt-get clean empties them)."""
     wanted = installed(root)
+    files = set(wanted.values())
     with locked(suite) as cache:
         for deb in (root / ARCHIVES).glob("*.deb"):
             target = cache / deb.name
-            if deb.name in wanted.values() and not target.exists():
+            if deb.name in files and not target.exists():
                 partial = target.with_suffix(".partial")
                 shutil.copyfile(deb, partial)
                 partial.rename(target)      # a build beside this one never copies half a file

@@ -40,6 +40,15 @@ def built_root(tmp_path, debs):
     return root
 
 
+def filled_by_the_hook(suite, tmp_path):
+    """A next build's root folder after mmdebstrap ran the setup hook in it ($1: that folder)."""
+    fill = next(o for o in debcache.mmdebstrap_options(suite) if o.startswith("--setup-hook="))
+    nxt = tmp_path / "next"
+    nxt.mkdir()
+    subprocess.run(["sh", "-c", fill.removeprefix("--setup-hook="), "hook", str(nxt)], check=True)
+    return nxt
+
+
 def test_apts_file_name_writes_an_epochs_colon_as_apt_does():
     assert debcache.deb_name("openssh-server", "1:9.2p1-2", "amd64") == "openssh-server_1%3a9.2p1-2_amd64.deb"
 
@@ -68,18 +77,12 @@ def test_a_build_keeps_what_it_installed_and_drops_only_their_other_versions(tmp
 
 def test_the_next_build_finds_the_cached_packages_where_apt_looks_for_them(tmp_path, cache_dir):
     debcache.keep("bookworm", built_root(tmp_path, ["libc6_2.36-9+deb12u14_amd64.deb"]))
-    fill = next(o for o in debcache.mmdebstrap_options("bookworm") if o.startswith("--setup-hook="))
-    nxt = tmp_path / "next"
-    nxt.mkdir()
-    subprocess.run(["sh", "-c", fill.removeprefix("--setup-hook="), "hook", str(nxt)], check=True)   # mmdebstrap's $1
+    nxt = filled_by_the_hook("bookworm", tmp_path)
     assert [p.name for p in (nxt / debcache.ARCHIVES).iterdir()] == ["libc6_2.36-9+deb12u14_amd64.deb"]
     # ... and mmdebstrap leaves them there for keep(), apt's lists for customize.sh
     assert {"--skip=essential/unlink", "--skip=cleanup/apt"} <= set(debcache.mmdebstrap_options("bookworm"))
 
 
 def test_a_suites_first_build_finds_an_empty_cache(tmp_path, cache_dir):
-    fill = next(o for o in debcache.mmdebstrap_options("trixie") if o.startswith("--setup-hook="))
-    nxt = tmp_path / "next"
-    nxt.mkdir()
-    subprocess.run(["sh", "-c", fill.removeprefix("--setup-hook="), "hook", str(nxt)], check=True)
+    nxt = filled_by_the_hook("trixie", tmp_path)
     assert list((nxt / debcache.ARCHIVES).iterdir()) == []
