@@ -1,6 +1,7 @@
 """A folder assembled from a pom (lab/maven.py): once, also when two threads of one run ask for it at once (JMeter
 assembled beside the boot while the load may ask for it) or two processes do (test workers sharing a checkout)."""
 import multiprocessing
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -72,3 +73,23 @@ def test_two_processes_assembling_one_home_run_maven_once(tmp_path, monkeypatch)
     assert [w.exitcode for w in workers] == [0, 0]
     assert runs.read_text() == "ran\n", "Maven ran in both processes"
     assert maven.is_built(home, pom, "bin/marker")
+
+
+def test_the_labs_maven_runs_a_short_builds_jvm_and_the_users_options_win(tmp_path, monkeypatch):
+    """Every Maven the lab runs gets JVM_OPTIONS (C1 only: its C2 doubled a build's CPU beside a cold start's root
+    file system), ahead of the user's own MAVEN_OPTS, which therefore win; a JVM takes them."""
+    monkeypatch.setenv("MAVEN_OPTS", "-Xmx1g -XX:TieredStopAtLevel=4")
+    opts = maven.environment()["MAVEN_OPTS"].split()
+    assert opts == [*maven.JVM_OPTIONS.split(), "-Xmx1g", "-XX:TieredStopAtLevel=4"]
+    assert maven.environment({"HOME": "/home/x"}) == {"HOME": "/home/x", "MAVEN_OPTS": maven.JVM_OPTIONS}
+    java = subprocess.run(["java", *maven.JVM_OPTIONS.split(), "-version"], capture_output=True, text=True)
+    assert java.returncode == 0, java.stderr
+    seen = []
+    monkeypatch.setattr(maven.shell, "run", lambda argv, *a, **kw: seen.append(kw["env"]["MAVEN_OPTS"]))
+    pom = tmp_path / "pom.xml"
+    pom.write_text("<project/>")
+    try:
+        maven.assemble(pom, tmp_path / "home", "lab.home", "marker", Broken)
+    except Broken:
+        pass                        # the stand-in built nothing: only what Maven was given matters here
+    assert seen and seen[0].startswith(maven.JVM_OPTIONS)

@@ -313,6 +313,26 @@ def test_a_build_whose_modules_stand_outside_its_project_builds_them_too_as_the_
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands a build to its own user")
+def test_the_kit_a_reactor_builds_comes_back_and_is_not_built_again(tmp_path, monkeypatch):
+    """The sample app's reactor builds the tuning kit (../kit/core) in the lab's user's copy: that jar comes back to
+    the checkout, so ensure_kit finds it fresh instead of running a second Maven beside the root file system. Here the
+    outside module stands for the kit; any other module's target stays in the copy."""
+    project, shared = a_project_with_a_module_outside(tmp_path)
+    monkeypatch.setattr(jars, "KIT_DIR", shared)
+    monkeypatch.setattr(jars, "KIT_JAR", shared / "target" / "two-1.jar")
+    jar = project / "one" / "target" / "one.jar"
+    jars.ensure_build(project, "one", jar, log=lambda line: None, within=tmp_path)
+    with zipfile.ZipFile(shared / "target" / "two-1.jar") as kit:
+        assert kit.read("two.txt") == b"two\n"
+    assert sorted(p.name for p in (shared / "target").iterdir()) == ["two-1.jar"], "only the kit's jar came back"
+
+    def maven(*args, **kwargs):
+        raise AssertionError("the kit was built again")
+    monkeypatch.setattr(jars.shell, "run", maven)
+    assert jars.ensure_kit(log=lambda line: None) == shared / "target" / "two-1.jar"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a lab run as root hands a build to its own user")
 def test_the_sample_apps_own_build_runs_as_the_labs_user_as_on_a_fresh_clone(tmp_path):
     """What a fresh clone's first ./start.sh does, which CI's app stage (root builds the jars first) hid twice: the
     sample app's camel3 build as the lab's user, on a copy of app/ and the kit it names outside itself (../kit/core),
