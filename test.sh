@@ -51,11 +51,11 @@ stage_app()  {
     echo "!! $missing: camel4's virtual-thread tests (*Java21Test) are SKIPPED" >&2
   fi
   # -T 2: the two Camel lines build and test side by side, every test on free ports (149 -> 129 s here; the kit's
-  # two Boot lines gain nothing: 45 s either way). Maven's own JVM as the lab runs it (lab/maven.py JVM_OPTIONS, C1
+  # two Boot lines gain nothing: 45 s either way). Maven's own JVM as the lab runs it (lab/maven.py environment(), C1
   # only: the stage 254 -> 195 s, 477 -> 372 s of CPU, 2026-12-03); the tests' forked JVMs keep their own flags.
   local opts
-  opts="$(.venv/bin/python -c 'from lab import maven; print(maven.JVM_OPTIONS)')" || return 1
-  (export MAVEN_OPTS="$opts ${MAVEN_OPTS:-}"; cd app && ./mvnw -B -ntp -T 2 verify "${java21[@]}" \
+  opts="$(.venv/bin/python -c 'from lab import maven; print(maven.environment()["MAVEN_OPTS"])')" || return 1
+  (export MAVEN_OPTS="$opts"; cd app && ./mvnw -B -ntp -T 2 verify "${java21[@]}" \
      && ./mvnw -B -ntp -f ../kit/pom.xml verify && ./mvnw -B -ntp -q -f ../services/testapp/pom.xml package) || return 1
   [ ${#java21[@]} -gt 0 ] || echo "!! $missing: camel4's virtual-thread tests (*Java21Test) were SKIPPED" >&2
 }
