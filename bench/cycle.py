@@ -24,8 +24,9 @@ Scenarios, in this order within each repetition:
             warm or knob scenario that follows down is recorded as fresh, which it is)
   scenario  the whole default load (150 users, 150 s ramp-up, 20 min) after a warm start: its wall time from
             ./start.sh to the printed verdict (not in the default list: 25 min on containers, more on VMs)
-The table: per scenario, n and min / median / max seconds to the load's start, the phase with the
-longest median (what limits it), and the host's own speed before its trials (a fixed pure-Python loop on
+The table: per scenario, n and min / median / max seconds to the load's start (its phase begins), the median to
+JMeter's first requests (after the load's own start: the run's PCP archive, the profiler, JMeter's JVM), the phase
+with the longest median (what limits it), and the host's own speed before its trials (a fixed pure-Python loop on
 one core, best of three: this host is a VM among others, and the same box booted ~40 % slower in the evening
 than in the afternoon; compare figures only where that column agrees). Results land in
 results/<stamp>-bench-cycle/cycle.json, trial by trial; a trial that provisioned keeps its five slowest
@@ -133,6 +134,9 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print, provider: 
             before_s = datetime.datetime.fromisoformat(record["started"]).timestamp() - launched
             trial["before_trial_s"] = round(before_s)
             trial["from_command_s"] = round(before_s + trial["phases"]["to_load_s"])
+        test_start_ms = record.get("load", {}).get("test_start_ms")
+        if test_start_ms:   # the load's own start (its PCP archive, the profiler, JMeter's JVM) is waited for too
+            trial["to_requests_s"] = round(test_start_ms / 1000 - launched)
         trial["provisioned"] = record.get("provisioned")
         trial["status"] = record.get("status")
         ansible_log = paths.LOG_DIR / "ansible.log"
@@ -142,7 +146,7 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print, provider: 
         trial["error"] = (done.stderr.strip() or done.stdout.strip())[-500:]
     log(f"{scenario}: exit {done.returncode}, to load {trial.get('from_command_s')} s from the command "
         f"({trial.get('before_trial_s')} s before the trial, {trial['phases'].get('to_load_s')} s in it), "
-        f"whole run {wall_s} s ({trial['folder']})")
+        f"its requests from {trial.get('to_requests_s')} s, whole run {wall_s} s ({trial['folder']})")
     return trial
 
 
@@ -201,10 +205,11 @@ def seconds_of(trial: dict) -> int | None:
 
 
 def table(trials: list[dict]) -> str:
-    """Per provider and scenario: min / median / max (failed trials counted apart), the phase with the longest
-    median and the host's calibration (median s)."""
-    lines = ["| provider | scenario | n | min s | median s | max s | longest phase (median s) | failed | "
-             "host calibration s |", "|---|---|---|---|---|---|---|---|---|"]
+    """Per provider and scenario: min / median / max (failed trials counted apart), the median from the command
+    to JMeter's first requests (the load's own start added: trials recorded before it say –), the phase with the
+    longest median and the host's calibration (median s)."""
+    lines = ["| provider | scenario | n | min s | median s | max s | first requests, median s | "
+             "longest phase (median s) | failed | host calibration s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for provider, scenario in [(p, s) for p in dict.fromkeys(t.get("provider", "auto") for t in trials)
                                for s in (*SCENARIOS, *BY_NAME)]:
         mine = [t for t in trials if t["scenario"] == scenario and t.get("provider", "auto") == provider]
@@ -217,7 +222,9 @@ def table(trials: list[dict]) -> str:
         cells = ([len(figures), min(figures), round(statistics.median(figures)), max(figures)] if figures
                  else [0, "–", "–", "–"])
         speeds = [t["host_calibration_s"] for t in mine if t.get("host_calibration_s")]
+        requests = [t["to_requests_s"] for t in mine if t["exit"] == 0 and t.get("to_requests_s") is not None]
         lines.append("| " + " | ".join(str(c) for c in [provider, scenario, *cells,
+                     round(statistics.median(requests)) if requests else "–",
                      f"{longest} ({phase_medians[longest]:g})" if longest else "–",
                      len(mine) - len(figures), f"{statistics.median(speeds):.2f}" if speeds else "–"]) + " |")
     return "\n".join(lines)

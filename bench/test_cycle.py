@@ -13,16 +13,21 @@ def trial(scenario, to_load=None, exit=0, wall=0, **phases):
             "phases": {**({"to_load_s": to_load} if to_load is not None else {}), **phases}}
 
 
+def rows_of(trials):
+    return {line.split(" | ")[1]: line for line in cycle.table(trials).splitlines()[2:]}
+
+
 def test_the_table_gives_min_median_max_and_the_phase_that_limits():
     trials = [{**trial("cold", 900, up_s=300, provision_s=500, restart_s=60, check_s=20), "host_calibration_s": 1.1},
               {**trial("cold", 1000, up_s=320, provision_s=560, restart_s=70, check_s=20), "host_calibration_s": 1.5},
               {**trial("cold", 1, exit=1, up_s=5), "host_calibration_s": 1.2},      # failed: counted apart
               trial("warm", 150, up_s=2, provision_s=30, restart_s=90, check_s=20),  # (a bench before calibration)
               trial("down", wall=40)]
-    rows = {line.split(" | ")[1]: line for line in cycle.table(trials).splitlines()[2:]}
-    assert rows["cold"] == "| auto | cold | 2 | 900 | 950 | 1000 | provision (530) | 1 | 1.20 |"
-    assert rows["warm"] == "| auto | warm | 1 | 150 | 150 | 150 | restart (90) | 0 | – |"
-    assert rows["down"] == "| auto | down | 1 | 40 | 40 | 40 | – | 0 | – |"
+    rows = rows_of(trials)
+    trials[0]["to_requests_s"], trials[1]["to_requests_s"], trials[2]["to_requests_s"] = 908, 1010, 3
+    assert rows_of(trials)["cold"] == "| auto | cold | 2 | 900 | 950 | 1000 | 959 | provision (530) | 1 | 1.20 |"
+    assert rows["warm"] == "| auto | warm | 1 | 150 | 150 | 150 | – | restart (90) | 0 | – |"
+    assert rows["down"] == "| auto | down | 1 | 40 | 40 | 40 | – | – | 0 | – |"
     assert list(rows) == ["cold", "warm", "down"], "scenarios in their order, none invented"
 
 
@@ -84,7 +89,7 @@ def test_uncached_also_forgets_the_package_cache_and_is_asked_for_by_name(stand_
     assert stand_ins == [("forget", "packages"), ("uncached", {}), ("warm", {})]
     assert "uncached" not in cycle.SCENARIOS
     rows = cycle.table([{**trial("uncached", 200, up_s=90), "host_calibration_s": 0.27}]).splitlines()[2:]
-    assert rows == ["| auto | uncached | 1 | 200 | 200 | 200 | up (90) | 0 | 0.27 |"], "judged to the load, as cold"
+    assert rows == ["| auto | uncached | 1 | 200 | 200 | 200 | – | up (90) | 0 | 0.27 |"], "judged to the load, as cold"
 
 
 def test_forgetting_removes_the_package_cache_only_when_asked(tmp_path, monkeypatch):
@@ -154,9 +159,12 @@ def test_a_scenario_is_judged_from_the_command_where_the_trial_says_when_it_bega
     def start_sh(argv, **kwargs):
         folder = tmp_path / "20261129T000000Z-cycle-cold"
         folder.mkdir()
-        began = cycle.datetime.datetime.now(cycle.datetime.UTC) + cycle.datetime.timedelta(seconds=30)
+        began = (cycle.datetime.datetime.now(cycle.datetime.UTC) + cycle.datetime.timedelta(seconds=30)).replace(
+            microsecond=0)
+        jmeter_began_ms = int(began.timestamp() * 1000) + 97_000
         (folder / "run.json").write_text(json.dumps({"started": began.strftime("%Y-%m-%dT%H:%M:%SZ"), "status":
-                                                     "complete", "phases": {"up_s": 50, "to_load_s": 90}}))
+                                                     "complete", "phases": {"up_s": 50, "to_load_s": 90},
+                                                     "load": {"test_start_ms": jmeter_began_ms}}))
         (tmp_path / "index.sqlite").write_text("")          # a file results/ gets with its first run
         return cycle.subprocess.CompletedProcess(argv, 0, "", "")
     monkeypatch.setattr(cycle.subprocess, "run", start_sh)
@@ -164,3 +172,4 @@ def test_a_scenario_is_judged_from_the_command_where_the_trial_says_when_it_bega
     assert done["folder"] == "20261129T000000Z-cycle-cold"
     assert 29 <= done["before_trial_s"] <= 31 and done["from_command_s"] == done["before_trial_s"] + 90
     assert cycle.seconds_of(done) == done["from_command_s"]
+    assert done["to_requests_s"] == done["from_command_s"] + 7, "JMeter's test start, 7 s into the load phase"
