@@ -320,6 +320,34 @@ def test_lab_pmlogger_is_valid_sh_and_waits_for_the_app_metrics_after_a_restart(
                      r'\[ "\$w" -ge 60 \]; do sleep 2', restart), restart
 
 
+def test_lab_pmlogger_start_asks_again_each_second_for_a_source_not_read_yet(tuned, tmp_path):
+    """Every run's load waits for `lab-pmlogger start`: an agent that answers its second name lookup is asked
+    again after 1 s, not 5 (at 5 s the load's first request came ~6 s after both machines answered)."""
+    archive_root = "/var/log/pcp/lab"
+    assert archive_root in tuned["pcp/lab-pmlogger"]
+    script = tmp_path / "lab-pmlogger"
+    script.write_text(tuned["pcp/lab-pmlogger"].replace(archive_root, str(tmp_path / "archives")))
+    stand_ins = tmp_path / "bin"
+    stand_ins.mkdir()
+    said = tmp_path / "said"
+    fakes = {   # each source's first lookup is empty (the agent retries it), its next one names a metric
+        "pminfo": f'seen="{tmp_path}/seen-$1"; if [ -e "$seen" ]; then echo "$1.up"; else : > "$seen"; fi',
+        "sleep": f'echo "sleep $1" >> "{said}"',
+        "systemctl": "exit 0",
+        "systemd-run": f'echo "systemd-run" >> "{said}"',
+    }
+    for name, body in fakes.items():
+        (stand_ins / name).write_text(f"#!/bin/sh\n{body}\n")
+        (stand_ins / name).chmod(0o755)
+    done = subprocess.run(["sh", str(script), "start", "run-1"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": f"{stand_ins}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    sources = re.search(r"for source in ([^;]+); do", tuned["pcp/lab-pmlogger"]).group(1).split()
+    assert {"app", "mock"} <= set(sources)
+    assert said.read_text().splitlines() == ["sleep 1"] * len(sources) + ["systemd-run"]
+    assert "warning" not in done.stderr
+
+
 def test_pmlogger_intervals(tuned):
     """Everything every 5 s (pcp_interval_s: 1 s and 2 s put PCP over the lab's CPU budget), but what scans
     /proc (per-process figures, the TCP connection table) every 30 s and the scraped endpoints every 20 s
