@@ -322,30 +322,54 @@ def test_lab_pmlogger_is_valid_sh_and_waits_for_the_app_metrics_after_a_restart(
 
 def test_lab_pmlogger_start_asks_again_each_second_for_a_source_not_read_yet(tuned, tmp_path):
     """Every run's load waits for `lab-pmlogger start`: an agent that answers its second name lookup is asked
-    again after 1 s, not 5 (at 5 s the load's first request came ~6 s after both machines answered)."""
+    again after 1 s, not 5 (at 5 s a cold container run's requests began 7 s after both machines answered)."""
+    # each source's first lookup is empty (the agent retries it), its next one names a metric
+    done, said = lab_pmlogger_start(tuned, tmp_path,
+                                    pminfo='if [ -e "$0-$1" ]; then echo "$1.up"; else : > "$0-$1"; fi')
+    assert done.returncode == 0, done.stderr
+    sources = openmetrics_sources(tuned)
+    assert {"app", "mock"} <= set(sources)
+    assert said == ["sleep 1"] * len(sources) + ["systemd-run"]
+    assert "warning" not in done.stderr
+
+
+def test_lab_pmlogger_start_gives_up_on_a_silent_source_after_its_wait_on_the_clock(tuned, tmp_path):
+    """Each lookup of a source that never answers takes 11 s here (the agent's fetch timing out): the wait ends
+    after pcp_openmetrics_wait_s (90) on the clock, 9 lookups, not 90 sleeps of 1 s (16 minutes: the host gives
+    the whole `mark` 300 s)."""
+    clock = tmp_path / "clock"
+    clock.write_text("1000")
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo="exit 0",
+                                    date=f'n=$(cat "{clock}"); echo $((n + 11)) > "{clock}"; echo "$n"')
+    assert done.returncode == 0, done.stderr
+    sources = openmetrics_sources(tuned)
+    assert said == ["sleep 1"] * 9 * len(sources) + ["systemd-run"]
+    assert done.stderr.count("has no metrics after 99 s") == len(sources)
+
+
+def openmetrics_sources(files) -> list[str]:
+    return re.search(r"for source in ([^;]+); do", files["pcp/lab-pmlogger"]).group(1).split()
+
+
+def lab_pmlogger_start(files, tmp_path, **stand_in_bodies) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`lab-pmlogger start` as rendered, its archive root under tmp_path, PCP's and systemd's commands (and
+    any of stand_in_bodies: name -> sh body) stood in for; what it did, and the sleeps and systemd-run it asked."""
     archive_root = "/var/log/pcp/lab"
-    assert archive_root in tuned["pcp/lab-pmlogger"]
+    assert archive_root in files["pcp/lab-pmlogger"]
     script = tmp_path / "lab-pmlogger"
-    script.write_text(tuned["pcp/lab-pmlogger"].replace(archive_root, str(tmp_path / "archives")))
+    script.write_text(files["pcp/lab-pmlogger"].replace(archive_root, str(tmp_path / "archives")))
     stand_ins = tmp_path / "bin"
     stand_ins.mkdir()
     said = tmp_path / "said"
-    fakes = {   # each source's first lookup is empty (the agent retries it), its next one names a metric
-        "pminfo": f'seen="{tmp_path}/seen-$1"; if [ -e "$seen" ]; then echo "$1.up"; else : > "$seen"; fi',
-        "sleep": f'echo "sleep $1" >> "{said}"',
-        "systemctl": "exit 0",
-        "systemd-run": f'echo "systemd-run" >> "{said}"',
-    }
-    for name, body in fakes.items():
+    said.touch()
+    bodies = {"sleep": f'echo "sleep $1" >> "{said}"', "systemctl": "exit 0",
+              "systemd-run": f'echo "systemd-run" >> "{said}"', **stand_in_bodies}
+    for name, body in bodies.items():
         (stand_ins / name).write_text(f"#!/bin/sh\n{body}\n")
         (stand_ins / name).chmod(0o755)
     done = subprocess.run(["sh", str(script), "start", "run-1"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PATH": f"{stand_ins}:{os.environ['PATH']}"})
-    assert done.returncode == 0, done.stderr
-    sources = re.search(r"for source in ([^;]+); do", tuned["pcp/lab-pmlogger"]).group(1).split()
-    assert {"app", "mock"} <= set(sources)
-    assert said.read_text().splitlines() == ["sleep 1"] * len(sources) + ["systemd-run"]
-    assert "warning" not in done.stderr
+    return done, said.read_text().splitlines()
 
 
 def test_pmlogger_intervals(tuned):
