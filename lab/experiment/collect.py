@@ -124,8 +124,9 @@ def pull(run_id: str, run_dir: Path, since_epoch: int, names=machines.NAMES,
                 rows = tidy_metrics(wide, target / "pcp" / "metrics.csv")
                 wide.unlink()
                 absent = missing_metrics(target)
+                # named in the summary's data integrity, which tells those a short run could not sample
                 log(f"{name}: collected ({rows} metric values)"
-                    + (f"; no values for {len(absent)} of the manifest's metrics: {', '.join(absent)}"
+                    + (f"; no values for {len(absent)} of the manifest's metrics (the summary names them)"
                        if absent else ""))
             else:
                 log(f"{name}: collected, but PCP gave no values (see {target / 'pcp'})")

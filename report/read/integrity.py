@@ -5,6 +5,7 @@ A run folder from before the manifest gets the gaps only. The summary's section:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from report.read.pcp import Metrics
 
 GAP_INTERVALS = 3           # a gap is longer than this many sampling intervals without any sample
 SCRAPED = "openmetrics."    # logged less often than pcp_interval_s (pmrep interpolates them): not a gap
+LOG_GROUP = re.compile(r"log mandatory on every (\d+) seconds? \{([^}]*)\}")    # pmlogger's configuration
 
 Gap = tuple[float, float]
 """(epoch s of the last sample before the gap, its length in s)"""
@@ -145,6 +147,29 @@ def missing_files(mdir: Path, knobs: Knobs | None = None) -> list[str]:
     if not _collected(mdir, "journal.txt"):      # lab/experiment/guest/run.sh writes it on every machine
         absent.append("logs/journal.txt")
     return absent + [f"logs/{n}" for n in missing_logs(mdir, knobs) or []]
+
+
+def logging_intervals(mdir: Path) -> dict[str, float]:
+    """{metric or group: seconds between its records} from the machine's own pmlogger configuration
+    (config/pmlogger.config, the pcp role's `log mandatory on every N seconds { … }` groups); {} without it."""
+    try:
+        text = (mdir / "config" / "pmlogger.config").read_text()
+    except OSError:
+        return {}
+    return {name: float(every) for every, names in LOG_GROUP.findall(text) for name in names.split()}
+
+
+def too_short_for(mdir: Path, absent: list[str], metrics: Metrics | None) -> tuple[dict[str, float], float]:
+    """Of the absent metrics, those logged less often than the PCP values span ({metric: seconds between its
+    records}): a run of a few seconds records a 20 s group once at most, and pmrep needs two records to export
+    it, so they are not sampled yet rather than missing; and that span in seconds."""
+    times = [t for t, _, _ in (metrics.by_metric.values() if metrics is not None else ()) if len(t)]
+    span = float(np.ptp(np.concatenate(times))) if times else 0.0
+    every = logging_intervals(mdir)
+    def interval(metric: str) -> float:    # a metric's own line, else its group's (openmetrics.app)
+        groups = [name for name in every if metric == name or metric.startswith(name + ".")]
+        return every[max(groups, key=len)] if groups else 0.0
+    return {m: interval(m) for m in absent if interval(m) > span}, span
 
 
 def missing_metrics(mdir: Path, metrics: Metrics | None) -> list[str] | None:

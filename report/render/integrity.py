@@ -15,6 +15,7 @@ from report.read.integrity import (
     not_written,
     sample_gaps,
     sampling_interval,
+    too_short_for,
 )
 from report.read.knobs import Knobs
 from report.stats.machine import Machine
@@ -59,6 +60,22 @@ def _pcp_lines(machine: Machine, mdir: Path, knobs: Knobs | None) -> list[str]:
     return lines
 
 
+def _absent_said(mdir: Path, absent: list[str], machine: Machine, shown: int = 6) -> str:
+    """The manifest's metrics without values, in bold, but those logged less often than this run lasted: said
+    apart, as not sampled yet (a run of a few seconds), not as missing."""
+    unsampled, span = too_short_for(mdir, absent, machine.metrics)
+    missing = [m for m in absent if m not in unsampled]
+    said = [f"**no values for {', '.join(missing)}**" if missing else "none missing"]
+    if unsampled:
+        names = list(unsampled)
+        low, high = min(unsampled.values()), max(unsampled.values())
+        every = f"{low:g}" if low == high else f"{low:g}–{high:g}"
+        listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+        said.append(f"{len(names)} logged every {every} s, "
+                    f"longer than this run's PCP values span ({span:g} s), have none yet: {listed}")
+    return "; ".join(said) if missing or unsampled else "all have values"
+
+
 def machine_lines(machine: Machine, mdir: Path, knobs: Knobs | None = None) -> list[str]:
     """One machine's integrity findings as Markdown bullets, every check said, passed or not. knobs: the
     machine's (report/read/knobs.py), read from mdir when not given."""
@@ -77,8 +94,7 @@ def machine_lines(machine: Machine, mdir: Path, knobs: Knobs | None = None) -> l
     if absent_metrics is None:
         lines.append("- no config/manifest.json (a run from before it): metrics and logs not checked against it")
     else:
-        lines.append("- metrics the manifest names: " + (
-            f"**no values for {', '.join(absent_metrics)}**" if absent_metrics else "all have values"))
+        lines.append("- metrics the manifest names: " + _absent_said(mdir, absent_metrics, machine))
         off = not_written(mdir, knobs)
         lines.append("- logs the manifest names: " + (
             f"**not collected: {', '.join(absent_logs)}**" if absent_logs else "all collected")

@@ -83,6 +83,49 @@ def test_metrics_the_manifest_named_must_have_values(tmp_path):
     assert integrity.missing_metrics(mdir, None) == ["kernel.all.load", "mem.util.used"]
 
 
+PMLOGGER_CONFIG = """log mandatory on every 5 second {
+\tkernel.all.load
+\tmem.util
+}
+log mandatory on every 30 second {
+\thotproc.psinfo.rss
+}
+log mandatory on every 20 second {
+\topenmetrics.app
+}
+"""
+
+
+def absent_line(tmp_path, seconds, present, named):
+    mdir = machine_dir(tmp_path, {"pcp": {"metrics": named}})
+    (mdir / "config" / "pmlogger.config").write_text(PMLOGGER_CONFIG)
+    m = metrics_csv(tmp_path / "m.csv", [(t, name, "", 1.0) for t in seconds for name in present])
+    lines = machine_lines(Machine("tuned", metrics=m, window=Window(T0, 0.0, T0 + seconds[-1])), mdir)
+    return next(line for line in lines if line.startswith("- metrics the manifest names"))
+
+
+def test_a_run_too_short_for_a_group_says_it_was_not_sampled_yet_not_missing(tmp_path):
+    """A 10 s run exports two 5 s rows: groups logged every 20 and 30 s have no values, and that is the run's
+    length, not a lost metric; a 5 s metric without values is still missing, in bold."""
+    named = ["kernel.all.load", "mem.util.used", "hotproc.psinfo.rss", "openmetrics.app.jvm_x", "openmetrics.app.y"]
+    line = absent_line(tmp_path, [0, 5], ["kernel.all.load"], named)
+    assert line == ("- metrics the manifest names: **no values for mem.util.used**; 3 logged every 20–30 s, longer "
+                    "than this run's PCP values span (5 s), have none yet: hotproc.psinfo.rss, openmetrics.app.jvm_x, "
+                    "openmetrics.app.y")
+    line = absent_line(tmp_path, [0, 5], ["kernel.all.load", "mem.util.used"], named[:2] + ["openmetrics.app.y"])
+    assert line.endswith("none missing; 1 logged every 20 s, longer than this run's PCP values span (5 s), have "
+                         "none yet: openmetrics.app.y")
+
+
+def test_a_run_long_enough_for_every_group_calls_each_absent_metric_missing(tmp_path):
+    named = ["kernel.all.load", "hotproc.psinfo.rss", "openmetrics.app.y"]
+    line = absent_line(tmp_path, list(range(0, 65, 5)), ["kernel.all.load"], named)
+    assert line == "- metrics the manifest names: **no values for hotproc.psinfo.rss, openmetrics.app.y**"
+    # a folder without pmlogger's configuration: nothing is known to be logged less often
+    (tmp_path / "config" / "pmlogger.config").unlink()
+    assert integrity.too_short_for(tmp_path, ["openmetrics.app.y"], None) == ({}, 0.0)
+
+
 def test_a_folder_from_before_the_manifest_says_what_it_did_not_check(tmp_path):
     mdir = machine_dir(tmp_path)
     m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "1 minute", 1.0) for t in range(10)])
