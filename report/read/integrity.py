@@ -162,10 +162,11 @@ def logging_intervals(mdir: Path) -> dict[str, float]:
 def too_short_for(mdir: Path, absent: list[str], metrics: Metrics | None) -> tuple[dict[str, float], float]:
     """Of the absent metrics, those logged less often than the PCP values span ({metric: seconds between its
     records}): a run of a few seconds records a 20 s group once at most, and pmrep needs two records to export
-    it, so they are not sampled yet rather than missing; and that span in seconds."""
+    it, so they are not sampled yet rather than missing; and that span in seconds. Without two sample times
+    there is no span to judge by: every absent metric is missing."""
     times = [t for t, _, _ in (metrics.by_metric.values() if metrics is not None else ()) if len(t)]
     span = float(np.ptp(np.concatenate(times))) if times else 0.0
-    every = logging_intervals(mdir)
+    every = logging_intervals(mdir) if span > 0 else {}
     def interval(metric: str) -> float:    # a metric's own line, else its group's (openmetrics.app)
         groups = [name for name in every if metric == name or metric.startswith(name + ".")]
         return every[max(groups, key=len)] if groups else 0.0

@@ -121,9 +121,13 @@ def test_a_run_long_enough_for_every_group_calls_each_absent_metric_missing(tmp_
     named = ["kernel.all.load", "hotproc.psinfo.rss", "openmetrics.app.y"]
     line = absent_line(tmp_path, list(range(0, 65, 5)), ["kernel.all.load"], named)
     assert line == "- metrics the manifest names: **no values for hotproc.psinfo.rss, openmetrics.app.y**"
+    # no values at all (metrics.csv lost): every metric is missing, none merely not sampled yet
+    line = absent_line(tmp_path, [0], [], named)
+    assert line == f"- metrics the manifest names: **no values for {', '.join(named)}**"
     # a folder without pmlogger's configuration: nothing is known to be logged less often
     (tmp_path / "config" / "pmlogger.config").unlink()
-    assert integrity.too_short_for(tmp_path, ["openmetrics.app.y"], None) == ({}, 0.0)
+    m = metrics_csv(tmp_path / "m.csv", [(t, "kernel.all.load", "", 1.0) for t in (0, 5)])
+    assert integrity.too_short_for(tmp_path, ["openmetrics.app.y"], m) == ({}, 5.0)
 
 
 def test_a_folder_from_before_the_manifest_says_what_it_did_not_check(tmp_path):
