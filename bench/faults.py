@@ -41,7 +41,9 @@ from lab.experiment import disk
 from lab.machines import netns, reach, vagrant
 
 START = str(paths.ROOT / "start.sh")
-LOAD_RUNS = re.compile(r"^\[\d+:\d\d\]    load: ")    # a progress line of the load
+# a progress line of the load (lab/experiment/load/runner.py), not any "load:" line: JMeter is assembled beside the
+# boot, and a fault timed from that line fired during provisioning or the load's first seconds
+LOAD_RUNS = re.compile(r"^\[[\d:]+\]    load: .+ [\d:]+ elapsed, ")
 PROVISIONING = re.compile(r"^    TASK \[")                  # Ansible at work
 COLLECTING = re.compile(r"^\[\d+:\d\d\] >> collect logs")
 REPORTING = re.compile(r"^\[\d+:\d\d\] >> report")

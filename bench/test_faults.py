@@ -2,12 +2,15 @@
 disk (a real tmpfs: mounted over a results folder, filled, and the run folder kept on the real disk after it)."""
 import os
 import subprocess
+import time
+from types import SimpleNamespace
 
 import pytest
 
 from bench import faults
 from lab import paths
-from lab.experiment import disk
+from lab.experiment import disk, load
+from lab.experiment.load import runner
 
 
 def test_every_fault_has_its_triggers_and_unknown_ones_are_refused(capsys):
@@ -17,6 +20,21 @@ def test_every_fault_has_its_triggers_and_unknown_ones_are_refused(capsys):
     with pytest.raises(SystemExit):
         faults.main(["--faults", "kill-jvm,unplug-the-sun"])
     assert "unknown fault(s): unplug-the-sun" in capsys.readouterr().err
+
+
+def test_a_fault_is_timed_from_the_loads_progress_not_from_any_load_line():
+    """A fault fires SETTLE_S after the load's first progress line; the lines the load prints before its requests
+    (JMeter assembled beside the boot, the profile) must not start that clock."""
+    console = SimpleNamespace(started_at=time.monotonic() - 3)
+    for profile in (load.Profile(users=10, ramp_up_s=20, duration_s=180),
+                    load.Profile(model="steps", step_rates=(10, 20), ramp_up_s=30)):
+        line = f"[00:49]    {runner._progress_line(console, {}, profile, 5.0)}"
+        assert faults.LOAD_RUNS.search(line), line
+    assert faults.LOAD_RUNS.search("[1:02:03]    load: hold    1:00:41 elapsed, 0:19 left | default 1.0 req/s")
+    for before in ("[00:10]    load: assembling JMeter from Maven Central into .lab/jmeter/home (first use)",
+                   "[00:44]    load: closed model, 10 users per machine over 20 s, 3:20 planned; JMeter 5.6.3",
+                   "[00:45]    load: JMeter starting"):
+        assert not faults.LOAD_RUNS.search(before), before
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
