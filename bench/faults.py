@@ -6,13 +6,15 @@ whether the next run recovered without manual cleanup (each run is the recovery 
 
 Faults (all on the machine `tuned`, or the whole run):
   kill-jvm             SIGKILL to the app's JVM once the load runs (systemd restarts it)
-  power-off            `virsh destroy` of the machine once the load runs (the liveness watch, collection)
+  power-off            `virsh destroy` of the machine (containers: `docker kill`) once the load runs (the liveness
+                       watch, collection)
   interrupt-provision  Ctrl-C (SIGINT to start.sh's process group) while Ansible provisions (--provision)
   interrupt-load       Ctrl-C once the load runs
   interrupt-collect    Ctrl-C when collection starts, and again when the report starts
   second-start         an impatient user, once the load runs: a second ./start.sh and ./start.sh down (the lock)
   backend-outage       the mock backend on tuned stopped for OUTAGE_S, then started again
-  network-cut          every link of tuned set down (virsh domif-setlink) for OUTAGE_S, then up again
+  network-cut          every link of tuned set down (virsh domif-setlink; containers: the lab namespace's end of each
+                       veth pair) for OUTAGE_S, then up again
   recorder-killed      SIGKILL to tuned's PCP recorder (lab-pmlogger) and pmcd once the load runs
   memory-hog           a process on tuned that grows until the kernel's OOM killer acts
   disk-full            the results' disk fills once the load runs: results/ is a small tmpfs for that run (mounted
@@ -38,7 +40,7 @@ from pathlib import Path
 
 from lab import paths
 from lab.experiment import disk
-from lab.machines import netns, reach, vagrant
+from lab.machines import containers, netns, reach, vagrant
 
 START = str(paths.ROOT / "start.sh")
 # a progress line of the load (lab/experiment/load/runner.py), not any "load:" line: JMeter is assembled beside the
@@ -61,6 +63,9 @@ def _kill_jvm(_proc) -> str:
 
 
 def _power_off(_proc) -> str:
+    if vagrant.in_containers():     # every process of the container killed at once, its PID 1 first: a power cut
+        done = containers.docker("kill", containers.PREFIX + MACHINE, timeout=60)
+        return f"docker kill {containers.PREFIX}{MACHINE}: exit {done.returncode}"
     done = netns.virsh("destroy", vagrant.DOMAIN_PREFIX + MACHINE)
     return f"virsh destroy {vagrant.DOMAIN_PREFIX}{MACHINE}: exit {done.returncode}"
 
@@ -97,7 +102,35 @@ def _links(domain: str) -> list[str]:
     return [line.split()[0] for line in listed[2:] if line.split() and line.split()[0] != "-"]
 
 
+def peer_links(guest_iflinks: str, lab_links: str) -> list[str]:
+    """The lab namespace's ends of a container's veth pairs: guest_iflinks, the peers' interface indexes as the
+    container's /sys/class/net/<if>/iflink give them (one a line); lab_links, `ip -o link` in the lab namespace."""
+    wanted = {line.strip() for line in guest_iflinks.splitlines() if line.strip()}
+    found = (re.match(r"(\d+): ([^:@]+)", line) for line in lab_links.splitlines())
+    return [m.group(2) for m in found if m and m.group(1) in wanted]
+
+
+def _container_network_cut() -> str:
+    """As virsh domif-setlink does for a VM: the host's ends of the machine's links down, so the machine keeps its
+    addresses and routes and sees its carrier lost, then up again after OUTAGE_S."""
+    iflinks = containers.docker("exec", containers.PREFIX + MACHINE, "sh", "-c",
+                                'for i in /sys/class/net/*; do [ "${i##*/}" = lo ] || cat "$i/iflink"; done',
+                                timeout=60).stdout
+    listed = subprocess.run(netns.wrap(["ip", "-o", "link"]), capture_output=True, text=True, timeout=60).stdout
+    links = peer_links(iflinks, listed)
+    def set_links(state):
+        return [subprocess.run(netns.wrap(["ip", "link", "set", link, state]), capture_output=True,
+                               timeout=60).returncode for link in links]
+    codes = set_links("down")
+    time.sleep(OUTAGE_S)
+    codes += set_links("up")
+    return f"links {', '.join(links) or 'none found'} of {containers.PREFIX}{MACHINE} down for {OUTAGE_S} s, " \
+           f"then up (ip exits {codes})"
+
+
 def _network_cut(_proc) -> str:
+    if vagrant.in_containers():
+        return _container_network_cut()
     domain = vagrant.DOMAIN_PREFIX + MACHINE
     links = _links(domain)
     codes = [netns.virsh("domif-setlink", domain, link, "down").returncode for link in links]

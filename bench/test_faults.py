@@ -37,6 +37,17 @@ def test_a_fault_is_timed_from_the_loads_progress_not_from_any_load_line():
         assert not faults.LOAD_RUNS.search(before), before
 
 
+def test_a_containers_links_are_found_by_their_peers_index_in_the_lab_namespace():
+    lab_links = ("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN\n"
+                 "4: docker0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP\n"
+                 "7: br-3f2a: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP\n"
+                 "9: veth1a2b@if8: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master docker0 state UP\n"
+                 "11: vethc3d4@if10: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-3f2a state UP\n"
+                 "13: vethe5f6@if12: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-3f2a state UP\n")
+    assert faults.peer_links("9\n11\n", lab_links) == ["veth1a2b", "vethc3d4"]     # the other machine's left alone
+    assert faults.peer_links("", lab_links) == []
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_the_small_results_disk_fills_and_gives_the_run_folder_back(tmp_path, monkeypatch):
     results = tmp_path / "results"
