@@ -42,7 +42,8 @@ def stops_section(machines: dict[str, Machine]) -> list[str]:
     stopped = [m for m in machines.values() if m.stop is not None]
     if not stopped:
         with_samples = [m.name for m in machines.values() if m.samples is not None]
-        lines.append(f"No machine stopped answering ({', '.join(with_samples) or 'no load results'}).")
+        # "for good": an outage the machine came back from is not a stop here (the liveness probe's line says it)
+        lines.append(f"No machine stopped answering for good ({', '.join(with_samples) or 'no load results'}).")
         return lines + [""]
     for m in stopped:
         s = m.stop
