@@ -75,5 +75,6 @@ def outside_warning(run: RunInfo) -> str | None:
         return None
     return (f"> **Something else ran on the host during the load**: processes outside the lab took "
             f"{summary.get('outside_cpu_pct')} % of the host's CPU (the lab warns from {summary.get('threshold_pct')} "
-            f"%): {_heaviest(summary)}. They took it from the machines and JMeter, on pinned VMs from one machine more "
-            "than the other: repeat the run on a quiet host before trusting a small difference.")
+            f"%): {_heaviest(summary)}. They took it from the machines and JMeter (from one machine more than the "
+            "other where the machines are pinned to cores): repeat the run on a quiet host before trusting a small "
+            "difference.")
