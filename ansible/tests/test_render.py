@@ -320,12 +320,10 @@ def test_a_pmlogger_restarted_mid_run_waits_for_the_app_metrics_on_the_clock(tun
     """pmlogger restarted mid-run (an archive is there already) resolves openmetrics.app once, so it waits for the
     agent to name it, pcp_openmetrics_restart_wait_s (60) on the clock: with lookups of 11 s (the agent's fetch
     timing out under load) 6 sleeps, not 30 sleeps of 2 s (6 minutes of the run unrecorded)."""
-    clock = tmp_path / "clock"
-    clock.write_text("1000")
     # systemd stood in for: the unit's command runs at once, as a restart, in the run's folder
     run_unit = 'for dir; do :; done; touch "$dir/archive-0.meta"; while [ "$1" != /bin/sh ]; do shift; done; exec "$@"'
     done, said = lab_pmlogger_start(tuned, tmp_path, pminfo="exit 0", **{"systemd-run": run_unit},
-                                    date=f'n=$(cat "{clock}"); echo $((n + 11)) > "{clock}"; echo "$n"')
+                                    date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
     assert said == ["sleep 1"] * 9 * len(sources) + ["sleep 2"] * 6 + ["pmlogger"]
@@ -348,14 +346,20 @@ def test_lab_pmlogger_start_gives_up_on_a_silent_source_after_its_wait_on_the_cl
     """Each lookup of a source that never answers takes 11 s here (the agent's fetch timing out): the wait ends
     after pcp_openmetrics_wait_s (90) on the clock, 9 lookups, not 90 sleeps of 1 s (16 minutes: the host gives
     the whole `mark` 300 s)."""
-    clock = tmp_path / "clock"
-    clock.write_text("1000")
     done, said = lab_pmlogger_start(tuned, tmp_path, pminfo="exit 0",
-                                    date=f'n=$(cat "{clock}"); echo $((n + 11)) > "{clock}"; echo "$n"')
+                                    date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
     assert said == ["sleep 1"] * 9 * len(sources) + ["systemd-run"]
     assert done.stderr.count("has no metrics after 99 s") == len(sources)
+
+
+def slow_clock(tmp_path, step_s: int) -> str:
+    """A stand-in for `date` (its body): the epoch seconds from 1000 on, step_s later at each call, as if every
+    command between two readings took that long."""
+    clock = tmp_path / "clock"
+    clock.write_text("1000")
+    return f'n=$(cat "{clock}"); echo $((n + {step_s})) > "{clock}"; echo "$n"'
 
 
 def openmetrics_sources(files) -> list[str]:
