@@ -170,7 +170,7 @@ def too_short_for(mdir: Path, absent: list[str], metrics: Metrics | None) -> tup
     def interval(metric: str) -> float:    # a metric's own line, else its group's (openmetrics.app)
         groups = [name for name in every if metric == name or metric.startswith(name + ".")]
         return every[max(groups, key=len)] if groups else 0.0
-    return {m: interval(m) for m in absent if interval(m) > span}, span
+    return {m: every_s for m in absent if (every_s := interval(m)) > span}, span
 
 
 def missing_metrics(mdir: Path, metrics: Metrics | None) -> list[str] | None:
