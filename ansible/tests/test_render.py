@@ -322,7 +322,7 @@ def test_a_pmlogger_restarted_mid_run_waits_for_the_app_metrics_on_the_clock(tun
     timing out under load) 6 sleeps, not 30 sleeps of 2 s (6 minutes of the run unrecorded)."""
     # systemd stood in for: the unit's command runs at once, as a restart, in the run's folder
     run_unit = 'for dir; do :; done; touch "$dir/archive-0.meta"; while [ "$1" != /bin/sh ]; do shift; done; exec "$@"'
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=archive_answers("exit 0"), **{"systemd-run": run_unit},
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo="exit 0", **{"systemd-run": run_unit},
                                     date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
@@ -333,8 +333,8 @@ def test_lab_pmlogger_start_asks_again_each_second_for_a_source_not_read_yet(tun
     """Every run's load waits for `lab-pmlogger start`: an agent that answers its second name lookup is asked
     again after 1 s, not 5 (at 5 s a cold container run's requests began 7 s after both machines answered)."""
     # each source's first lookup is empty (the agent retries it), its next one names a metric
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=archive_answers(
-        'if [ -e "$0-$1" ]; then echo "$1.up"; else : > "$0-$1"; fi'))
+    done, said = lab_pmlogger_start(tuned, tmp_path,
+                                    pminfo='if [ -e "$0-$1" ]; then echo "$1.up"; else : > "$0-$1"; fi')
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
     assert {"app", "mock"} <= set(sources)
@@ -346,7 +346,7 @@ def test_lab_pmlogger_start_gives_up_on_a_silent_source_after_its_wait_on_the_cl
     """Each lookup of a source that never answers takes 11 s here (the agent's fetch timing out): the wait ends
     after pcp_openmetrics_wait_s (90) on the clock, 9 lookups, not 90 sleeps of 1 s (16 minutes: the host gives
     the whole `mark` 300 s)."""
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=archive_answers("exit 0"),
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo="exit 0",
                                     date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
@@ -354,43 +354,53 @@ def test_lab_pmlogger_start_gives_up_on_a_silent_source_after_its_wait_on_the_cl
     assert done.stderr.count("has no metrics after 99 s") == len(sources)
 
 
-def test_lab_pmlogger_start_waits_for_the_first_record_of_every_group(tuned, tmp_path):
-    """pmlogger fetches nothing while it writes a group's metadata with its first record (10-20 s under emulation):
-    the load waits until the archive (the run's folder) names a metric of each group, asked again each second."""
-    groups = logging_groups(tuned)
-    assert len(groups) == 3
-    # the archive names a group's metrics from its second lookup on
-    archive = 'if [ -e "$0-$3" ]; then echo "$3"; else : > "$0-$3"; fi'
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=archive_answers("echo up", archive))
+def test_lab_pmlogger_start_waits_until_the_archive_names_every_logged_metric(tuned, tmp_path):
+    """pmlogger fetches nothing while it writes the metadata of a group's first record, one metric after another
+    (10-20 s under emulation): the load waits until the archive (the run's folder) names every metric of every
+    group that pmcd names, asked again each second."""
+    keys = logged_metrics(tuned)
+    assert {"kernel.all.cpu", "network.tcpconn", "openmetrics.app"} <= set(keys)
+    # pmcd names every metric; the archive names them all from its third lookup on
+    archive = 'n=$(($(cat "$0-n" 2>/dev/null || echo 0) + 1)); echo $n > "$0-n"; [ $n -ge 3 ] && names "$@"'
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names(archive, 'names "$@"'))
     assert done.returncode == 0, done.stderr
-    assert said == ["systemd-run"] + ["sleep 1"] * len(groups)
+    assert said == ["systemd-run", "sleep 1", "sleep 1"]
+    assert (tmp_path / "asked").read_text().splitlines() == [f"{tmp_path}/archives/run-1 {' '.join(keys)}"] * 3
     assert "warning" not in done.stderr
-    asked = (tmp_path / "asked").read_text().splitlines()
-    assert asked == [f"-a {tmp_path}/archives/run-1 {' '.join(g)}" for g in groups for _ in range(2)]
+
+
+def test_lab_pmlogger_start_waits_only_for_what_pmcd_names(tuned, tmp_path):
+    """A source that never answered (warned about above) has no metrics for pmlogger to log: not waited for."""
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names(
+        'names "$@"', 'for m; do [ "$m" = openmetrics.app ] || names "$m"; done'), date=slow_clock(tmp_path, 11))
+    assert done.returncode == 0, done.stderr
+    assert said == ["sleep 1"] * 9 + ["systemd-run"], "the source's own wait, then none for the archive"
+    [asked] = (tmp_path / "asked").read_text().splitlines()
+    assert "openmetrics.app" not in asked.split() and "openmetrics.mock" in asked.split()
 
 
 def test_lab_pmlogger_start_gives_up_on_first_records_after_its_wait_on_the_clock(tuned, tmp_path):
-    """An archive that never names a group (pmlogger stuck, or lookups of 11 s): the load starts after
-    pcp_first_records_wait_s (60) on the clock, 6 lookups, saying which metrics the run's first seconds may lack."""
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=archive_answers("echo up", "exit 0"),
-                                    date=slow_clock(tmp_path, 11))
+    """A metric the archive never names (its group never recorded, or lookups of 11 s): the load starts after
+    pcp_first_records_wait_s (60) on the clock, 6 lookups, saying what the load's first seconds may lack."""
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names(
+        'for m; do [ "$m" = apache ] || names "$m"; done', 'names "$@"'), date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     assert said == ["systemd-run"] + ["sleep 1"] * 6
-    first = " ".join(logging_groups(tuned)[0])
-    assert f"the archive has no record of {first} after 66 s" in done.stderr
+    assert "after 66 s the archive has no record yet of apache;" in done.stderr
 
 
-def archive_answers(sources: str, archive: str = 'echo "$3"') -> str:
-    """A stand-in pminfo (its body): `pminfo -a ARCHIVE METRIC…` (the archive's names, each call written to
-    the file `asked` beside it) answered by archive, any other lookup (a source's names) by sources."""
-    return (f'if [ "$1" = -a ]; then echo "$*" >> "$(dirname "$0")/../asked"; {archive}\n'
-            f'else {sources}\nfi')
+def pminfo_names(archive: str, live: str) -> str:
+    """A stand-in pminfo (its body) whose answers are made by `names METRIC…` (a leaf under each): `pminfo -a
+    ARCHIVE METRIC…` by archive (each call's arguments written to the file `asked` beside it), a lookup of pmcd's
+    names by live."""
+    return (f'names() {{ for m; do echo "$m.leaf"; done; }}\n'
+            f'if [ "$1" = -a ]; then shift; echo "$*" >> "$(dirname "$0")/../asked"; shift; {archive}\n'
+            f'else {live}\nfi')
 
 
-def logging_groups(files) -> list[list[str]]:
-    """pmlogger's groups as `lab-pmlogger start` waits for them, in order: each group's metrics."""
-    listed = re.search(r"for group in ([^;]+); do", files["pcp/lab-pmlogger"]).group(1)
-    return [group.split() for group in re.findall(r'"([^"]+)"', listed)]
+def logged_metrics(files) -> list[str]:
+    """What pmlogger logs, as `lab-pmlogger start` lists it for its wait: the groups' metrics in order."""
+    return re.search(r'logged="([^"]+)"', files["pcp/lab-pmlogger"]).group(1).split()
 
 
 def slow_clock(tmp_path, step_s: int) -> str:
