@@ -322,7 +322,8 @@ def test_a_pmlogger_restarted_mid_run_waits_for_the_app_metrics_on_the_clock(tun
     timing out under load) 6 sleeps, not 30 sleeps of 2 s (6 minutes of the run unrecorded)."""
     # systemd stood in for: the unit's command runs at once, as a restart, in the run's folder
     run_unit = 'for dir; do :; done; touch "$dir/archive-0.meta"; while [ "$1" != /bin/sh ]; do shift; done; exec "$@"'
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo="exit 0", **{"systemd-run": run_unit},
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names('names "$@"', "exit 0"),
+                                    **{"systemd-run": run_unit},
                                     date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
@@ -333,8 +334,8 @@ def test_lab_pmlogger_start_asks_again_each_second_for_a_source_not_read_yet(tun
     """Every run's load waits for `lab-pmlogger start`: an agent that answers its second name lookup is asked
     again after 1 s, not 5 (at 5 s a cold container run's requests began 7 s after both machines answered)."""
     # each source's first lookup is empty (the agent retries it), its next one names a metric
-    done, said = lab_pmlogger_start(tuned, tmp_path,
-                                    pminfo='if [ -e "$0-$1" ]; then echo "$1.up"; else : > "$0-$1"; fi')
+    second = 'if [ -e "$0-$1" ]; then echo "$1.up"; else : > "$0-$1"; fi'
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names('names "$@"', second))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
     assert {"app", "mock"} <= set(sources)
@@ -346,7 +347,7 @@ def test_lab_pmlogger_start_gives_up_on_a_silent_source_after_its_wait_on_the_cl
     """Each lookup of a source that never answers takes 11 s here (the agent's fetch timing out): the wait ends
     after pcp_openmetrics_wait_s (90) on the clock, 9 lookups, not 90 sleeps of 1 s (16 minutes: the host gives
     the whole `mark` 300 s)."""
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo="exit 0",
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names('names "$@"', "exit 0"),
                                     date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
@@ -357,22 +358,23 @@ def test_lab_pmlogger_start_gives_up_on_a_silent_source_after_its_wait_on_the_cl
 def test_lab_pmlogger_start_waits_until_the_archive_names_every_logged_metric(tuned, tmp_path):
     """pmlogger fetches nothing while it writes the metadata of a group's first record, one metric after another
     (10-20 s under emulation): the load waits until the archive (the run's folder) names every metric of every
-    group that pmcd names, asked again each second."""
+    group, asked again every 0.25 s (natively all of it is written within 0.2 s)."""
     keys = logged_metrics(tuned)
     assert {"kernel.all.cpu", "network.tcpconn", "openmetrics.app"} <= set(keys)
     # pmcd names every metric; the archive names them all from its third lookup on
     archive = 'n=$(($(cat "$0-n" 2>/dev/null || echo 0) + 1)); echo $n > "$0-n"; [ $n -ge 3 ] && names "$@"'
     done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names(archive, 'names "$@"'))
     assert done.returncode == 0, done.stderr
-    assert said == ["systemd-run", "sleep 1", "sleep 1"]
+    assert said == ["systemd-run", "sleep 0.25", "sleep 0.25"]
     assert (tmp_path / "asked").read_text().splitlines() == [f"{tmp_path}/archives/run-1 {' '.join(keys)}"] * 3
     assert "warning" not in done.stderr
 
 
-def test_lab_pmlogger_start_waits_only_for_what_pmcd_names(tuned, tmp_path):
+def test_lab_pmlogger_start_does_not_wait_for_a_silent_source(tuned, tmp_path):
     """A source that never answered (warned about above) has no metrics for pmlogger to log: not waited for."""
-    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names(
-        'names "$@"', 'for m; do [ "$m" = openmetrics.app ] || names "$m"; done'), date=slow_clock(tmp_path, 11))
+    all_but_app = 'for m; do [ "$m" = openmetrics.app ] || names "$m"; done'
+    done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names(all_but_app, all_but_app),
+                                    date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     assert said == ["sleep 1"] * 9 + ["systemd-run"], "the source's own wait, then none for the archive"
     [asked] = (tmp_path / "asked").read_text().splitlines()
@@ -381,11 +383,11 @@ def test_lab_pmlogger_start_waits_only_for_what_pmcd_names(tuned, tmp_path):
 
 def test_lab_pmlogger_start_gives_up_on_first_records_after_its_wait_on_the_clock(tuned, tmp_path):
     """A metric the archive never names (its group never recorded, or lookups of 11 s): the load starts after
-    pcp_first_records_wait_s (60) on the clock, 6 lookups, saying what the load's first seconds may lack."""
+    pcp_first_records_wait_s (60) on the clock, 6 lookups here, saying what the load's first seconds may lack."""
     done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names(
         'for m; do [ "$m" = apache ] || names "$m"; done', 'names "$@"'), date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
-    assert said == ["systemd-run"] + ["sleep 1"] * 6
+    assert said == ["systemd-run"] + ["sleep 0.25"] * 6
     assert "after 66 s the archive has no record yet of apache;" in done.stderr
 
 
@@ -400,7 +402,7 @@ def pminfo_names(archive: str, live: str) -> str:
 
 def logged_metrics(files) -> list[str]:
     """What pmlogger logs, as `lab-pmlogger start` lists it for its wait: the groups' metrics in order."""
-    return re.search(r'logged="([^"]+)"', files["pcp/lab-pmlogger"]).group(1).split()
+    return re.search(r"due=\$\(printf '%s\\n' ([^|]+)\|", files["pcp/lab-pmlogger"]).group(1).split()
 
 
 def slow_clock(tmp_path, step_s: int) -> str:
