@@ -386,7 +386,7 @@ def test_lab_pmlogger_start_gives_up_on_first_records_after_its_wait_on_the_cloc
         'for m; do [ "$m" = apache ] || names "$m"; done', 'names "$@"'), date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     assert said == ["systemd-run"] + ["sleep 0.25"] * 6
-    assert "after 66 s the archive still lacks 1 metrics ( apache.leaf);" in done.stderr
+    assert "after 66 s the archive still lacks 1 metrics (apache.leaf);" in done.stderr
 
 
 def pminfo_names(archive: str, live: str) -> str:
