@@ -399,7 +399,7 @@ def pminfo_names(archive: str, live: str) -> str:
 
 
 def logged_metrics(files) -> list[str]:
-    """What pmlogger logs, as `lab-pmlogger start` lists it for its wait: the groups' metrics in order."""
+    """What pmlogger logs, as `lab-pmlogger start` lists it for its wait: the metric list's keys."""
     return re.search(r'logged="([^"]+)"', files["pcp/lab-pmlogger"]).group(1).split()
 
 
