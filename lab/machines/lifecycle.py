@@ -55,6 +55,16 @@ def install_prereqs(kind: str = "auto") -> None:
         steps.note(f"{account.name} (uid {account.uid})" if account else "not made: the lab is not root")
 
 
+def install_kind_prereqs(kind: str) -> None:
+    """The rest of what the host needs once the machines' kind is decided (up saw to the common part before):
+    a step only where something is missing, not the same "all present" twice."""
+    need = prereqs.missing(prereqs.PER_PROVIDER[kind])
+    if need:
+        with steps.step(f"host prerequisites for {kind}"):
+            steps.note(f"installing {' '.join(need)}")
+            prereqs.install(need)
+
+
 def running() -> bool:
     """Both machines run in a healthy lab namespace."""
     return vagrant.healthy() and set(vagrant.states().values()) == {"running"}
@@ -141,7 +151,7 @@ def up(s: settings.Settings, suites: dict[str, str] | None = None) -> None:
         resolved = vagrant.resolve(s, suites)
         in_containers = resolved["provider"] == provider.CONTAINERS
         steps.note(f"{resolved['provider']} ({resolved['provider_reason']})")
-    install_prereqs(resolved["provider"])
+    install_kind_prereqs(resolved["provider"])
     if not in_containers:
         machine_images(set(suites.values()), s, registered=False)
     try:

@@ -65,3 +65,17 @@ def test_a_boot_that_works_is_not_repeated(fake_boot):
     results.append(None)
     lifecycle.boot(600)
     assert calls == [("up", 600)] and not log.exists()
+
+
+def test_the_kinds_own_prerequisites_are_a_step_only_where_some_are_missing(monkeypatch, capsys):
+    from lab.machines import prereqs
+    installed = []
+    monkeypatch.setattr(prereqs, "install", installed.extend)
+    monkeypatch.setattr(prereqs, "missing", lambda wanted: [])
+    lifecycle.install_kind_prereqs("containers")        # up saw to the common ones: nothing more to say
+    assert installed == [] and "prerequisites" not in capsys.readouterr().out
+    monkeypatch.setattr(prereqs, "missing", lambda wanted: ["docker.io"])
+    lifecycle.install_kind_prereqs("containers")
+    assert installed == ["docker.io"]
+    out = capsys.readouterr().out
+    assert "host prerequisites for containers" in out and "installing docker.io" in out
