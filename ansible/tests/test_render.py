@@ -326,8 +326,7 @@ def test_a_pmlogger_restarted_mid_run_waits_for_the_app_metrics_on_the_clock(tun
                                     **{"systemd-run": run_unit},
                                     date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
-    sources = openmetrics_sources(tuned)
-    assert said == ["sleep 1"] * 9 * len(sources) + ["sleep 2"] * 6 + ["pmlogger"]
+    assert said == ["sleep 1"] * 9 + ["sleep 2"] * 6 + ["pmlogger"]
 
 
 def test_lab_pmlogger_start_asks_again_each_second_for_a_source_not_read_yet(tuned, tmp_path):
@@ -343,16 +342,18 @@ def test_lab_pmlogger_start_asks_again_each_second_for_a_source_not_read_yet(tun
     assert "warning" not in done.stderr
 
 
-def test_lab_pmlogger_start_gives_up_on_a_silent_source_after_its_wait_on_the_clock(tuned, tmp_path):
+def test_lab_pmlogger_start_gives_up_on_silent_sources_after_one_wait_on_the_clock(tuned, tmp_path):
     """Each lookup of a source that never answers takes 11 s here (the agent's fetch timing out): the wait ends
-    after pcp_openmetrics_wait_s (90) on the clock, 9 lookups, not 90 sleeps of 1 s (16 minutes: the host gives
-    the whole `mark` 300 s)."""
+    after pcp_openmetrics_wait_s (90) on the clock, 9 lookups, not 90 sleeps of 1 s (16 minutes), and it is one
+    wait for all sources, not one each (4 x 90 s and the first records' 60 s would overrun the host's 300 s for
+    the whole `mark`)."""
     done, said = lab_pmlogger_start(tuned, tmp_path, pminfo=pminfo_names('names "$@"', "exit 0"),
                                     date=slow_clock(tmp_path, 11))
     assert done.returncode == 0, done.stderr
     sources = openmetrics_sources(tuned)
-    assert said == ["sleep 1"] * 9 * len(sources) + ["systemd-run"]
-    assert done.stderr.count("has no metrics after 99 s") == len(sources)
+    assert len(sources) >= 4
+    assert said == ["sleep 1"] * 9 + ["systemd-run"]
+    assert done.stderr.count("has no metrics after 99 s") == len(sources), "each silent source named"
 
 
 def test_lab_pmlogger_start_waits_until_the_archive_names_every_logged_metric(tuned, tmp_path):

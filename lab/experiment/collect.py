@@ -59,7 +59,8 @@ def _guest(name: str, args: list[str], timeout: float) -> subprocess.CompletedPr
 
 def mark(run_id: str, names=machines.NAMES, log=print) -> None:
     """Log offsets remembered and the run's PCP archive started, on both machines; the guest's warnings
-    (a metric source that never answered) are passed on. Waits up to pcp_openmetrics_wait_s per source."""
+    (a metric source that never answered) are passed on. The guest waits up to pcp_openmetrics_wait_s for the
+    metric sources, then up to pcp_first_records_wait_s for the archive's first records: well within the timeout."""
     def one(name):
         done = _guest(name, ["mark", run_id], timeout=300)
         for line in done.stderr.decode(errors="replace").splitlines():
