@@ -14,14 +14,16 @@ from report.stats.compare import across_runs
 from report.stats.runs import LoadedRun
 from report.stats.uncertainty import CI, FIGURES
 
-UNITS = {"tps": "req/s", "error_pct": "%", "p50": "ms", "p95": "ms", "p99": "ms"}
+# each verdict figure's unit and decimals as a level (cpu: the JVM's CPU ms per successful request)
+FORMATS = {"tps": ("req/s", 1), "error_pct": ("%", 2), "p50": ("ms", 0), "p95": ("ms", 0), "p99": ("ms", 0),
+           "cpu": ("ms", 2)}
 
 
 def _value(x: float | None, figure: str) -> str:
     if x is None or np.isnan(x):
         return "—"
-    digits = 1 if figure == "tps" else 2 if figure == "error_pct" else 0
-    return f"{x:,.{digits}f} {UNITS[figure]}"
+    unit, digits = FORMATS[figure]
+    return f"{x:,.{digits}f} {unit}"
 
 
 def render(out: str | Path, runs: list[LoadedRun]) -> str:

@@ -200,6 +200,42 @@ def test_compare_puts_runs_side_by_side(ab_run, tmp_path):
     assert "of service petclinic-rest; status" in text and "These runs are of different services" in text
 
 
+def with_jvm_cpu(folder, ms_per_s: dict, t0=1_795_000_000, seconds=SECONDS, step_s=10):
+    """Each side's JVM CPU as PCP records it (pcp/metrics.csv: hotproc's rate since the sample before, ms per s)."""
+    for side, ms in ms_per_s.items():
+        pcp = folder / side / "pcp"
+        pcp.mkdir(parents=True, exist_ok=True)
+        with open(pcp / "metrics.csv", "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["time", "metric", "instance", "value"])
+            for t in range(t0, t0 + seconds + 1, step_s):
+                out.writerow([t, "hotproc.psinfo.utime", "000937 /usr/bin/java", ms * 0.8])
+                out.writerow([t, "hotproc.psinfo.stime", "000937 /usr/bin/java", ms * 0.2])
+                out.writerow([t, "hotproc.psinfo.rss", "000937 /usr/bin/java", 250 * 1024])
+        (pcp / "processes.csv").write_text("instance,psargs\n000937 /usr/bin/java,/usr/bin/java -jar app.jar\n")
+    return folder
+
+
+def test_compare_shows_the_jvms_cpu_per_request_of_runs_that_recorded_it(tmp_path):
+    """Runs whose PCP archives hold the JVM's CPU (every run on the machines since the figure came) compare as
+    any other figure: each side's ms per request, not a crash on its unit."""
+    runs = [with_jvm_cpu(write_run(tmp_path / f"20261123T1{n}0000Z-cpu", paired_samples(20 + n, seconds=SECONDS)),
+                         {"default": 300.0, "tuned": 450.0 * n}) for n in (1, 2)]
+    python("-m", "report", "compare", str(tmp_path / "cmp"), *map(str, runs))
+    section = (tmp_path / "cmp" / "compare.md").read_text().split("## JVM CPU per request")[1]
+    rows = [line for line in section.splitlines() if line.startswith("| 20261123T")]
+    assert len(rows) == 2 and all(re.search(r"\| \d+\.\d+ ms \| \d+\.\d+ ms \|", row) for row in rows), rows
+    # tuned at 1.5x default's CPU in the first run, twice that in the second: each with its interval
+    assert re.search(r"\| \+\d+ % \(95 % CI [^|]+\|  \|  \|$", rows[0]), rows[0]
+    assert re.search(r"\| \+\d+ % \(95 % CI [^|]+\|[^|]+\| \+\d+ % \(95 % CI [^|]+\|$", rows[1]), rows[1]
+
+
+def test_compare_has_a_unit_for_every_verdict_figure():
+    from report.render.compare import FORMATS
+    from report.stats.uncertainty import FIGURES
+    assert set(FORMATS) == set(FIGURES)
+
+
 def test_bad_folders_are_refused(tmp_path):
     done = subprocess.run([sys.executable, "-m", "report", "compare", str(tmp_path / "o"), str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
