@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from report import MACHINES
+from report.read.calibrations import fingerprint, mismatch
 from report.read.records import read_record
+from report.render.summary import knob_sets_text
 from report.render.verdict import FIGURE_NAMES, effect_text
 from report.stats.compare import across_runs
 from report.stats.runs import LoadedRun
@@ -37,11 +39,15 @@ def render(out: str | Path, runs: list[LoadedRun]) -> str:
         trial = f", trial {d['trial']} of {d['trials']}" if d.get("trial") else ""
         service = f"service {r.run.get('service', 'name', default=None) or 'sample'}"
         lines.append(f"- [{name}](../{name}/report.html): {kind}{trial}{swap} of {service}; status {r.run.status}; "
-                     f"verdict: {_verdict_of(r)}")
+                     f"{knob_sets_text(r.run)}; verdict: {_verdict_of(r)}")
     services = {r.run.get("service", "name", default=None) or "sample" for r in runs}
     if len(services) > 1:
         lines += ["", "> **These runs are of different services**: a change between them is the services' difference, "
                       "not a knob's."]
+    unlike = _unlike_the_first(runs, names)
+    if unlike:
+        lines += ["", "> **Not the first run's load or kind of host**: a change from it is theirs as much as a "
+                      "knob's — " + "; ".join(unlike) + "."]
     lines.append("")
     for figure in FIGURES:
         lines += [f"## {FIGURE_NAMES[figure]}", "",
@@ -61,6 +67,15 @@ def render(out: str | Path, runs: list[LoadedRun]) -> str:
               "runs are independent, so the interval of a change combines both runs' bootstrap spreads; it does "
               "not include drift of the host between runs — A/A runs in the list measure that.", ""]
     return "\n".join(lines)
+
+
+def _unlike_the_first(runs: list[LoadedRun], names: list[str]) -> list[str]:
+    """'<run>: users 20, not 150' for each run whose load or host differs from the first's (as an A/A calibration
+    would judge it: report/read/calibrations.py; the service is said above)."""
+    def fp(r):
+        return {k: v for k, v in fingerprint(r.run).items() if k != "service"}
+    first = fp(runs[0])
+    return [f"{name}: {why}" for r, name in zip(runs[1:], names[1:], strict=True) if (why := mismatch(first, fp(r)))]
 
 
 def _verdict_of(r: LoadedRun) -> str:

@@ -209,6 +209,13 @@ def _given(values) -> str:
     return " with " + ", ".join(f"{k}={fmt.typed(v)}" for k, v in sorted(values.items())) + " given"
 
 
+def knob_sets_text(run: RunInfo) -> str:
+    """'the default column ran the catalog (default), the tuned column ran knob set tuned (…) with x=1 given'."""
+    given = run.get("overrides", default={}) or {}      # side → the --set values on top of its set
+    return ", ".join(f"the {side} column ran {_knob_set(c)}" + _given(given.get(side))
+                     for side, c in sorted(design(run)["configurations"].items()))
+
+
 def design_lines(run: RunInfo) -> list[str]:
     """Which machine ran which configuration, for A/A runs and crossover trials."""
     d = design(run)
@@ -218,9 +225,7 @@ def design_lines(run: RunInfo) -> list[str]:
                      "are machines (default, tuned), so any difference is the twins' own.")
     chosen = {side: c for side, c in d["configurations"].items() if c != side}
     if chosen and d["kind"] != "aa":
-        given = run.get("overrides", default={}) or {}      # side → the --set values on top of its set
-        lines.append("Knob sets: " + ", ".join(f"the {side} column ran {_knob_set(c)}" + _given(given.get(side))
-                                               for side, c in sorted(d["configurations"].items())) + ".")
+        lines.append(f"Knob sets: {knob_sets_text(run)}.")
     swapped = {side: vm for side, vm in d["machines"].items() if side != vm}
     if d["trial"]:
         lines.append(f"Trial {d['trial']} of {d['trials']}" + (f" (series {d['series']})" if d["series"] else "")

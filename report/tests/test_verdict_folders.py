@@ -198,6 +198,21 @@ def test_compare_puts_runs_side_by_side(ab_run, tmp_path):
     python("-m", "report", "compare", str(tmp_path / "cmp2"), str(ab_run), str(other))
     text = (tmp_path / "cmp2" / "compare.md").read_text()
     assert "of service petclinic-rest; status" in text and "These runs are of different services" in text
+    assert "Not the first run's load" not in text, "the services' difference is said once, above"
+    # what each column ran, and a load that is not the first run's
+    record = json.loads((other / "run.json").read_text())
+    (other / "run.json").write_text(json.dumps({
+        **record, "service": None, "load": {**record["load"], "users": 20},
+        "design": {"kind": "ab", "configurations": {"default": "tuned", "tuned": "tuned"},
+                   "machines": {"default": "default", "tuned": "tuned"}},
+        "overrides": {"tuned": {"app_compose_pool_size": 40}}}))
+    python("-m", "report", "compare", str(tmp_path / "cmp3"), str(ab_run), str(other))
+    text = (tmp_path / "cmp3" / "compare.md").read_text()
+    first, second = (line for line in text.splitlines() if line.startswith("- ["))
+    assert "the default column ran the catalog (default), the tuned column ran knob set tuned" in first
+    assert ("the default column ran knob set tuned (ansible/knob_sets/tuned.yml), the tuned column ran knob set "
+            "tuned (ansible/knob_sets/tuned.yml) with app_compose_pool_size=40 given;") in second
+    assert "Not the first run's load or kind of host" in text and "20261123T120000Z-more: users 20, not 150" in text
 
 
 def with_jvm_cpu(folder, ms_per_s: dict, t0=1_795_000_000, seconds=SECONDS, step_s=10):
