@@ -184,7 +184,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     base = scope.fingerprint(resolved, {}, built, scope.machine_ids(), service_vars)
     names = tuple(resolved.get("machines") or machines.NAMES)
     chosen = scope.Scope(names, None, "asked for (./start.sh provision or --provision)") if force else \
-        scope.scope(scope.read_stamp(STAMP), base, overrides, names)
+        scope.scope(scope.read_stamp(STAMP), base, overrides, names, scope.service_templates(service_vars))
     if chosen is None:
         log("nothing changed since these machines were last provisioned (ansible/, jars, --set): skipped; "
             "./start.sh provision runs it anyway")

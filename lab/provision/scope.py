@@ -39,6 +39,13 @@ def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], ma
     return digest.hexdigest()
 
 
+def service_templates(service_vars: dict | None) -> tuple[Path, ...]:
+    """The service's template (its knobs: the `needs: template` ones of ansible/knobs.yml), which the app role
+    renders into application.yml: a role's own files do not name what it reads."""
+    template = ((service_vars or {}).get("lab_service") or {}).get("template")
+    return (Path(template),) if template else ()
+
+
 def service_files(service_vars: dict | None) -> list[Path]:
     """The service's files the machines are made from (its jars, template, logging): fingerprinted as ansible/ is."""
     svc = (service_vars or {}).get("lab_service") or {}
@@ -82,9 +89,13 @@ def site_roles() -> list[str]:
     return [r["role"] if isinstance(r, dict) else r for r in play["roles"]]
 
 
-def knob_readers() -> dict[str, set[str]]:
-    """{role: every knob and lab variable it depends on}: the names its files read (lab.provision.role_names), and
-    through the variables they name (group_vars, any role's defaults and vars), the names those are made of."""
+RENDERS_TEMPLATE = "lab_service.template"      # in a role's files: it renders the service's template
+
+
+def knob_readers(templates: tuple[Path, ...] = ()) -> dict[str, set[str]]:
+    """{role: every knob and lab variable it depends on}: the names its files read (lab.provision.role_names), the
+    service's templates' for the role that renders them, and through the variables they name (group_vars, any
+    role's defaults and vars), the names those are made of."""
     made_of = {}
     for path in [ANSIBLE_DIR / "group_vars" / "all" / "lab.yml",
                  *sorted((ANSIBLE_DIR / "roles").glob("*/defaults/*.yml")),
@@ -93,7 +104,10 @@ def knob_readers() -> dict[str, set[str]]:
             made_of.setdefault(name, set()).update(role_names.names_in(value))
     readers = {}
     for role in site_roles():
-        names, todo = set(), list(role_names.references(ANSIBLE_DIR / "roles" / role))
+        todo = list(role_names.references(ANSIBLE_DIR / "roles" / role))
+        if _renders_template(ANSIBLE_DIR / "roles" / role):
+            todo += [n for t in templates for n in role_names.names_in_text(t.read_text(encoding="utf-8"))]
+        names = set()
         while todo:
             name = todo.pop()
             if name not in names:
@@ -103,14 +117,20 @@ def knob_readers() -> dict[str, set[str]]:
     return readers
 
 
+def _renders_template(role: Path) -> bool:
+    return any(RENDERS_TEMPLATE in path.read_text(errors="replace") for path in role.rglob("*") if path.is_file())
+
+
 def normal(overrides: dict[str, dict]) -> dict[str, dict]:
     return json.loads(json.dumps({m: o for m, o in overrides.items() if o}, sort_keys=True))
 
 
-def scope(stamp: dict | None, base: str, overrides: dict[str, dict], names=machines.NAMES) -> Scope | None:
+def scope(stamp: dict | None, base: str, overrides: dict[str, dict], names=machines.NAMES,
+          templates: tuple[Path, ...] = ()) -> Scope | None:
     """What must run for these overrides, given what the machines were last provisioned from (the stamp): None
     when nothing changed; every role on every machine when anything but the knob overrides changed (ansible/,
-    the jars, the machines); else only the roles that read a changed knob, on the machines whose knobs changed."""
+    the jars, the machines); else only the roles that read a changed knob (templates: the service's, read by the
+    role that renders them), on the machines whose knobs changed."""
     if not stamp or stamp.get("base") != base:
         return Scope(tuple(names), None,
                      "first provisioning" if not stamp else "ansible/, the jars or the machines changed")
@@ -121,7 +141,7 @@ def scope(stamp: dict | None, base: str, overrides: dict[str, dict], names=machi
     if not any(changed.values()):
         return None
     knobs = set().union(*changed.values())
-    roles = tuple(r for r, read in knob_readers().items() if read & knobs)
+    roles = tuple(r for r, read in knob_readers(templates).items() if read & knobs)
     return Scope(tuple(m for m in names if changed[m]), roles, "changed: " + ", ".join(sorted(knobs)))
 
 

@@ -302,6 +302,28 @@ def test_provisioning_runs_only_what_changed(fake_provisioning):
     assert len(calls) == 5
 
 
+SAMPLE_TEMPLATE = paths.ROOT / "services" / "sample" / "application.yml.j2"
+
+
+def test_a_knob_only_the_services_template_reads_provisions_the_app_role(fake_provisioning):
+    """The sample app's compose pool lands through its template, which the app role renders into application.yml:
+    a change of it alone ran no role, and the machines kept the values of the run before (the swapped trial of
+    results/20261205T050609Z-s87-compose40-x-t2 kept each machine's pool while run.json said they traded it)."""
+    provision, calls, jar = fake_provisioning
+    resolved = {"machines": {"default": "192.168.56.11", "tuned": "192.168.56.12"}, "memory_mb": 512}
+    sample = {"lab_service": {"name": "sample", "builds": {"camel3": {"jar": str(jar)}},
+                              "template": str(SAMPLE_TEMPLATE)}}
+    quiet = dict(log=lambda *a: None, out=io.StringIO(), service_vars=sample)
+    assert "app_compose_pool_size" in SAMPLE_TEMPLATE.read_text()
+    assert playbook.run(resolved, {}, force=False, **quiet).roles is None
+    pool = playbook.run(resolved, {"tuned": {"app_compose_pool_size": 40}}, force=False, **quiet)
+    assert (pool.machines, pool.roles) == (("tuned",), ("app",))
+    swapped = playbook.run(resolved, {"default": {"app_compose_pool_size": 40}}, force=False, **quiet)
+    assert (swapped.machines, swapped.roles) == (("default", "tuned"), ("app",))
+    # a template that does not read it: nothing of the app's changes, so no role runs for it
+    assert scope.scope({"base": "b1", "overrides": {}}, "b1", {"tuned": {"app_compose_pool_size": 40}}).roles == ()
+
+
 def test_the_scope_of_a_change_is_the_roles_that_read_its_knobs():
     stamp = {"base": "b1", "overrides": {"tuned": {"tomcat_threads_max": 50}}}
     assert scope.scope(stamp, "b1", {"tuned": {"tomcat_threads_max": 50}, "default": {}}) is None
