@@ -6,6 +6,8 @@ import math
 from datetime import UTC, datetime
 
 NA = "—"
+# each verdict figure's unit as a level (report/stats/uncertainty.py FIGURES; cpu: the JVM's CPU per request)
+UNITS = {"tps": "req/s", "error_pct": "%", "p50": "ms", "p95": "ms", "p99": "ms", "cpu": "ms"}
 
 
 def missing(x: float | None) -> bool:

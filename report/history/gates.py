@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
+from report.fmt import UNITS
 from report.history.index import as_change
 
 FIGURES = {"tps": "tps", "p99": "p99", "p95": "p95", "p50": "p50", "errors": "error_pct", "cpu": "cpu"}
-LEVEL_UNITS = {"tps": "/s", "p99": " ms", "p95": " ms", "p50": " ms", "error_pct": " %"}    # a level's unit, as read
+LEVEL_UNITS = {**{f: f" {u}" for f, u in UNITS.items()}, "tps": "/s"}    # a level's unit, as a gate reads it
 GATE = re.compile(r"^\s*(?P<figure>[a-z0-9]+)\s*(?P<op><=|>=)\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*"
                   r"(?P<unit>%|pt|ms|s|/s)?\s*$")
 FAILED_EXIT = 3

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from report import MACHINES
+from report.fmt import UNITS
 from report.history import fingerprint
 from report.history.changes import Change, change_points, holm
 from report.history.index import Entry, as_change
@@ -81,9 +82,6 @@ def _level(e: Entry, figure: str, side: str) -> float:
     return math.nan if value is None else float(value)
 
 
-LEVEL_UNITS = {"tps": "req/s", "p99": "ms", "error_pct": "%"}
-
-
 def tracks(entries: list[Entry]) -> list[Track]:
     out = []
     for figure in FIGURES:
@@ -96,7 +94,7 @@ def tracks(entries: list[Entry]) -> list[Track]:
         for side in SIDES:
             levels = [_level(e, figure, side) for e in entries]
             nan = [math.nan] * len(levels)
-            out.append(Track(figure, side, LEVEL_UNITS[figure], levels, nan, nan))
+            out.append(Track(figure, side, UNITS[figure], levels, nan, nan))
     for t, changes in zip(out, holm([change_points(t.values) for t in out]), strict=True):
         t.changes = changes
         t.why = [fingerprint.differences(entries[c.index - 1], entries[c.index]) for c in t.changes]

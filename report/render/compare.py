@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from report import MACHINES
+from report.fmt import UNITS
 from report.read.calibrations import fingerprint, mismatch
 from report.read.records import read_record
 from report.render.summary import knob_sets_text
@@ -16,16 +17,13 @@ from report.stats.compare import across_runs
 from report.stats.runs import LoadedRun
 from report.stats.uncertainty import CI, FIGURES
 
-# each verdict figure's unit and decimals as a level (cpu: the JVM's CPU ms per successful request)
-FORMATS = {"tps": ("req/s", 1), "error_pct": ("%", 2), "p50": ("ms", 0), "p95": ("ms", 0), "p99": ("ms", 0),
-           "cpu": ("ms", 2)}
+DECIMALS = {"tps": 1, "error_pct": 2, "p50": 0, "p95": 0, "p99": 0, "cpu": 2}    # each verdict figure's, as a level
 
 
 def _value(x: float | None, figure: str) -> str:
     if x is None or np.isnan(x):
         return "—"
-    unit, digits = FORMATS[figure]
-    return f"{x:,.{digits}f} {unit}"
+    return f"{x:,.{DECIMALS[figure]}f} {UNITS[figure]}"
 
 
 def render(out: str | Path, runs: list[LoadedRun]) -> str:

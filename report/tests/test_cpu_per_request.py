@@ -96,6 +96,7 @@ def test_gates_read_the_cpu_per_request_as_a_change_or_a_level():
     assert not gates.judge(gates.parse("cpu<=+5%"), effects).passed      # +8 % not excluded
     assert gates.judge(gates.parse("cpu<=+10%"), effects).passed
     assert not gates.judge(gates.parse("cpu<=2ms"), effects).passed       # the level's upper bound 2.1 ms
+    assert "tuned's cpu 1.8 ms (95 % CI 1.7 … 2.1 ms)" in gates.judge(gates.parse("cpu<=2ms"), effects).detail
 
 
 def test_an_intervals_cpu_is_spread_over_its_windows_by_what_they_served():

@@ -246,9 +246,10 @@ def test_compare_shows_the_jvms_cpu_per_request_of_runs_that_recorded_it(tmp_pat
 
 
 def test_compare_has_a_unit_for_every_verdict_figure():
-    from report.render.compare import FORMATS
+    from report.fmt import UNITS
+    from report.render.compare import DECIMALS
     from report.stats.uncertainty import FIGURES
-    assert set(FORMATS) == set(FIGURES)
+    assert set(DECIMALS) == set(FIGURES) == set(UNITS)
 
 
 def test_bad_folders_are_refused(tmp_path):
