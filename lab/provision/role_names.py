@@ -56,7 +56,8 @@ def _names_in_yaml(text: str) -> set[str]:
     return set().union(*(names_in(doc) for doc in yaml.safe_load_all(text)))
 
 
-def _role_files(role: Path):
+def role_files(role: Path):
+    """The files whose text a role reads names in (not files/, which it copies, nor its argument specs)."""
     for path in sorted(role.rglob("*")):
         if path.is_file() and path.name != "argument_specs.yml" and "files" not in path.relative_to(role).parts:
             yield path
@@ -65,7 +66,7 @@ def _role_files(role: Path):
 def references(role: Path) -> set[str]:
     """The tiered names a role's tasks, templates, handlers, defaults and vars read."""
     found = set()
-    for path in _role_files(role):
+    for path in role_files(role):
         text = path.read_text()
         found |= _names_in_yaml(text) if path.suffix in (".yml", ".yaml") else names_in_text(text)
     return found

@@ -118,7 +118,7 @@ def knob_readers(templates: tuple[Path, ...] = ()) -> dict[str, set[str]]:
 
 
 def _renders_template(role: Path) -> bool:
-    return any(RENDERS_TEMPLATE in path.read_text(errors="replace") for path in role.rglob("*") if path.is_file())
+    return any(RENDERS_TEMPLATE in path.read_text() for path in role_names.role_files(role))
 
 
 def normal(overrides: dict[str, dict]) -> dict[str, dict]:
