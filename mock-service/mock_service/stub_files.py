@@ -27,7 +27,9 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -74,6 +76,7 @@ def load(directory: str | Path) -> StubSet:
     root = Path(directory)
     if not root.is_dir():
         raise StubError(f"{root}: not a directory of stubs")
+    _plain(root)
     mappings = root / "mappings" if (root / "mappings").is_dir() else root
     files_dir = root / "__files"
     paths = sorted(p for p in mappings.rglob("*.json") if "__files" not in p.relative_to(root).parts)
@@ -100,6 +103,26 @@ def load(directory: str | Path) -> StubSet:
             labels.add(stub.label)
             stubs.append(stub)
     return StubSet(stubs, str(root))
+
+
+def _plain(root: Path) -> None:
+    """Every entry under `root` a folder or a regular file, seen with lstat (nothing followed): a symbolic link, a
+    FIFO, a device or a socket is refused by name, since the folder is served, and copied to the machines and into
+    run folders, by whoever reads it (a link to /etc/shadow would be copied as /etc/shadow's text)."""
+    for folder, dirs, files in os.walk(root, onerror=_unreadable):
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                raise StubError(f"{path.relative_to(root)}: a symbolic link (to {os.readlink(path)}): a stubs folder "
+                                "holds its files themselves, no links")
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise StubError(f"{path.relative_to(root)}: not a regular file (a FIFO, device or socket): a stubs "
+                                "folder holds folders and regular files only")
+
+
+def _unreadable(error: OSError) -> None:
+    raise StubError(f"{error.filename}: not readable ({error.strerror or error})")
 
 
 def _stub(mapping, where: str, index: int, files_dir: Path) -> Stub:
@@ -272,6 +295,9 @@ def _body(key: str, value, where: str, files_dir: Path) -> tuple[bytes, str | No
             return base64.b64decode(value, validate=True), None
         except ValueError:
             raise StubError(f"{where}: not base64") from None
+    if Path(value).is_absolute() or ".." in Path(value).parts:
+        raise StubError(f"{where}: {value!r} is outside {files_dir}: a body file is a path inside __files, "
+                        "neither absolute nor through ..")
     path = (files_dir / value).resolve()
     if files_dir.resolve() not in path.parents:
         raise StubError(f"{where}: {value!r} is outside {files_dir}")
