@@ -48,19 +48,23 @@ def run_options(args) -> options.Options:
                            repeat=args.repeat, aa=args.aa, tls=args.tls,
                            knob_sets={side: name for side, name in chosen.items() if name != side},
                            hosts=args.hosts, insist_memory=args.insist_memory, cores=args.cores,
-                           service=chosen_service(args.service_name, args.plan, args.allow_plan_code),
+                           service=chosen_service(args.service_name, args.plan, args.allow_plan_code,
+                                                  args.service_root),
                            gates=tuple(args.gates))
     reporting.check_gates(opts.gates)
     return opts
 
 
-def chosen_service(name: str | None, plan: Path | None, allow_code: bool = False) -> service.Service:
+def chosen_service(name: str | None, plan: Path | None, allow_code: bool = False,
+                   root: Path | None = None) -> service.Service:
     """--service's descriptor, checked, with --plan's plan (checked) instead of its own; ValueError naming the
-    problem. allow_code: --allow-plan-code (a plan that runs code in JMeter taken)."""
+    problem. allow_code: --allow-plan-code (a plan that runs code in JMeter taken); root: --service-root."""
     if name is None and plan is not None:
         raise ValueError("--plan runs a plan of yours against a service of yours: add --service NAME|PATH (the "
                          "lab's sample app runs the lab's own plan, jmeter/plan.jmx)")
-    found = service.load(name or service.DEFAULT, allow_code)
+    if name is None and root is not None:
+        raise ValueError("--service-root widens the folder a descriptor of yours may reach: add --service PATH")
+    found = service.load(name or service.DEFAULT, allow_code, root)
     return found if plan is None else dataclasses.replace(found, plan=plan_check.check(plan, allow_code))
 
 

@@ -85,6 +85,10 @@ def add_run_options(add) -> None:
     add("--service", dest="service_name", default=None, metavar="NAME|PATH",
         help="run a service of your own instead of the lab's sample app: services/NAME.yml or a descriptor's path "
              "(its jar, port, paths, backends' stubs and JMeter plan; check it first with ./start.sh service check)")
+    add("--service-root", type=Path, default=None, metavar="DIR",
+        help="with --service: the folder its descriptor's paths may reach (a folder holding the descriptor; not /, a "
+             "folder directly under it, a home or one holding the lab's checkout); otherwise the descriptor's own "
+             "folder (the checkout for one in services/)")
     add("--plan", type=Path, default=None, metavar="FILE.jmx",
         help="with --service: this JMeter plan of yours instead of the descriptor's load.plan (it must read the lab's "
              "properties host, users, ramp_up_s, duration_s: checked before anything starts)")

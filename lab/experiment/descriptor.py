@@ -5,7 +5,9 @@ descriptor's folder.
 """
 from __future__ import annotations
 
+import pwd
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,21 +76,63 @@ def url_path(value, key: str, where: str) -> str:
 
 @dataclass(frozen=True)
 class Home:
-    """Where a descriptor's paths are read from (its folder) and the folder they must stay inside (its `root:`, else
-    that same folder): a path that leads out of it, by .., an absolute path or a symlink, is refused."""
+    """Where a descriptor's paths are read from (its folder) and the folder they must stay inside (root): a path that
+    leads out of it, by .., an absolute path or a symlink, is refused; so is one into `barred` (the lab's own state
+    inside the checkout), unless into `opened` (its folder of services built outside the repository)."""
     base: Path
     root: Path
+    barred: tuple[Path, ...] = ()
+    opened: tuple[Path, ...] = ()
 
 
-def home_of(base: Path, raw, where: str) -> Home:
-    """The descriptor's Home: `root:` a folder (relative to the descriptor) holding it and every path it names."""
+SERVICES = paths.ROOT / "services"      # the checkout's own descriptors: their root is the checkout
+
+
+def _homes() -> set[Path]:
+    """Every account's home folder: one holds its user's keys, never a descriptor's root."""
+    return {Path(entry.pw_dir) for entry in pwd.getpwall() if entry.pw_dir not in ("", "/", "/nonexistent")}
+
+
+def _unsound(root: Path) -> str | None:
+    """Why `root` may not hold a descriptor's paths (None: it may): the root file system, a folder directly under it
+    (/etc, /tmp, /home, /root), a user's home, or a folder holding the lab's checkout (its state, its secrets)."""
+    if len(root.parts) <= 2:
+        return "the root file system or a folder directly under it"
+    if root in _homes():
+        return "a user's home folder (its keys, its other files)"
+    if paths.ROOT.is_relative_to(root):
+        return f"a folder holding the lab's checkout {paths.ROOT} (its state and secrets in .lab)"
+    return None
+
+
+def home_of(base: Path, raw, where: str, given: Path | None = None) -> Home:
+    """The descriptor's Home, from where it lives or the command line, never from itself: the checkout for a
+    descriptor in the checkout's services/ (the lab's own: the sample's builds are in app/, the examples' in
+    .lab/ext), else `given` (--service-root: a folder holding the descriptor), else the descriptor's own folder.
+    A `root:` it still says is taken only where it names that same folder."""
     base = base.resolve()
-    if raw is None:
-        return Home(base, base)
-    root = file(Home(base, Path("/")), raw, "root", where, directory=True)
-    if not base.is_relative_to(root):
-        raise fail(where, "root", f"{root} does not hold the descriptor's own folder {base}")
-    return Home(base, root)
+    if base.is_relative_to(SERVICES.resolve()) and given is None:
+        home = Home(base, paths.ROOT.resolve(), barred=(paths.STATE_DIR.resolve(), paths.RESULTS.resolve()),
+                    opened=((paths.STATE_DIR / "ext").resolve(),))
+    else:
+        root = Path(given).resolve() if given is not None else base
+        why = _unsound(root)
+        if why:
+            raise fail(where, "root", f"{root} is {why}: "
+                       + ("give --service-root a folder of the service's own" if given is not None else
+                          "put the descriptor in a folder of the service's own (its paths stay inside that folder)"))
+        if not base.is_relative_to(root):
+            raise fail(where, "root", f"--service-root {root} does not hold the descriptor's own folder {base}")
+        home = Home(base, root)
+    if raw is not None:
+        said = (base / raw).resolve() if isinstance(raw, str) and raw.strip() else raw
+        if said != home.root:
+            raise fail(where, "root", f"{raw!r} ({said}) is not read from the descriptor: its paths stay inside "
+                       f"{home.root} (" + ("the checkout, for a descriptor in its services/" if home.barred else
+                                           "--service-root" if given is not None else "the descriptor's own folder")
+                       + "); to widen that folder pass --service-root DIR (a folder holding the descriptor, not /, "
+                       "a home or the lab's checkout) and drop root:")
+    return home
 
 
 def file(home: Home, value, key: str, where: str, directory: bool = False, exists: bool = True) -> Path:
@@ -97,9 +141,19 @@ def file(home: Home, value, key: str, where: str, directory: bool = False, exist
     path = (home.base / value).resolve()          # symlinks followed: where the file really is
     if not path.is_relative_to(home.root):
         raise fail(where, key, f"{value} is {path}, outside {home.root}: a descriptor's paths stay in its folder, or "
-                   "in the folder its root: names (the lab copies them to the machines and into run folders)")
-    if exists and not (path.is_dir() if directory else path.is_file()):
-        raise fail(where, key, f"{path}: no such {'directory' if directory else 'file'}")
+                   "in the folder --service-root names (the lab copies them to the machines and into run folders)")
+    if any(path.is_relative_to(b) for b in home.barred) and not any(path.is_relative_to(o) for o in home.opened):
+        raise fail(where, key, f"{value} is {path}, in the lab's own state or results: a descriptor's paths may not "
+                   "name them")
+    if exists:
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
+            mode = 0
+        if not (stat.S_ISDIR(mode) if directory else stat.S_ISREG(mode)):
+            raise fail(where, key, f"{path}: " + ("no such " if not mode else "not a regular ")
+                       + ("directory" if directory else "file")
+                       + ("" if not mode else " (a FIFO, device or socket is refused)"))
     return path
 
 
@@ -172,30 +226,108 @@ def knob_properties() -> dict[str, str]:
     return owned
 
 
+def _elements(key: str, separators: str) -> tuple[str, ...]:
+    """A name's elements as Spring's ConfigurationPropertyName compares them: split at the separators and at [ ],
+    each element lower-cased with everything but a-z and 0-9 skipped (server.tomcat.maxConnections,
+    max_connections, max-connections and MAX-CONNECTIONS are one property); empty elements dropped."""
+    parts = re.split(f"[{re.escape(separators)}\\[\\]]", key.lower())
+    return tuple(e for e in (re.sub(r"[^a-z0-9]", "", part) for part in parts) if e)
+
+
 def _canonical(key: str) -> str:
-    """A property's name as Spring's relaxed binding compares it (server.tomcat.maxConnections, max_connections and
-    max-connections are one property)."""
-    return re.sub(r"[-_]", "", key).lower()
+    """A property's name as Spring's relaxed binding compares it in a properties or YAML source: elements split at
+    '.' and [ ], each lower-cased without dashes, underscores or any other character but a-z and 0-9."""
+    return ".".join(_elements(key, "."))
+
+
+def _forms(key: str) -> set[tuple[str, ...]]:
+    """Every name Spring could bind `key` as: its own form and, for a name without dots, the environment variable
+    forms (SERVER_TOMCAT_THREADS_MAX; '_' separates elements, or stands for a dash: SERVER_TOMCAT_MAX_CONNECTIONS is
+    server.tomcat.max-connections), which a source read as the environment takes (SPRING_APPLICATION_JSON,
+    PropertiesLauncher's LOADER_PATH)."""
+    forms = {_elements(key, ".")}
+    if "." not in key:
+        forms.add(_elements(key, "_"))
+    return forms
+
+
+def _owner(key: str, owned: dict):
+    """The owned name `key` binds as (owned: {canonical elements: …}), or None."""
+    forms = _forms(key)
+    for form in forms:
+        if form in owned:
+            return form
+    if "." not in key:          # an environment variable's '_' may be a dash: compare the elements joined
+        joined = "".join(_elements(key, "_"))
+        return next((form for form in owned if "".join(form) == joined), None)
+    return None
+
+
+# Properties that move where the service reads its configuration or code from, or where it writes its logs, by
+# their canonical elements' first ones: a descriptor would set through them what no check here saw.
+MOVES_CONFIG = {
+    ("spring", "config"): "moves where Spring reads its configuration (imports, locations, names): the service's "
+                          "configuration is its jar's, the descriptor's properties and its template",
+    ("spring", "application", "json"): "sets any property past this check (JSON Spring reads as properties)",
+    ("spring", "cloud", "bootstrap"): "moves where Spring Cloud reads its bootstrap configuration",
+    ("loader",): "are Spring Boot's PropertiesLauncher settings: the lab sets loader.path (the tuning kit) and "
+                 "loader.main itself",
+    ("logging", "config"): "is set by the lab from the descriptor's logging: (a file the descriptor names, copied "
+                           "and checked)",
+}
+# Properties naming a file the service reads or writes: only a path inside the service's folder on the machine (a
+# relative one without ..), or a resource of its jar (classpath:).
+NAMES_A_FILE = {
+    ("logging", "file"): "where it writes its log", ("logging", "path"): "where it writes its log",
+    ("spring", "banner", "location"): "a file it prints to its log",
+    ("spring", "banner", "image", "location"): "a file it prints to its log",
+}
+RELATIVE_PATH = re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))[\w.-]+(?:/[\w.-]+)*", re.ASCII)
+
+
+def _prefixed(forms: set[tuple[str, ...]], table: dict) -> tuple[tuple[str, ...], str] | None:
+    for form in forms:
+        for prefix, why in table.items():
+            if form[:len(prefix)] == prefix:
+                return prefix, why
+    return None
 
 
 def properties(raw, where: str) -> dict:
+    """`properties:` Spring properties the lab writes into the service's application.yml (and service check's
+    -D options): refused, in any form Spring's relaxed binding takes as the same name, where a knob or the lab sets
+    them, where they move the service's configuration, launcher or logging config, or name a file outside its
+    folder. A value's Jinja delimiters are data on their way to Ansible (lab/provision/as_data.py)."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise fail(where, "properties", "must be a mapping of Spring property → value")
     # {a property as relaxed binding compares it: why the descriptor may not set it}
-    owned = {**{_canonical(prop): f"set by the knob {knob} (--set {knob}=… or a knob set): a descriptor's value "
-                "would override it on both machines" for prop, knob in knob_properties().items()},
-             **{_canonical(prop): f"set by the lab: {why}" for prop, why in SET_BY_THE_LAB.items()}}
+    owned = {**{_elements(prop, "."): (prop, f"set by the knob {knob} (--set {knob}=… or a knob set): a "
+                "descriptor's value would override it on both machines") for prop, knob in knob_properties().items()},
+             **{_elements(prop, "."): (prop, f"set by the lab: {why}") for prop, why in SET_BY_THE_LAB.items()}}
     for key, value in raw.items():
-        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9][\w.\[\]-]*", key):
-            raise fail(where, f"properties.{key}", "not a Spring property name")
-        if _canonical(key) in owned:
-            raise fail(where, f"properties.{key}", owned[_canonical(key)])
-        if key.startswith(("server.port", "lab.kit.")):
-            raise fail(where, f"properties.{key}", "set by the lab (port: in the descriptor; the kit's own keys)")
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\[\]-]*", key):
+            raise fail(where, f"properties.{key}", "not a Spring property name (letters, digits, . _ - [ ])")
+        forms = _forms(key)
+        said = f"properties.{key}"
+        taken = _owner(key, owned)
+        if taken:
+            prop, why = owned[taken]
+            raise fail(where, said, why if key == prop else f"{why} (Spring's relaxed binding takes {key} as {prop})")
+        if any(form[:2] in (("server", "port"), ("lab", "kit")) for form in forms):
+            raise fail(where, said, "set by the lab (port: in the descriptor; the kit's own keys)")
+        moved = _prefixed(forms, MOVES_CONFIG)
+        if moved:
+            raise fail(where, said, f"Spring binds it as {'.'.join(moved[0])}.…, which {moved[1]}")
         if not isinstance(value, (str, int, float, bool)):
-            raise fail(where, f"properties.{key}", f"must be a text, number or true/false, got {value!r}")
+            raise fail(where, said, f"must be a text, number or true/false, got {value!r}")
+        named = _prefixed(forms, NAMES_A_FILE)
+        if named and not (isinstance(value, str) and (RELATIVE_PATH.fullmatch(value) or
+                                                       re.fullmatch(r"classpath:[\w./-]+", value)
+                                                       and ".." not in value)):
+            raise fail(where, said, f"{value!r}: {'.'.join(named[0])} names {named[1]}: only a path inside the "
+                       "service's folder on the machine (relative, without .. or ${…}) or classpath:…")
     return dict(raw)
 
 

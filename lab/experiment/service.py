@@ -4,7 +4,6 @@ of its code changed (issue 38). The lab's own sample Camel app is one descriptor
 
 ```yaml
 name: petclinic-rest                  # [a-z0-9-], the run folder's label and the report's title
-root: ..                              # the folder every path below stays inside (absent: this file's own folder)
 jar: build/petclinic-rest.jar         # the executable jar, relative to this file, or {maven: group:artifact:version}
 # stacks: {camel3: a.jar, camel4: b.jar}   # or builds of it, the knob app_stack choosing one per machine,
 # build: ../app                       # made by this Maven project (mvnw package -pl STACK -am) when missing or old
@@ -28,9 +27,13 @@ What a jar can say is read from it (jarinfo.py), never typed: its Boot line, Jav
 field, a jar that is not a Spring Boot 2.7 or 3.x executable jar, a jar compiled for a newer Java than the machines'
 OpenJDK 17, a web server other than Tomcat, stubs the mock would answer otherwise than WireMock, a plan that does not
 read the lab's properties. A build that `build:` makes is read once it is made (Service.facts_of).
+Every path stays inside the descriptor's own folder, the checkout for the checkout's services/, or the folder the
+command line's --service-root names (descriptor.home_of): never one the descriptor names itself.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import re
@@ -52,6 +55,18 @@ FIELDS = {"name", "root", "jar", "stacks", "build", "port", "proxy_path", "healt
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 ServiceError = descriptor.DescriptorError
 _FACTS: dict[tuple[str, float], jarinfo.JarFacts] = {}     # jar (path, mtime) → its facts, read once
+# --service-root of the command that loads a descriptor (None: none given), for a command that loads it deeper down
+_GIVEN_ROOT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("service_root", default=None)
+
+
+@contextlib.contextmanager
+def given_root(folder: Path | None):
+    """While it lasts, load() takes `folder` as the command line's --service-root."""
+    token = _GIVEN_ROOT.set(folder)
+    try:
+        yield
+    finally:
+        _GIVEN_ROOT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -60,7 +75,7 @@ class Service:
     source: Path                         # the descriptor
     builds: dict                         # stack → jar ("" for a service of one jar)
     project: Path | None = None          # the Maven project that makes the builds (build:)
-    root: Path | None = None             # the folder the descriptor's paths stay inside (root:): its build's too
+    root: Path | None = None             # the folder the descriptor's paths stay inside: its build's too
     port: int = 8080
     proxy_path: str = "/"
     health: str = "/actuator/health"
@@ -157,16 +172,18 @@ def _builds(home: descriptor.Home, raw: dict, where: str, name: str) -> tuple[di
     return stacks, project
 
 
-def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False) -> Service:
+def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False, root: Path | None = None) -> Service:
     """The descriptor, checked; ServiceError naming the file, the field and why otherwise. allow_plan_code: the
-    user's --allow-plan-code (its plan may run code in JMeter: load/plan_check.py)."""
+    user's --allow-plan-code (its plan may run code in JMeter: load/plan_check.py); root: the user's --service-root
+    (None: given_root's, else none)."""
     source = find(name_or_path)
     where = str(source)
     raw = _read(source)
     name = raw.get("name")
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise descriptor.fail(where, "name", f"must be 1–40 lower-case letters, digits or '-', got {name!r}")
-    home = descriptor.home_of(source.resolve().parent, raw.get("root"), where)
+    home = descriptor.home_of(source.resolve().parent, raw.get("root"), where,
+                              root if root is not None else _GIVEN_ROOT.get())
     builds, project = _builds(home, raw, where, name)
     svc = Service(name=name, source=source, builds=builds, project=project, root=home.root)
     actuator = svc.facts.actuator if project is None else None   # a build `build:` makes is read once it is made

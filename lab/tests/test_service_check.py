@@ -3,6 +3,7 @@
 both, before this stage)."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,9 @@ SAMPLE_JAR = paths.ROOT / "app" / "camel3" / "target" / "camel-tuning-app-camel3
 
 def write(tmp_path, **fields) -> str:
     path = tmp_path / "svc.yml"
-    # the lab's own jar, outside this folder: the descriptor says so with a root: holding both
-    path.write_text(yaml.safe_dump({"name": "sample-check", "root": "/", "jar": str(SAMPLE_JAR),
+    # the lab's own jar, copied into the descriptor's folder (its paths stay inside it)
+    shutil.copyfile(SAMPLE_JAR, tmp_path / SAMPLE_JAR.name)
+    path.write_text(yaml.safe_dump({"name": "sample-check", "jar": SAMPLE_JAR.name,
                                     "health": "/actuator/health",
                                     "start_timeout_s": 180, "mock": {"builtin": True},
                                     "properties": {"lab.backend.url": "{mock}", "lab.audit.enabled": False},
