@@ -112,7 +112,9 @@ def home_of(base: Path, raw, where: str, given: Path | None = None) -> Home:
     A `root:` it still says is taken only where it names that same folder."""
     base = base.resolve()
     if base.is_relative_to(SERVICES.resolve()) and given is None:
-        home = Home(base, paths.ROOT.resolve(), barred=(paths.STATE_DIR.resolve(), paths.RESULTS.resolve()),
+        checkout = paths.ROOT.resolve()     # but its hidden folders (.lab's state and secrets, .git's config) and runs
+        hidden = tuple(entry for entry in checkout.iterdir() if entry.name.startswith("."))
+        home = Home(base, checkout, barred=(*hidden, paths.STATE_DIR.resolve(), paths.RESULTS.resolve()),
                     opened=((paths.STATE_DIR / "ext").resolve(),))
     else:
         root = Path(given).resolve() if given is not None else base
@@ -143,8 +145,8 @@ def file(home: Home, value, key: str, where: str, directory: bool = False, exist
         raise fail(where, key, f"{value} is {path}, outside {home.root}: a descriptor's paths stay in its folder, or "
                    "in the folder --service-root names (the lab copies them to the machines and into run folders)")
     if any(path.is_relative_to(b) for b in home.barred) and not any(path.is_relative_to(o) for o in home.opened):
-        raise fail(where, key, f"{value} is {path}, in the lab's own state or results: a descriptor's paths may not "
-                   "name them")
+        raise fail(where, key, f"{value} is {path}, in the lab's own state or results (the checkout's hidden folders "
+                   "and results/): a descriptor's paths may not name them")
     if exists:
         try:
             mode = path.lstat().st_mode
@@ -443,6 +445,6 @@ def load(home: Home, raw, where: str, name: str, allow_code: bool = False) -> tu
         source = file(home, raw[key], f"load.{key}", where)
         if key == "requests":       # the lab writes the plan that replays it, beside its other state
             source = request_list.write_plan(source, paths.STATE_DIR / "services" / name / "requests.jmx")
-        return plan_check.check(source, allow_code), False
+        return plan_check.check(source, allow_code, folder=home.base), False
     except plan_check.PlanError as e:
         raise fail(where, f"load.{key}", str(e)) from None

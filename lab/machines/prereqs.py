@@ -20,6 +20,8 @@ COMMON = (
     ("nft", "nftables"),
     ("ip", "iproute2"),
     ("ssh", "openssh-client"),
+    # javac: the plan check's loader (jmeter/inspect/PlanInspect.java, compiled against JMeter's jars; a JRE has none)
+    ("javac", "default-jdk-headless"),
 )
 DISK_TOOLS = (   # what makes a VM box's disk from its root file system
     ("qemu-img", "qemu-utils"),

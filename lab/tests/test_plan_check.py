@@ -58,8 +58,8 @@ def test_what_is_not_a_runnable_plan_is_named(tmp_path, text, said):
 # -- issue 53: a plan's code and its targets -----------------------------------------------------------------------
 
 OK = SAMPLER.format(name="GET owners", on="true", domain="", port="")
-JSR223 = ('<JSR223Sampler guiclass="TestBeanGUI" testclass="JSR223Sampler" testname="setup" enabled="{on}">'
-          '<stringProp name="script">"id".execute()</stringProp></JSR223Sampler><hashTree/>')
+JSR223 = ('<JSR223PreProcessor guiclass="TestBeanGUI" testclass="JSR223PreProcessor" testname="setup" enabled="{on}">'
+          '<stringProp name="script">"id".execute()</stringProp></JSR223PreProcessor><hashTree/>')
 OS_PROCESS = ('<SystemSampler guiclass="SystemSamplerGui" testclass="SystemSampler" testname="shell" enabled="true">'
               '<stringProp name="SystemSampler.command">id</stringProp></SystemSampler><hashTree/>')
 TCP = ('<TCPSampler guiclass="TCPSamplerGui" testclass="TCPSampler" testname="raw" enabled="true">'
@@ -73,10 +73,7 @@ def with_path(path: str) -> str:
 
 
 @pytest.mark.parametrize(("samplers", "said"), [
-    ([OK, JSR223.format(on="true")], "'setup' (JSR223Sampler) runs code"),
-    ([OS_PROCESS, OK], "'shell' (SystemSampler) runs code"),
-    # JMeter makes an element of its tag's class: without the testclass attribute it passed (bench/inputs.py)
-    ([OS_PROCESS.replace(' testclass="SystemSampler"', ""), OK], "'shell' (SystemSampler) runs code"),
+    ([OK, JSR223.format(on="true")], "'setup' (JSR223PreProcessor) runs code"),
     ([OK, POST_PROCESSOR], "'after' (BeanShellPostProcessor) runs code"),
     ([with_path("/x/${__groovy(System.exit(0))}")], "calls JMeter's __groovy"),
     ([with_path("/x/${__FileToString(/etc/shadow)}")], "calls JMeter's __FileToString"),
@@ -92,6 +89,21 @@ def test_a_plan_that_runs_code_in_jmeter_is_refused_unless_allowed(tmp_path, sam
     assert plan_check.check(path, allow_code=True).samplers == ("GET owners",)
 
 
+@pytest.mark.parametrize("sampler", [
+    OS_PROCESS,
+    # JMeter makes an element of its tag's class: without the testclass attribute it passed (bench/inputs.py)
+    OS_PROCESS.replace(' testclass="SystemSampler"', ""),
+])
+def test_a_code_element_the_labs_jmeter_cannot_load_is_refused_even_when_allowed(tmp_path, sampler):
+    """The lab's JMeter (jmeter/pom.xml) has no OS Process sampler: its loader refuses the plan, named by the
+    element."""
+    path = plan(tmp_path, [sampler, OK])
+    for allow_code in (False, True):
+        with pytest.raises(plan_check.PlanError, match=r"'shell' \(SystemSampler\) runs code, and the lab's JMeter "
+                           r"has no class org\.apache\.jmeter\.protocol\.system\.SystemSampler"):
+            plan_check.check(path, allow_code=allow_code)
+
+
 def test_a_disabled_script_and_a_jexl_that_only_computes_are_taken(tmp_path):
     computing = with_path("/x/${__jexl3(${__P(ramp_up_s,10)} + ${__P(duration_s,60)} > 5 ? 'a(b)' : 'c')}")
     assert plan_check.check(plan(tmp_path, [JSR223.format(on="false"), computing])).samplers == ("GET owners",)
@@ -105,7 +117,7 @@ def test_a_disabled_script_and_a_jexl_that_only_computes_are_taken(tmp_path):
     ([OK], "${__P(host)}:8080", "'HTTP Request Defaults': domain is '${__P(host)}:8080'"),
     ([with_path("http://elsewhere:8080/api")], "${__P(host)}", "path 'http://elsewhere:8080/api' is a full URL"),
     ([with_path("//elsewhere/api")], "${__P(host)}", "is a full URL"),
-    ([OK, TCP], "${__P(host)}", "'raw' (TCPSampler) sends to a target of its own"),
+    ([OK, TCP], "${__P(host)}", "'raw' (TCPSampler) sends to a target of its own, and the lab's JMeter has no class"),
 ])
 def test_a_target_that_is_not_the_labs_host_alone_is_refused(tmp_path, samplers, defaults, said):
     """Before, a value that read the property anywhere passed (both machines could be sent to one target)."""
