@@ -106,7 +106,7 @@ def test_a_descriptor_in_a_folder_holding_the_checkout_is_refused(tmp_path, monk
 
 def test_the_checkouts_descriptors_reach_the_checkout_but_not_the_labs_state(tmp_path, monkeypatch):
     """A descriptor in the checkout's services/ has the checkout as its root (the sample's builds are in app/, the
-    examples' in .lab/ext), but not the lab's state: .lab/secrets, its SSH keys, results/."""
+    examples' in .lab/ext), but not the lab's state: .lab/secrets, its SSH keys, .git's config, results/."""
     checkout = tmp_path / "lab"
     (checkout / ".lab" / "secrets").mkdir(parents=True)
     (checkout / ".lab" / "secrets" / "box_login").write_text("secret")
@@ -115,8 +115,12 @@ def test_the_checkouts_descriptors_reach_the_checkout_but_not_the_labs_state(tmp
     for name in ("ROOT", "STATE_DIR", "RESULTS"):
         monkeypatch.setattr(paths, name, checkout / {"ROOT": "", "STATE_DIR": ".lab", "RESULTS": "results"}[name])
     monkeypatch.setattr(descriptor, "SERVICES", checkout / "services", raising=False)
+    (checkout / ".git").mkdir()
+    (checkout / ".git" / "config").write_text("[remote \"origin\"]\n\turl = https://user:token@example.com/lab\n")
     path = shop(checkout / "services", root="..", logging="../.lab/secrets/box_login")
     refused(path, "logging: ../.lab/secrets/box_login is .*, in the lab's own state or results")
+    path = shop(checkout / "services", template="../.git/config")
+    refused(path, "template: ../.git/config is .*, in the lab's own state or results")
     path = shop(checkout / "services", logging="../.lab/ext/logback.xml")
     assert service.load(str(path)).root == checkout
 
