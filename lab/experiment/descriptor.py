@@ -445,6 +445,6 @@ def load(home: Home, raw, where: str, name: str, allow_code: bool = False) -> tu
         source = file(home, raw[key], f"load.{key}", where)
         if key == "requests":       # the lab writes the plan that replays it, beside its other state
             source = request_list.write_plan(source, paths.STATE_DIR / "services" / name / "requests.jmx")
-        return plan_check.check(source, allow_code), False
+        return plan_check.check(source, allow_code, folder=home.base), False
     except plan_check.PlanError as e:
         raise fail(where, f"load.{key}", str(e)) from None
