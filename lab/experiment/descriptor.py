@@ -281,8 +281,14 @@ MOVES_CONFIG = {
 # relative one without ..), or a resource of its jar (classpath:).
 NAMES_A_FILE = {
     ("logging", "file"): "where it writes its log", ("logging", "path"): "where it writes its log",
+    ("logging", "logback", "rollingpolicy", "filenamepattern"): "where it writes its old logs",
     ("spring", "banner", "location"): "a file it prints to its log",
     ("spring", "banner", "image", "location"): "a file it prints to its log",
+    ("server", "tomcat", "basedir"): "where Tomcat writes its work files",
+    ("server", "tomcat", "accesslog", "directory"): "where Tomcat writes its access log",
+    ("server", "servlet", "session", "storedir"): "where it writes its sessions",
+    ("spring", "servlet", "multipart", "location"): "where it writes uploads",
+    ("spring", "pid", "file"): "where it writes its PID",
 }
 RELATIVE_PATH = re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))[\w.-]+(?:/[\w.-]+)*", re.ASCII)
 

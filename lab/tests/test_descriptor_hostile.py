@@ -210,7 +210,10 @@ def test_a_property_that_moves_the_services_configuration_is_refused(tmp_path, k
 @pytest.mark.parametrize(("key", "value"), [("logging.file.name", "/etc/cron.d/lab"),
                                             ("LOGGING_FILE_PATH", "/root"), ("logging.file.name", "../../x.log"),
                                             ("logging.file.name", "${user.home}/x.log"),
-                                            ("spring.banner.location", "file:/etc/shadow")])
+                                            ("spring.banner.location", "file:/etc/shadow"),
+                                            ("server.tomcat.accesslog.directory", "/etc/cron.d"),
+                                            ("SERVER_TOMCAT_BASEDIR", "/root"),
+                                            ("spring.pid.file", "/etc/ld.so.preload")])
 def test_a_property_naming_a_file_outside_the_services_folder_is_refused(tmp_path, key, value):
     refused(shop(tmp_path, properties={key: value}), rf"properties.{re.escape(key)}: '{re.escape(value)}': .* only a "
             "path inside the service's folder")
