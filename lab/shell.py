@@ -19,8 +19,14 @@ def shown(cmd: list[str]) -> str:
     """The command as a message quotes it: its program and first arguments, past `ip netns exec NAME` and setpriv."""
     if cmd[:3] == ["ip", "netns", "exec"]:
         cmd = cmd[4:]
+    if cmd[:1] and cmd[0].endswith("/confine.sh") and "--" in cmd:    # confined (lab/confine.py)
+        cmd = cmd[cmd.index("--") + 1:]
     if cmd[:1] == ["setpriv"] and "--" in cmd:          # as the lab's user (lab/unprivileged.py)
         cmd = cmd[cmd.index("--") + 1:]
+    if cmd[:2] == ["env", "-i"]:                        # its environment alone
+        cmd = cmd[2:]
+        while cmd and "=" in cmd[0]:
+            cmd = cmd[1:]
     return " ".join(cmd[:4]) + (" …" if len(cmd) > 4 else "")
 
 

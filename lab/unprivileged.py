@@ -1,15 +1,13 @@
 """The lab's own unprivileged user (`camel-lab`, a system account `prereqs` makes): what runs or reads a customer's
-text on the lab's host runs as it, not as root — JMeter (a plan's samplers, a request list's functions,
-`--allow-plan-code`'s scripts), the host's JVM check of the jvm_* knobs, a descriptor's Maven build (its plugins) and
-the report (labels, messages).
+text on the lab's host runs as it, never as root — JMeter (a plan's samplers, a request list's functions,
+`--allow-plan-code`'s scripts), the host's JVM check of the jvm_* knobs, a descriptor's Maven build (its plugins),
+`service check`'s start of a service and jvm_cds's training start, and the report (labels, messages).
 
-A process started through `command()` has the user's IDs, no supplementary groups, no way to gain privileges again
-(no_new_privs: a setuid program stays unprivileged) and SIGTERM when the lab dies. It may write only what the lab
-gives or lends the user (`give()`, `lent()`: a JMeter's log, the folder a report writes), results/ with its group
-(`share()`: the runs' index) and its own home. It reads what any user may read; where what it
-must read sits behind a folder the user cannot enter (a checkout in /root, the engines' private run folder) it keeps
-one capability, to read and search files (CAP_DAC_READ_SEARCH), and `Account.reading()` says which folder asked for it:
-changing nothing outside its own files, it cannot run code as root."""
+A process started through `command()` is confined (lab/confine.py): the user's IDs, no supplementary groups, no
+capability, no way to gain privileges again (no_new_privs: a setuid program stays unprivileged), SIGTERM when the lab
+dies, only the environment it is given, and through a folder the user may not enter (a checkout in /root) it sees
+only the paths it was given. It may write only what the lab gives or lends the user (`give()`, `lent()`: a JMeter's
+log, the folder a report writes) and its own home; the lab reads back what it wrote without following links."""
 from __future__ import annotations
 
 import contextlib
@@ -21,13 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import shell
+from lab import redact, shell
 from lab.errors import LabError
 
 NAME = "camel-lab"
 HOME = Path("/var/lib/camel-lab/home")      # its own home: Java's user preferences, nothing of root's
 SBIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin"
-READ_CAPABILITY = "dac_read_search"
 
 
 class UserError(LabError):
@@ -58,19 +55,33 @@ class Account:
             return bool(st.st_mode & owner)
         return bool(st.st_mode & (group if st.st_gid == self.gid else other))
 
-    def command(self, argv: list[str], reads: list[Path] = (), die_with_parent: bool = True) -> list[str]:
-        """argv run as this user (setpriv), reading `reads`: with the read capability only where one of them sits
-        behind a folder it may not enter; SIGTERM when its parent dies unless told otherwise (a daemon)."""
-        prefix = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--no-new-privs",
-                  *(["--pdeathsig=TERM"] if die_with_parent else [])]
-        if self.blocked(list(reads)):
-            prefix += [f"--inh-caps=+{READ_CAPABILITY}", f"--ambient-caps=+{READ_CAPABILITY}"]
-        return [*prefix, "--", *argv]
+    def setpriv(self, die_with_parent: bool = True) -> list[str]:
+        """setpriv's arguments that become this user: its IDs, no groups, no capability in any set (not even the
+        bounding set, whatever a program's file capabilities say), no way back (no_new_privs); SIGTERM when its
+        parent dies unless told otherwise (a daemon)."""
+        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all", *(["--pdeathsig=TERM"] if die_with_parent else [])]
+
+    def command(self, argv: list[str], reads: list[Path] = (), die_with_parent: bool = True,
+                env: dict[str, str] | None = None, netns: Path | None = None, cgroup=None) -> list[str]:
+        """argv run as this user, confined (lab/confine.py): the paths it reads or writes shown through folders it may
+        not enter, env alone (None: environment()), in netns (None: the caller's) and cgroup when given."""
+        from lab import confine
+        return confine.command(self, argv, list(reads), env, netns, cgroup, die_with_parent)
+
+    # What its processes (JMeter, a build, the JVM check, the report) get of the lab's environment: where programs
+    # are, the locale and time zone, the terminal, which Java, and each tool's own options (Maven's, JMeter's JVM's).
+    # Nothing else: the lab's LAB_* settings, a study's PGPASSWORD, tokens and keys stay with the lab.
+    ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "JAVA_HOME", "MAVEN_OPTS", "MAVEN_ARGS", "JVM_ARGS",
+                   "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """The environment for its processes: root's HOME replaced by the user's own (Java writes preferences there)."""
-        return {**(os.environ if base is None else base), "HOME": str(self.home), "USER": self.name,
-                "LOGNAME": self.name}
+        """The environment for its processes: of `base` (the lab's own by default) only ENVIRONMENT and LC_*, and none
+        holding a secret (a proxy's or an option's password: redact.without_secrets); HOME, USER and LOGNAME the
+        user's own (Java writes preferences there)."""
+        kept = {k: v for k, v in (os.environ if base is None else base).items()
+                if k in self.ENVIRONMENT or k.startswith("LC_")}
+        return {**redact.without_secrets(kept), "HOME": str(self.home), "USER": self.name, "LOGNAME": self.name}
 
     def give(self, *paths: Path) -> None:
         """paths (files or folders, not what is in them) now the user's: what its process may write."""
@@ -97,13 +108,14 @@ class Account:
                     os.chown(folder, st.st_uid, st.st_gid, follow_symlinks=False)
 
     def reading(self, reads: list[Path]) -> dict:
-        """For run.json: who ran it and whether it kept the read capability, and for which folder."""
-        blocked = self.blocked(list(reads))
-        said = {"user": self.name, "uid": self.uid, "read_all": blocked is not None}
-        if blocked is not None:
-            said["why"] = f"{blocked} is closed to {self.name}"
+        """For run.json: who ran it, that it could read nothing past permissions, and the folders closed to it
+        through which it was shown what it needed (lab/confine.py)."""
+        from lab import confine
+        said = {"user": self.name, "uid": self.uid, "read_all": False}
+        shown = sorted({str(folder) for folder, _ in confine.shows(self, list(reads))})
+        if shown:
+            said["shown_through"] = shown
         return said
-
 
 
 def current_reading() -> dict:

@@ -27,8 +27,10 @@ _LOAD = {"name": str, "model": str, "users": NUMBER, "ramp_up_s": NUMBER, "durat
          "rate_per_s": NUMBER, "step_s": NUMBER, "step_rates": ListOf(NUMBER), "p99_target_ms": NUMBER,
          "keep_alive": bool, "scheme": str, "mix": MapOf(NUMBER), "test_start_ms": NUMBER,
          "engines": ListOf({"name": str, "address": str, "runs_as": dict}),
-         # who JMeter ran as (lab/unprivileged.py) and the user the kernel saw running it
-         "runs_as": {"user": str, "uid": int, "read_all": bool, "why": str}, "jmeter_uid": int}
+         # who JMeter ran as (lab/unprivileged.py) and the user the kernel saw running it; read_all and why: runs
+         # before JMeter was confined (it kept a capability to read past permissions), shown_through: since
+         "runs_as": {"user": str, "uid": int, "read_all": bool, "why": str, "shown_through": ListOf(str)},
+         "jmeter_uid": int}
 # the keys: lab/experiment/record.py and docs/ARCHITECTURE.md (run.json)
 RUN = {
     "format_version": int, "run_id": str, "label": str, "command": ListOf(str), "status": str, "phase": str,
