@@ -47,10 +47,14 @@ def refused(path: Path, *said: str, **load) -> str:
 
 # --- the root: from where the descriptor lives or the command line ------------------------------------------------
 
-@pytest.mark.parametrize("root", ["/", "..", "../..", "/etc"])
-def test_a_descriptors_own_root_is_refused(tmp_path, root):
+@pytest.mark.parametrize(("root", "logging"), [("/", "/etc/hostname"), ("..", "../logback.xml"),
+                                               ("../..", "../../logback.xml")])
+def test_a_descriptors_own_root_is_refused(tmp_path, root, logging):
     """`root: /` made every file on the host a path the descriptor may name (copied to both machines)."""
-    path = shop(tmp_path / "svc", root=root, logging="/etc/hostname")
+    (tmp_path / "a" / "svc").mkdir(parents=True)
+    for folder in (tmp_path, tmp_path / "a"):
+        (folder / "logback.xml").write_text("<configuration/>")
+    path = shop(tmp_path / "a" / "svc", root=root, logging=logging)
     refused(path, rf"root: '{re.escape(root)}' .* is not read from the descriptor", "--service-root")
 
 
