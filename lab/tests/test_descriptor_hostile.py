@@ -246,3 +246,13 @@ def test_service_check_refuses_the_root_file_system_as_its_root(tmp_path, capsys
     path = shop(tmp_path / "svc")
     assert cli.main(["service", "check", str(path), "--service-root", "/"]) == 2
     assert "the root file system" in capsys.readouterr().err
+
+
+def test_a_runs_service_root_widens_only_its_own_descriptor(tmp_path):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "logback.xml").write_text("<configuration/>")
+    path = shop(tmp_path / "svc", logging="../conf/logback.xml")
+    assert cli.chosen_service(str(path), None, root=tmp_path).logging == tmp_path / "conf" / "logback.xml"
+    with pytest.raises(ValueError, match="--service-root widens the folder a descriptor of yours may reach: add "
+                                         "--service PATH"):
+        cli.chosen_service(None, None, root=tmp_path)
