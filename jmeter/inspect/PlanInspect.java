@@ -87,7 +87,8 @@ public final class PlanInspect {
                 .append(",\"name\":").append(json(element.getName())).append(",\"props\":{");
             boolean first = true;
             for (PropertyIterator it = element.propertyIterator(); it.hasNext(); ) {
-                first = property(it.next(), "", line, first, held);
+                JMeterProperty prop = it.next();
+                first = property(prop, prop.getName(), line, first, held);
             }
             line.append('}');
         } else {
@@ -101,9 +102,9 @@ public final class PlanInspect {
         return id;
     }
 
-    /** prop as "name":"value" (a collection's items as name[i]); elements and objects it holds go to held. */
-    private boolean property(JMeterProperty prop, String prefix, StringBuilder line, boolean first, List<Object[]> held) {
-        String name = prefix + prop.getName();
+    /** prop, under the name given, as "name":"value" (a collection's items as name[i], named by their place: their
+     *  own names are often empty or a path); elements and objects it holds go to held. */
+    private boolean property(JMeterProperty prop, String name, StringBuilder line, boolean first, List<Object[]> held) {
         if (prop instanceof TestElementProperty) {
             held.add(new Object[] {name, prop.getObjectValue()});
             return first;
@@ -111,8 +112,7 @@ public final class PlanInspect {
         if (prop instanceof MultiProperty) {
             int i = 0;
             for (PropertyIterator it = ((MultiProperty) prop).iterator(); it.hasNext(); i++) {
-                JMeterProperty item = it.next();
-                first = property(item, name + "[" + i + "]/", line, first, held);
+                first = property(it.next(), name + "[" + i + "]", line, first, held);
             }
             return first;
         }

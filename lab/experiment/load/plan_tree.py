@@ -84,9 +84,12 @@ class Element:
     @property
     def label(self) -> str:
         """How a message names it: the tree element's testname, and the property for one held in a property."""
-        owner = self.owner
-        said = repr(owner.name or owner.short)
-        return said if owner is self else f"{said} ({self.via.rstrip('/')})"
+        vias, element = [], self
+        while not element.in_tree and element.parent is not None:
+            vias.insert(0, element.via)
+            element = element.parent
+        said = repr(element.name or element.short)
+        return f"{said} ({'/'.join(vias)})" if vias else said
 
 
 def _stamp() -> str:
