@@ -4,6 +4,8 @@ validation play runs (lab/provision/playbook.py validate, on this host as every 
 and the text is judged as typed. (Before lab/provision/as_data.py, each of the three markers below was made.)"""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lab.experiment import service
@@ -23,8 +25,11 @@ def test_a_template_in_a_jvm_option_or_a_property_is_passed_on_as_typed(tmp_path
     ran = {name: tmp_path / name for name in ("jvm", "property")}
     svc_vars = sample_service()
     svc_vars["lab_service"]["properties"]["lab.greeting"] = hostile(ran["property"])
-    playbook.validate({"memory_mb": 512}, {"tuned": {"jvm_extra_options": ["-Dlab.x=" + hostile(ran["jvm"])]}},
-                      service_vars=svc_vars)         # a system property and a Spring property: both valid as typed
+    playbook.validate({"memory_mb": 512}, {"tuned": {}}, service_vars=svc_vars)   # a Spring property: valid as typed
+    option = "-Dlab.x=" + hostile(ran["jvm"])      # a system property the JVM allowlist lacks: refused, as typed
+    with pytest.raises(ValueError) as refused:
+        playbook.validate({"memory_mb": 512}, {"tuned": {"jvm_extra_options": [option]}}, service_vars=svc_vars)
+    assert f"knob jvm_extra_options item {json.dumps(option)}" in str(refused.value)
     assert not [name for name, marker in ran.items() if marker.exists()], "Ansible ran a user's text as a command"
 
 

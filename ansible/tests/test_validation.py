@@ -260,8 +260,9 @@ CASES += [
          ("jvm_extra_options",), 'item "Xss1m": must be one JVM option'),
     Case("two JVM options in one item", "jvm_items", "tuned", {"jvm_extra_options": ["-Xss512k -Xmx64m"]},
          ("jvm_extra_options",), "without spaces"),
-    # options that write or read a file, or run code, where the JVM runs (as root on this host first): each refused
-    # before the controller's JVM is asked, naming the knob to use (vars/main.yml knobs_jvm_refused_options)
+    # options that write or read a file, or run code, where the JVM runs (this host's check first): each refused
+    # before the controller's JVM is asked, naming the knob to use (vars/main.yml knobs_jvm_instead; every option
+    # outside the allowlist knobs_jvm_allowed is refused: tests/test_jvm_allowlist.py)
     Case("a GC log file as an extra option", "jvm_files", "default",
          {"jvm_extra_options": ["-Xss512k", "-Xlog:gc*:file=/tmp/lab-refused-gc.log"]},
          ("jvm_extra_options", "jvm_gc_log"), 'item "-Xlog:gc*:file=/tmp/lab-refused-gc.log": writes or reads a file'),
@@ -272,8 +273,9 @@ CASES += [
          "runs code"),
     Case("options read from a file", "jvm_files_2", "tuned", {"jvm_extra_options": ["-XX:Flags=/etc/shadow"]},
          ("jvm_extra_options",), "use instead: none (the lab makes and keeps the files a run needs)"),
-    Case("JVM option the JVM does not know", "jvm", "default", {"jvm_extra_options": ["-XX:+UseNoSuchCollector"]},
-         ("jvm_*",), "Unrecognized VM option 'UseNoSuchCollector'"),
+    Case("an allowed JVM option with a value the JVM refuses", "jvm", "default",
+         {"jvm_extra_options": ["-XX:TieredStopAtLevel=7"]},
+         ("jvm_*",), "TieredStopAtLevel=7 is outside the allowed range"),
     Case("initial heap above a maximum given as an extra option", "jvm", "tuned",
          {"jvm_heap_min_mb": 200, "jvm_extra_options": ["-Xmx128m"]},
          ("jvm_*",), "Initial heap size set to a larger value than the maximum heap size"),
