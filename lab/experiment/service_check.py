@@ -5,12 +5,16 @@ mock when it has one: the health URL must answer 200 within the descriptor's sta
 the start took and what the JVM held once ready (resident memory, threads), the first figures of what the
 service needs on a 512 MB machine.
 
-Everything it starts listens on 127.0.0.1 on ports free a moment before, and is stopped by its PID.
+The service and its mock run confined (lab/confine.py): as the lab's user, in the sandbox network namespace
+(loopback only: the service's main() reaches its mock and nothing else), in a cgroup of their own that is ended
+whole afterwards, with the lab's user's environment alone; the lab's probes reach them from a thread inside that
+namespace. Everything listens on 127.0.0.1 there, on ports free a moment before, and is stopped by its PID.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import re
 import secrets
 import signal
@@ -24,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import paths
+from lab import confine, paths, unprivileged
 from lab.errors import LabError
 from lab.experiment import service
 from lab.provision import jarinfo, jars
@@ -47,6 +51,7 @@ class Started:
     metaspace_mb: float | None = None   # what the JVM's class metadata took once ready (the kit's page)
     check_status: int | None = None   # what the descriptor's check path answered, straight from the service
     unmatched: dict | None = None     # requests the mock's stubs did not match: {"METHOD path": count}
+    uid: int | None = None            # the user the kernel showed running the service (never root's 0 as root)
 
 
 def free_port() -> int:
@@ -85,12 +90,49 @@ def _footprint(pid: int) -> tuple[float, int]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
 
 
+@dataclass(frozen=True)
+class Confinement:
+    """How start_once runs what it starts: as whom (None: as the lab runs, where it is not root), in which network
+    namespace and cgroup, seeing which paths (the jar, the kit, the stubs, the mock's Python) and from which folder
+    of that user's own (the JVM's working folder: whatever it writes lands there)."""
+    account: unprivileged.Account | None = None
+    netns: Path | None = None
+    cgroup: confine.Cgroup | None = None
+    needed: tuple[Path, ...] = ()
+    folder: Path | None = None
+
+    def argv(self, argv: list[str]) -> list[str]:
+        if self.account is None:
+            return argv
+        return self.account.command(argv, list(self.needed), netns=self.netns, cgroup=self.cgroup)
+
+
 @contextlib.contextmanager
-def running(argv: list[str], log_file: Path) -> Iterator[subprocess.Popen]:
-    """A process of ours, stopped by its PID when done (SIGTERM, then SIGKILL after 20 s)."""
+def confined(svc: service.Service, kit: Path) -> Iterator[Confinement]:
+    """The confinement of one check: as the lab's user where the lab is root, else as the lab runs (then no namespace
+    or cgroup: nothing to take away)."""
+    account = unprivileged.ensure()
+    if account is None:
+        yield Confinement()
+        return
+    folder = account.home / "service-check"
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink()
+    folder.mkdir(exist_ok=True)
+    account.give(folder)
+    needed = (svc.jar, kit, *([svc.mock.stubs] if svc.mock and svc.mock.stubs else []), Path(sys.prefix),
+              Path(sys.base_prefix), paths.ROOT / "mock-service", folder)
+    with confine.Cgroup.make("service-check").held() as cgroup:
+        yield Confinement(account, confine.sandbox(), cgroup, needed, folder)
+
+
+@contextlib.contextmanager
+def running(argv: list[str], log_file: Path, cwd: Path | None = None) -> Iterator[subprocess.Popen]:
+    """A process of ours, stopped by its PID when done (SIGTERM, then SIGKILL after 20 s). Its output goes to
+    log_file, opened here (the process itself need not reach it)."""
     with open(log_file, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=log_file.parent)   # its files land in work/
+                                start_new_session=True, cwd=cwd or log_file.parent)   # its files land there
         try:
             yield proc
         finally:
@@ -111,36 +153,50 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def start_once(svc: service.Service, kit: Path, work: Path, log=print) -> Started:
-    """The service up natively with the kit (and its mock), its health answered, its footprint read, stopped."""
+    """The service up confined with the kit (and its mock), its health answered, its footprint read, stopped."""
     work.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
+    with confined(svc, kit) as jail, confine.netns_thread(jail.netns) as inside, contextlib.ExitStack() as stack:
         mock_url = None
         if svc.mock is not None:
-            mock_port = free_port()
+            mock_port = inside(free_port)
             argv = [sys.executable, "-m", "mock_service", "--port", str(mock_port),
                     "--builtin", "on" if svc.mock.builtin else "off",
                     *(["--stubs", str(svc.mock.stubs)] if svc.mock.stubs else []),
                     *(["--extra-ports", ",".join(map(str, svc.mock.extra_ports))] if svc.mock.extra_ports else [])]
-            mock = stack.enter_context(running(argv, work / "mock.log"))
+            mock = stack.enter_context(running(jail.argv(argv), work / "mock.log", jail.folder))
             mock_url = f"http://127.0.0.1:{mock_port}"
-            _wait(lambda: _answers(f"{mock_url}/__mock/health") == 200, 30, mock, work / "mock.log", "the mock")
-        port, metrics_port, ajp_port = free_port(), free_port(), free_port()
+            _wait(lambda: inside(_answers, f"{mock_url}/__mock/health") == 200, 30, mock, work / "mock.log",
+                  "the mock")
+        port, metrics_port, ajp_port = inside(free_port), inside(free_port), inside(free_port)
         started = time.monotonic()
-        proc = stack.enter_context(running(java_command(svc, kit, port, mock_url, metrics_port, ajp_port),
-                                           work / "service.log"))
+        proc = stack.enter_context(running(jail.argv(java_command(svc, kit, port, mock_url, metrics_port, ajp_port)),
+                                           work / "service.log", jail.folder))
         health = f"http://127.0.0.1:{port}{svc.health}"
-        log(f"{svc.name}: started natively with the kit (PID {proc.pid}); waiting for {health} to answer 200")
-        _wait(lambda: _answers(health) == 200, svc.start_timeout_s, proc, work / "service.log", svc.name)
+        where = f"as {jail.account.name}, in the sandbox network namespace" if jail.account else "natively"
+        log(f"{svc.name}: started {where} with the kit (PID {proc.pid}); waiting for {health} to answer 200")
+        _wait(lambda: inside(_answers, health) == 200, svc.start_timeout_s, proc, work / "service.log", svc.name)
         ready = time.monotonic() - started
         rss, threads = _footprint(proc.pid)
-        page = _metrics_page(metrics_port, work)
+        page = inside(_metrics_page, metrics_port, work)
         result = Started(proc.pid, round(ready, 1), round(rss), threads, port,
                          sum(1 for line in page.splitlines() if line.startswith("# TYPE ")),
                          metaspace_mb=_metaspace_mb(page))
-        result.check_status = _answers(f"http://127.0.0.1:{port}{svc.check_path}")
+        result.check_status = inside(_answers, f"http://127.0.0.1:{port}{svc.check_path}")
         if mock_url is not None:
-            result.unmatched = _unmatched(f"{mock_url}/__mock/metrics")
+            result.unmatched = inside(_unmatched, f"{mock_url}/__mock/metrics")
+        result.uid = _uid(proc.pid)
         return result
+
+
+def _uid(pid: int) -> int | None:
+    """The real user ID the kernel shows for pid (what ran the service), or None when it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def _unmatched(url: str) -> dict:
@@ -195,6 +251,15 @@ def _wait(ready, timeout_s: float, proc: subprocess.Popen, log_file: Path, what:
     raise CheckFailed(f"{what} did not answer within {timeout_s:g} s; its last lines ({log_file}):\n{_tail(log_file)}")
 
 
+def _user(uid: int | None) -> str:
+    if uid is None:
+        return "an unknown user"
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
 def describe(svc: service.Service) -> list[str]:
     f = svc.facts
     lines = [f"service {svc.name} ({svc.source})",
@@ -220,7 +285,8 @@ def check(name: str, log=print) -> int:
     work = paths.STATE_DIR / "services" / svc.name
     started = start_once(svc, kit, work, log)
     metaspace = started.metaspace_mb if started.metaspace_mb is not None else "?"
-    print(f"  started      health answered after {started.ready_after_s:g} s; then {started.rss_mb:g} MB resident, "
+    print(f"  started      as {_user(started.uid)}; health answered after {started.ready_after_s:g} s; then "
+          f"{started.rss_mb:g} MB resident, "
           f"{started.threads} threads, metaspace {metaspace} MB "
           f"(JVM flags of its own; the machines have 512 MB); the kit's metrics: {started.metrics_families} families",
           flush=True)

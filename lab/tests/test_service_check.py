@@ -3,6 +3,7 @@
 both, before this stage)."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 from service_parts import BOOT32, boot_jar
 
-from lab import cli, paths
+from lab import cli, paths, unprivileged
 from lab.experiment import service, service_check
 from lab.provision import jars
 
@@ -58,6 +59,8 @@ def test_a_real_service_starts_with_the_kit_answers_and_is_measured(tmp_path, ca
     assert "Started LabApplication" in log
     assert "lab kit: AJP connector AjpNioProtocol on 127.0.0.1" in log, "the kit came from loader.path, AJP on"
     assert not Path(f"/proc/{started.pid}").exists(), "the service outlived its check"
+    if os.geteuid() == 0:       # the kernel's word, read from /proc while it ran: never root
+        assert started.uid == unprivileged.find().uid != 0
     mock_log = (tmp_path / "work" / "mock.log").read_text()
     assert "listening on http://127.0.0.1:" in mock_log
 
