@@ -124,6 +124,14 @@ def ansible_playbook(*args: str, overrides: dict | None = None, tmp: Path | None
     return Run(command, result.returncode, result.stdout)
 
 
+def as_the_lab(given: dict | None = None) -> dict:
+    """lab_overrides as the lab gives them (lab/experiment/design.py machine_overrides): each machine's own knob set
+    where it is not the catalog's (the machine tuned: `tuned`; Ansible reads no knob set itself), `given` on top."""
+    from lab.experiment import design
+    own, given = design.Trial().overrides(), given or {}
+    return {vm: {**own.get(vm, {}), **given.get(vm, {})} for vm in {**own, **given}}
+
+
 def run_all(jobs: dict[str, callable]) -> dict[str, Run]:
     """Runs the callables WORKERS at a time; {name: its Run}."""
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ANSIBLE_DIR, INVENTORY, ROOT, TESTS_DIR, ansible_playbook, run_all
+from conftest import ANSIBLE_DIR, INVENTORY, ROOT, TESTS_DIR, ansible_playbook, as_the_lab, run_all
 
 from lab.provision import as_data, catalog
 
@@ -31,14 +31,14 @@ OVERRIDES = ["tuned:tomcat_threads_max=250", "tuned:tomcat_threads_min_spare=250
 
 
 def render(folder: Path, overrides: dict | None, *args: str, inventory: Path = INVENTORY):
-    """render.yml copied into `folder` beside links to ansible's group_vars and host_vars (the vars
-    site.yml gets), run; {machine: {"<role>/<file>": text}}."""
+    """render.yml copied into `folder` beside a link to ansible's group_vars (the vars site.yml gets) and run with
+    each machine's own knob set as the lab gives it (as_the_lab), overrides on top; {machine: {"<role>/<file>":
+    text}}."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(TESTS_DIR / "render.yml", folder / "render.yml")
-    for name in ("group_vars", "host_vars"):
-        os.symlink(ANSIBLE_DIR / name, folder / name)
+    os.symlink(ANSIBLE_DIR / "group_vars", folder / "group_vars")
     run = ansible_playbook("-i", str(inventory), *args, str(folder / "render.yml"),
-                           "-e", f"render_dir={folder / 'out'}", overrides=overrides, tmp=folder)
+                           "-e", f"render_dir={folder / 'out'}", overrides=as_the_lab(overrides), tmp=folder)
     assert run.rc == 0, run.describe()
     return {m.stem: json.loads(m.read_text()) for m in (folder / "out").glob("*.json")}
 

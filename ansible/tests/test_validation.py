@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import pytest
 import yaml
-from conftest import ANSIBLE_DIR, INVENTORY, PROVISION_PLAY, ansible_playbook, default_service_vars, run_all
+from conftest import ANSIBLE_DIR, INVENTORY, PROVISION_PLAY, ansible_playbook, as_the_lab, default_service_vars, run_all
 
 from bench.cycle import KNOB_CHANGES as CYCLE_CHANGES
 from lab.experiment import design
@@ -291,7 +291,8 @@ BEYOND_MEMORY = {"article-2018"}
 
 
 def overrides_of(run: str) -> dict:
-    """The run's lab_overrides; cases of a mapping knob (base_sysctl) on one machine add their entries to it."""
+    """The run's lab_overrides, on top of each machine's own knob set as the lab gives it (as_the_lab); cases of a
+    mapping knob (base_sysctl) on one machine add their entries to it."""
     out: dict[str, dict] = {}
     for case in CASES:
         if case.run == run:
@@ -301,7 +302,7 @@ def overrides_of(run: str) -> dict:
                 assert knob not in mine or both and not set(mine[knob]) & set(value), \
                     f"run {run}: two cases set the same knob (or entry) on {case.machine}: {knob}"
                 mine[knob] = {**mine[knob], **value} if both else value
-    return out
+    return as_the_lab(out)
 
 
 @pytest.fixture(scope="module")
@@ -310,12 +311,11 @@ def runs(tmp_path_factory):
     jobs = {run: (lambda run=run: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml", overrides=overrides_of(run),
                                                     tmp=tmp_path_factory.mktemp(run)))
             for run in RUNS}
-    jobs["good"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml",
-                                            overrides={"default": {}, "tuned": {}},
+    jobs["good"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml", overrides=as_the_lab(),
                                             tmp=tmp_path_factory.mktemp("good"))
     for name, insist in (("memory", ()), ("memory_insist", INSIST)):
         jobs[name] = lambda insist=insist, name=name: ansible_playbook(
-            "-i", str(INVENTORY), *insist, "site.yml", overrides={"tuned": {"jvm_heap_max_mb": 400}},
+            "-i", str(INVENTORY), *insist, "site.yml", overrides=as_the_lab({"tuned": {"jvm_heap_max_mb": 400}}),
             tmp=tmp_path_factory.mktemp(name))
     # a service of the user's whose own start (service check) took much metaspace and many threads: refused; one
     # never measured: estimated as the sample app, and said so
@@ -325,7 +325,7 @@ def runs(tmp_path_factory):
         service = {"lab_service": {**sample, "name": "shop", "footprint": footprint}}
         jobs[name] = lambda service=service, name=name: ansible_playbook(
             "-i", str(INVENTORY), *LOAD, "-e", json.dumps(service), "validate.yml",
-            overrides={"default": {}, "tuned": {}}, tmp=tmp_path_factory.mktemp(name))
+            overrides=as_the_lab(), tmp=tmp_path_factory.mktemp(name))
     # every named knob set on both machines (as per-machine overrides, the way a run gives a machine another set)
     for path in sorted(KNOB_SETS.glob("*.yml")):
         # each machine made to run the set as a run makes it (its base set's values in, the machine's own put back)
@@ -335,13 +335,13 @@ def runs(tmp_path_factory):
             jobs[f"set:{path.stem}{suffix}"] = lambda both=both, name=path.stem, insist=insist: ansible_playbook(
                 "-i", str(INVENTORY), *LOAD, *insist, "site.yml", overrides=both, tmp=tmp_path_factory.mktemp(name))
     # the cycle benchmark's knob changes (bench/cycle.py), on top of the tuned set
-    jobs["cycle"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml",
-                                             overrides={"tuned": {k: v[0] for k, v in CYCLE_CHANGES.values()}},
+    cycle = {"tuned": {k: v[0] for k, v in CYCLE_CHANGES.values()}}
+    jobs["cycle"] = lambda: ansible_playbook("-i", str(INVENTORY), *LOAD, "site.yml", overrides=as_the_lab(cycle),
                                              tmp=tmp_path_factory.mktemp("cycle"))
     # knobs the host has already validated in this command (./start.sh passes lab_knobs_checked): not checked again
     jobs["checked_on_host"] = lambda: ansible_playbook(
         "-i", str(INVENTORY), "-e", json.dumps({"lab_knobs_checked": True}), "site.yml",
-        overrides={"tuned": {"jvm_heap_max_mb": 400}}, tmp=tmp_path_factory.mktemp("checked"))
+        overrides=as_the_lab({"tuned": {"jvm_heap_max_mb": 400}}), tmp=tmp_path_factory.mktemp("checked"))
     jobs["bare_inventory"] = lambda: ansible_playbook("-i", str(bare_inventory(tmp_path_factory.mktemp("bare"))),
                                                       "site.yml")
     return run_all(jobs)

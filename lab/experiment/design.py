@@ -4,9 +4,10 @@ A configuration (lab/provision/configuration.py) is a knob set and the values gi
 catalog (ansible/knobs.yml), `tuned` the catalog plus ansible/knob_sets/tuned.yml, and so on; `--set
 [config:]knob=value` gives a configuration a value for this run. A trial assigns a configuration to each side of the
 comparison (default/ and tuned/, the run folder's halves: tuned/ may hold article-2018) and each side to a machine;
-run.json's design says which. A machine is made to run another configuration than its own with per-machine
-overrides: the knobs where that configuration differs from what the machine's own files give it (Ansible applies
-overrides last).
+run.json's design says which. Each machine is given its side's configuration as per-machine overrides: every knob
+where that configuration differs from the catalog (group_vars/all/knobs.yml, the only knob values Ansible reads from
+a file), the machine's own set included, so that every value of a knob set reaches Ansible as data
+(lab/provision/as_data.py), never as a file it reads and renders (Ansible applies overrides last).
 
 The service (--service, service.py; the lab's sample app by default) takes only the knobs it can
 (lab/provision/service_fit.py), and the machines' kind only what it can (machine_fit.py: containers share the
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 from lab import machines
 from lab.machines import box
-from lab.provision import knob_sets
+from lab.provision import catalog, knob_sets
 from lab.provision.configuration import Configuration, same
 
 CONFIGS = machines.NAMES            # the sides of a comparison (the run folder's halves) and each machine's own set
@@ -28,6 +29,19 @@ CONFIGS = machines.NAMES            # the sides of a comparison (the run folder'
 def box_suites(machine_knobs: dict[str, dict]) -> dict[str, str]:
     """machine → the Debian suite of the box its Java needs (the knob jvm_version; lab/machines/box.py)."""
     return {vm: box.suite_of(values["jvm_version"]) for vm, values in machine_knobs.items()}
+
+
+def beyond_catalog(knobs: dict) -> dict:
+    """The knobs of a resolved configuration whose value is not the catalog's: what a machine is given as overrides."""
+    out_of_the_box = catalog.defaults()
+    return {k: v for k, v in knobs.items() if k not in out_of_the_box or not same(out_of_the_box[k], v)}
+
+
+def machine_overrides(configurations: dict[str, Configuration], service=None) -> dict[str, dict]:
+    """machine → its overrides (lab_overrides): its configuration as the service can take it (Configuration.knobs;
+    ValueError for a given value it cannot take), where it is not the catalog's. The tuned machine running `tuned`
+    gets tuned's values here: no knob set reaches a machine any other way."""
+    return {vm: beyond_catalog(c.knobs(service)) for vm, c in configurations.items()}
 
 
 def own_suites() -> dict[str, str]:
@@ -59,13 +73,8 @@ class Trial:
 
     def overrides(self, service=None) -> dict[str, dict]:
         """Per-machine overrides so that each machine runs its side's configuration, as the service can take it
-        (Configuration.knobs; ValueError for a given value it cannot take)."""
-        out = {}
-        for side, vm in self.machines.items():
-            wanted = self.configurations[side].knobs(service)
-            own = Configuration(vm).knobs()
-            out[vm] = {k: v for k, v in wanted.items() if k not in own or not same(own[k], v)}
-        return out
+        (machine_overrides; ValueError for a given value it cannot take)."""
+        return machine_overrides({vm: self.configurations[side] for side, vm in self.machines.items()}, service)
 
     def suites(self, service=None) -> dict[str, str]:
         """machine → the suite of the box its side's configuration needs (its Java)."""

@@ -115,6 +115,7 @@ class TrialRun:
     def provision(self, built: Future) -> None:
         """Ansible, for what changed since the last provisioning; the app left stopped for the equal start."""
         with self.phase("provision", "build and provision both machines (Ansible)"):
+            # what each machine was given beyond the catalog: its side's knob set and --set values (design.py)
             self.record.update(machine_overrides={m: o for m, o in self.overrides.items() if o})
             ran = playbook.run(self.resolved, self.overrides, log=self.log, force=self.opts.provision,
                                start_services=False, jars=built, insist_memory=self.opts.insist_memory,

@@ -26,8 +26,7 @@ class Configuration:
 
     def knobs(self, service=None) -> dict:
         """Every knob's value: the catalog, the set, the given values. service: the set's values it cannot take left
-        out, a given value it cannot take refused (ValueError naming it); None: the files as they are (what a
-        machine's own group_vars and host_vars give it)."""
+        out, a given value it cannot take refused (ValueError naming it); None: the set's values as written."""
         resolved = catalog.defaults()
         chosen = knob_sets.values(self.base, resolved)
         stack, java = (self._machine_wide(chosen, resolved, knob) for knob in ("app_stack", "jvm_version"))

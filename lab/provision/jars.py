@@ -12,8 +12,6 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
-
 from lab import machines, maven, paths, shell, unprivileged
 from lab.errors import LabError
 from lab.provision import catalog, profiler
@@ -170,13 +168,7 @@ def jars_beside(log=print) -> Future:
 
 
 def stacks_in_use(overrides: dict[str, dict]) -> set[str]:
-    """app_stack of each machine: catalog, then host_vars, then this run's overrides."""
+    """app_stack of each machine: this run's overrides, which carry each machine's whole configuration where it is not
+    the catalog's (lab/experiment/design.py machine_overrides), else the catalog's."""
     default = catalog.defaults()["app_stack"]
-    used = set()
-    for name in machines.NAMES:
-        host_vars = paths.ANSIBLE_DIR / "host_vars" / f"{name}.yml"
-        stack = default
-        if host_vars.exists():
-            stack = (yaml.safe_load(host_vars.read_text()) or {}).get("app_stack", default)
-        used.add(overrides.get(name, {}).get("app_stack", stack))
-    return used
+    return {overrides.get(name, {}).get("app_stack", default) for name in machines.NAMES}

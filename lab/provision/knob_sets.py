@@ -1,9 +1,10 @@
 """Named knob sets: ansible/knob_sets/<name>.yml, each only the knobs it changes from the catalog.
 
-`default` is the catalog itself (ansible/knobs.yml, no file); `tuned` is the lab's tuning (host_vars/tuned.yml
-links to it, so Ansible gives it to the machine named tuned); `article-2018` the 2018 article's values. A run
-chooses the set of each side (`--knob-set tuned=article-2018`); a machine runs another set than its own through
-per-machine overrides (lab/experiment/design.py), validated like any knob.
+`default` is the catalog itself (ansible/knobs.yml, no file); `tuned` is the lab's tuning, the set the machine named
+tuned runs unless told otherwise; `article-2018` the 2018 article's values. A run chooses the set of each side
+(`--knob-set tuned=article-2018`). Ansible never reads these files: a machine gets its set's values only as the lab's
+per-machine overrides (lab/experiment/design.py machine_overrides), handed over as data (as_data.py: a value that
+holds a template stays text) and validated like any knob.
 """
 from __future__ import annotations
 

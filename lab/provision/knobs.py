@@ -24,7 +24,7 @@ ANSIBLE_DIR = paths.ANSIBLE_DIR
 DEFAULTS = ANSIBLE_DIR / "group_vars" / "all" / "knobs.yml"
 SERVICES = paths.ROOT / "services"                 # service descriptors (their templates read knobs)
 LAB_VARS = ANSIBLE_DIR / "group_vars" / "all" / "lab.yml"     # the lab's own variables (secrets, manifest): not knobs
-# named sets (lab/provision/knob_sets.py); tuned.yml is also host_vars/tuned.yml
+# named sets (lab/provision/knob_sets.py): read by the lab alone, never by Ansible (no host_vars)
 KNOB_SETS = ANSIBLE_DIR / "knob_sets"
 ROLES = ANSIBLE_DIR / "roles"
 README = paths.ROOT / "docs" / "knobs.md"          # the knob reference page: its table is generated
@@ -86,8 +86,10 @@ def comment(spec: dict) -> str:
 
 def render_defaults(text: str | None = None) -> str:
     """group_vars/all/knobs.yml: a heading per tier, `knob: default  # what; values; where` per knob."""
-    out = ["---", f"# The knobs' out-of-the-box values (the `default` machine). {GENERATED}",
-           "# The tuned machine's changes: host_vars/tuned.yml. `null`: not set, the component's own default applies."]
+    out = ["---", f"# The knobs' out-of-the-box values, every machine's. {GENERATED}",
+           "# The knob sets (ansible/knob_sets/, the tuned machine's `tuned` too) reach a machine only as the lab's "
+           "overrides (-e lab_overrides, as data).",
+           "# `null`: not set, the component's own default applies."]
     for s in catalog.sections(text):
         plain = {n: spec for n, spec in s.knobs.items() if not spec.get("inventory")}
         if not plain:

@@ -72,8 +72,9 @@ def write_inventory(resolved: dict, path: Path = INVENTORY) -> Path:
 
 def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None = None,
              insist_memory: bool = False, service_vars: dict | None = None) -> None:
-    """Every knob of both machines (catalog, host_vars, these overrides) checked by ansible/validate.yml on
-    this host, with no connection to any machine; ValueError with one line per bad value when any is bad.
+    """Every knob of both machines (the catalog, then these overrides: each machine's whole configuration where it
+    is not the catalog's, design.machine_overrides) checked by ansible/validate.yml on this host, with no connection
+    to any machine; ValueError with one line per bad value when any is bad.
     resolved: the machines' settings as far as known (memory_mb, machines, management_network); insist_memory:
     knobs whose memory estimate exceeds the machine's are warned about instead of refused (--insist-memory);
     service_vars: the service the machines would run (lab/experiment/service.py ansible_vars)."""

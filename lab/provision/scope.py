@@ -21,12 +21,13 @@ FULL_PLAY = "Provision the lab machines"       # site.yml's play of the machines
 
 def fingerprint(resolved: dict, overrides: dict[str, dict], jars: list[Path], machine_ids: dict[str, str],
                 service_vars: dict | None = None) -> str:
-    """What provisioning would apply: every file of ansible/ (not its tests), the jars, the overrides, the
-    machines' addresses and identities (/etc/machine-id: a re-created machine is a new one), and for real hosts
-    their inventory. The stamp keeps it with overrides={} and the overrides beside it (scope())."""
+    """What provisioning would apply: every file of ansible/ (not its tests, nor the knob sets: Ansible reads none,
+    their values reach the machines in the overrides), the jars, the overrides, the machines' addresses and identities
+    (/etc/machine-id: a re-created machine is a new one), and for real hosts their inventory. The stamp keeps it with
+    overrides={} and the overrides beside it (scope())."""
     digest = hashlib.sha256()
     for path in sorted(p for p in ANSIBLE_DIR.rglob("*")
-                       if p.is_file() and "tests" not in p.relative_to(ANSIBLE_DIR).parts):
+                       if p.is_file() and not {"tests", "knob_sets"} & set(p.relative_to(ANSIBLE_DIR).parts)):
         digest.update(f"{path.relative_to(ANSIBLE_DIR)}\0".encode() + path.read_bytes() + b"\0")
     for jar in sorted(jars):
         digest.update(jar.name.encode() + hashlib.sha256(jar.read_bytes()).digest())

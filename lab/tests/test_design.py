@@ -10,7 +10,9 @@ from lab.provision.configuration import Configuration
 def test_one_trial_is_an_ab_run_on_the_namesake_machines():
     [t] = design.plan()
     assert t.kind == "ab" and not t.swapped
-    assert t.overrides() == {"default": {}, "tuned": {}}
+    out_of_the_box = catalog.defaults()     # the tuned machine's own set is given to it as overrides, as data
+    assert t.overrides() == {"default": {}, "tuned": {k: v for k, v in knob_sets.values("tuned").items()
+                                                      if v != out_of_the_box[k]}}
     assert t.targets({"default": "10.0.0.1", "tuned": "10.0.0.2"}) == {"default": "http://10.0.0.1",
                                                                          "tuned": "http://10.0.0.2"}
     assert t.record()["trial"] is None
@@ -30,11 +32,10 @@ def test_a_swap_gives_each_machine_the_other_configuration_exactly():
     tuned = Configuration("tuned").knobs()
     default = Configuration("default").knobs()
     differing = {k for k in tuned if tuned[k] != default[k]}
-    assert differing, "host_vars/tuned.yml changes nothing?"
+    assert differing, "knob_sets/tuned.yml changes nothing?"
     over = design.plan(repeat=2)[1].overrides()
-    assert set(over["default"]) == differing and set(over["tuned"]) == differing
-    assert all(over["default"][k] == tuned[k] for k in differing)      # machine default runs tuned's set
-    assert all(over["tuned"][k] == default[k] for k in differing)      # and machine tuned the catalog's
+    assert set(over["default"]) == differing and over["default"] == {k: tuned[k] for k in differing}
+    assert over["tuned"] == {}      # machine tuned runs the catalog: Ansible gives it nothing of tuned.yml itself
 
 
 def test_set_values_follow_their_configuration_across_the_swap():
@@ -42,8 +43,7 @@ def test_set_values_follow_their_configuration_across_the_swap():
     straight, swapped = design.plan(repeat=2, given=given)
     assert straight.overrides()["tuned"]["tomcat_threads_max"] == 222
     assert swapped.overrides()["default"]["tomcat_threads_max"] == 222
-    default_threads = Configuration("default").knobs()["tomcat_threads_max"]
-    assert swapped.overrides()["tuned"]["tomcat_threads_max"] == default_threads
+    assert "tomcat_threads_max" not in swapped.overrides()["tuned"], "the catalog's, as group_vars give it"
     assert all(o["jvm_heap_max_mb"] == 200 for o in swapped.overrides().values())
 
 
@@ -52,7 +52,7 @@ def test_aa_gives_both_machines_one_configuration(config):
     [t] = design.plan(aa=config)
     assert t.kind == "aa" and t.record()["configurations"] == {"default": config, "tuned": config}
     over = t.overrides()
-    knobs = {vm: {**Configuration(vm).knobs(), **over[vm]} for vm in ("default", "tuned")}
+    knobs = {vm: {**catalog.defaults(), **over[vm]} for vm in ("default", "tuned")}     # group_vars, then overrides
     assert knobs["default"] == knobs["tuned"] == Configuration(config).knobs()
 
 
@@ -82,7 +82,7 @@ def test_a_knob_set_on_the_tuned_side_gives_that_machine_the_set_exactly():
     assert t.record()["configurations"] == {"default": "default", "tuned": "article-2018"} and t.kind == "ab"
     over = t.overrides()
     assert over["default"] == {}
-    resolved = {**Configuration("tuned").knobs(), **over["tuned"]}
+    resolved = {**catalog.defaults(), **over["tuned"]}
     assert resolved == Configuration("article-2018").knobs()
     assert resolved["tomcat_threads_min_spare"] == 300 and resolved["jvm_heap_max_mb"] == 384
     assert t.record()["configurations"]["tuned"] == "article-2018"       # run.json names the set
@@ -92,8 +92,8 @@ def test_a_knob_set_follows_its_side_across_the_swap():
     straight, swapped = design.plan(repeat=2, chosen={"tuned": "article-2018"})
     assert swapped.machines == {"default": "tuned", "tuned": "default"}
     over = swapped.overrides()
-    assert {**Configuration("default").knobs(), **over["default"]} == Configuration("article-2018").knobs()
-    assert {**Configuration("tuned").knobs(), **over["tuned"]} == Configuration("default").knobs()
+    assert {**catalog.defaults(), **over["default"]} == Configuration("article-2018").knobs()
+    assert {**catalog.defaults(), **over["tuned"]} == Configuration("default").knobs()
 
 
 def test_set_values_name_the_knob_set_a_side_runs():
@@ -113,7 +113,7 @@ def test_an_aa_run_of_a_named_set():
     [t] = design.plan(aa="article-2018")
     over = t.overrides()
     for vm in ("default", "tuned"):
-        assert {**Configuration(vm).knobs(), **over[vm]} == Configuration("article-2018").knobs()
+        assert {**catalog.defaults(), **over[vm]} == Configuration("article-2018").knobs()
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -207,7 +207,7 @@ def test_one_value_against_its_own_set_the_prefix_naming_a_side():
     assert t.kind == "ab" and t.given() == {"tuned": {"jvm_gc": "parallel"}}
     over = t.overrides()
     wanted = Configuration("default", {"jvm_gc": "parallel"}).knobs()
-    assert {**Configuration("tuned").knobs(), **over["tuned"]} == wanted
+    assert {**catalog.defaults(), **over["tuned"]} == wanted
     assert over["default"] == {}
     # default: names the default side alone, a value without a prefix both
     opts = options.checked(knob_sets={"tuned": "default"},

@@ -47,11 +47,6 @@ def test_every_knob_set_sets_only_catalog_knobs():
         assert values.get(knob_sets.BASE, "tuned") in knob_sets.names(), path.name
 
 
-def test_the_tuned_machine_reads_the_tuned_set():
-    host_vars = knobs.ANSIBLE_DIR / "host_vars" / "tuned.yml"
-    assert host_vars.is_symlink() and host_vars.resolve() == (knobs.KNOB_SETS / "tuned.yml").resolve()
-
-
 # --- the scanner, on a made-up role: each check fails when it should --------------------------------------------
 
 CATALOG = """
