@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from lab import machines, paths, procs
+from lab import machines, paths, procs, redact
 from lab.errors import LabError
 from lab.machines import reach
 from lab.provision import as_data, controller_java, knobs, profiler, scope
@@ -90,7 +90,8 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
                    *insist_memory_vars(insist_memory), *_json_vars(service_vars), *controller_java.extra_vars(),
                    str(ANSIBLE_DIR / "validate.yml")]
-        env = {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
+        env = {**redact.without_secrets(dict(os.environ)), "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"),
+               "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
         done = subprocess.run(command, cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True)
     if done.returncode == 0:
         _CHECKED.add(_checked_key(resolved, overrides, insist_memory, service_vars))
@@ -147,10 +148,11 @@ def ansible_env() -> dict:
     of starting one per task: under emulation that start-up was most of the provisioning time. Host keys: checked
     on real hosts (Mitogen then adds StrictHostKeyChecking yes; without checking it would add `no` and
     UserKnownHostsFile /dev/null, which beat the lab's ssh_config); not on the lab's own VMs, new machines with new
-    keys on every `up`, reached inside the lab namespace through Vagrant's ssh_config, which checks none."""
+    keys on every `up`, reached inside the lab namespace through Vagrant's ssh_config, which checks none. The lab's
+    environment without its secrets (a study's PGPASSWORD): Ansible starts the JVM check of the jvm_* knobs."""
     import ansible_mitogen
     strategies = Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"
-    return {**os.environ, "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"),
+    return {**redact.without_secrets(dict(os.environ)), "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"),
             "ANSIBLE_STRATEGY_PLUGINS": str(strategies), "ANSIBLE_STRATEGY": "mitogen_linear",
             "ANSIBLE_HOST_KEY_CHECKING": str(not reach.reaches_vms()),
             "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "PYTHONUNBUFFERED": "1"}
