@@ -10,12 +10,17 @@
     python -m report runs RESULTS                               the index of runs (RESULTS/index.sqlite), as a table
     python -m report history RESULTS OUT                        histories of comparable runs, change points
     python -m report gate FOLDER --gate 'tps>=+10%'             a verdict against gates (exit 3 when one fails)
+
+Bad input (an option, a folder that is not what the command reads, a gate that cannot be read) is refused with one
+line on stderr, `python -m report: MESSAGE`, and exit 2 (report/errors.py).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from importlib import import_module
+
+from report.errors import BadInput, ReportError
 
 # Each command's module is imported only when it is the one asked for: `runs --add` and `gate`, which a lab run calls
 # after its report, took 8-10 s each to import the report's statistics (arch, scipy, pandas) that they never use.
@@ -32,11 +37,22 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals (an unknown option, a missing argument, a value its type refuses) are the
+    report's BadInput: one line naming the command, not a usage text and SystemExit."""
+    command = ""        # the top parser's: the command asked for (its own refusals, e.g. an unknown option, name it)
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("python -m report").strip() or self.command
+        raise BadInput(f"{command}: {message} (python -m report {command} --help)" if command else
+                       f"{message} (python -m report --help)")
+
+
 def parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The parser: one subparser per command, the chosen one's with its module's arguments and docstring (None: the
     commands listed, as for --help)."""
-    top = argparse.ArgumentParser(prog="python -m report", description=__doc__,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = Parser(prog="python -m report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.command = chosen or ""
     commands = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     for name, summary in COMMANDS.items():
         if name != chosen:
@@ -51,10 +67,15 @@ def parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit code; a ReportError said in one line on stderr, its exit code returned."""
     argv = sys.argv[1:] if argv is None else argv
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
-    args = parser(chosen).parse_args(argv)
-    return args.module.main(args, args.parser)
+    try:
+        args = parser(chosen).parse_args(argv)
+        return args.module.main(args, args.parser)
+    except ReportError as refused:
+        print(f"python -m report: {refused}", file=sys.stderr)
+        return refused.exit_code
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ def check_gates(gates: tuple[str, ...]) -> None:
     done = subprocess.run([sys.executable, "-m", "report", "gate", "--check", *gate_args(gates)], cwd=paths.ROOT,
                           capture_output=True, text=True)
     if done.returncode != 0:
-        raise ValueError(done.stderr.strip().splitlines()[-1].split("error: ", 1)[-1])
+        raise ValueError(done.stderr.strip().splitlines()[-1].removeprefix("python -m report: "))
 
 
 def broken_gates(folder: Path, gates: tuple[str, ...]) -> list[str]:

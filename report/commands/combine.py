@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from report.errors import BadInput
 from report.output import WriteFailed, write_files
 from report.read.calibrations import matching_aa
 from report.read.records import VERDICT_JSON
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     missing = [t for t in args.trials if not (Path(t) / "run.json").is_file()]
     if missing:
-        parser.error(f"not run folders (no run.json): {', '.join(missing)}")
+        raise BadInput(f"not run folders (no run.json): {', '.join(missing)}")
     try:
         summary, sentence = write(args.series_folder, args.trials)
     except WriteFailed as e:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from report.errors import BadInput
 from report.output import WriteFailed, write_files
 from report.render.compare import render
 from report.render.html import render_html
@@ -28,10 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if len(args.runs) < 2:
-        parser.error("compare needs at least two run folders")
+        raise BadInput("compare needs at least two run folders")
     bad = [r for r in args.runs if not (Path(r) / "run.json").is_file() and not (Path(r) / "default").is_dir()]
     if bad:
-        parser.error(f"not run folders (no run.json, no default/): {', '.join(bad)}")
+        raise BadInput(f"not run folders (no run.json, no default/): {', '.join(bad)}")
     try:
         html_path, md_path = write(args.out, args.runs)
     except WriteFailed as e:

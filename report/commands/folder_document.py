@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from report.errors import BadInput
 from report.output import WriteFailed, write_files
 from report.render.html import Figure, render_html
 
@@ -24,11 +25,11 @@ def main(folder: str, parser: argparse.ArgumentParser, kind: str, marker: str,
     """`kind` names the folder in messages; marker: the file it must hold; bad: the error of a damaged marker (its
     message names the file and the field; nothing is written)."""
     if not (Path(folder) / marker).is_file():
-        parser.error(f"{folder} is not a {kind} folder (no {marker})")
+        raise BadInput(f"{folder} is not a {kind} folder (no {marker})")
     try:
         html_path, md_path = write(folder)
     except bad as e:
-        parser.error(str(e))
+        raise BadInput(str(e)) from None
     except WriteFailed as e:
         print(f"report: {e}", file=sys.stderr)
         return 1

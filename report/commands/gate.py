@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+from report.errors import BadInput
 from report.history import gates
 from report.output import WriteFailed, write_files
 
@@ -32,6 +33,8 @@ def evaluate(folder: Path, texts: list[str]) -> list[gates.Outcome]:
         verdict = json.loads((folder / "verdict.json").read_text())
     except (OSError, ValueError) as e:
         raise gates.GateError(f"{folder}: no verdict to judge ({e})") from None
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("effects") or {}, dict):
+        raise gates.GateError(f"{folder / 'verdict.json'}: not a verdict (a JSON object with its `effects` an object)")
     outcomes = gates.judge_all(parsed, verdict.get("effects") or {})
     summary = folder / "summary.md"
     kept = SECTION.sub("", summary.read_text()) if summary.is_file() else ""
@@ -45,15 +48,15 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         try:
             [gates.parse(t) for t in args.gate]
         except gates.GateError as e:
-            parser.error(str(e))
+            raise BadInput(str(e)) from None
         return 0
     if args.folder is None:
-        parser.error("name the run or series folder to judge (or --check)")
+        raise BadInput("name the run or series folder to judge (or --check)")
     folder = Path(args.folder)
     try:
         outcomes = evaluate(folder, args.gate)
     except gates.GateError as e:
-        parser.error(str(e))
+        raise BadInput(str(e)) from None
     except WriteFailed as e:
         print(f"report: {e}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from report.commands.runs import add_filters, refreshed
+from report.errors import BadInput
 from report.history.fingerprint import check_names
 from report.history.histories import Filters, histories
 from report.output import WriteFailed, write_files
@@ -32,14 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     results, out = Path(args.results), Path(args.out)
     if not results.is_dir():
-        parser.error(f"{results} is not a folder")
+        raise BadInput(f"{results} is not a folder")
     entries, skipped = refreshed(results)
     filters = Filters(label=args.label, since=args.since, service=args.service, ignore=_names(args.ignore),
                       also=_names(args.also))
     known = {k for e in entries for knobs in e.knobs.values() for k in knobs}
     bad = check_names(filters.ignore, filters.also, known)
     if bad:
-        parser.error("; ".join(bad))
+        raise BadInput("; ".join(bad))
     found = histories(entries, filters)
     said = ", ".join(f"{k} {v}" for k, v in (("label", args.label), ("since", args.since), ("service", args.service),
                                              ("ignoring", args.ignore), ("also", args.also)) if v) or "all"

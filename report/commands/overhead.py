@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from report.errors import BadInput
 from report.render.overhead import table
 
 
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     for folder in (args.with_folder, args.without_folder):
         if not (folder / "run.json").is_file():
-            parser.error(f"{folder}: not a run folder (no run.json)")
+            raise BadInput(f"{folder}: not a run folder (no run.json)")
     print(f"with: {args.with_folder.name}   without: {args.without_folder.name}")
     print("\n".join(table(args.with_folder, args.without_folder)))
     return 0

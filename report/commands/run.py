@@ -3,11 +3,13 @@ RUN_FOLDER/verdict.json."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
 
 from report import MACHINES
+from report.errors import BadInput
 from report.output import WriteFailed, warn, write_files
 from report.read.calibrations import matching_aa
 from report.read.profiles import load_profiles
@@ -86,22 +88,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "auto: from where both machines' throughput settled (see README: steady state)")
 
 
+def warmup_seconds(text: str) -> float:
+    """--warmup's seconds: a finite number ≥ 0 (float() also reads nan and inf, which would exclude no or every
+    sample without a word); BadInput otherwise."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise BadInput(f"--warmup {text!r}: seconds (≥ 0) or auto")
+    return seconds
+
+
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     folder = Path(args.run_folder)
     if not folder.is_dir():
-        parser.error(f"{folder}: no such run folder")
+        raise BadInput(f"{folder}: no such run folder")
     if not any((folder / m).is_dir() for m in MACHINES):
         run = RunInfo(folder)
         if not run.data:        # nothing to report on: a mistyped folder, or a run.json that says nothing
             why = "; ".join(run.problems) or "run.json holds nothing"
-            parser.error(f"{folder} is not a run folder ({why}; no {' or '.join(f'{m}/' for m in MACHINES)})")
+            raise BadInput(f"{folder} is not a run folder ({why}; no {' or '.join(f'{m}/' for m in MACHINES)})")
     if args.warmup is not None and args.warmup != "auto":
-        try:
-            args.warmup = float(args.warmup)
-        except ValueError:
-            parser.error(f"--warmup {args.warmup!r}: seconds (≥ 0) or auto")
-        if args.warmup < 0:
-            parser.error("--warmup must be ≥ 0")
+        args.warmup = warmup_seconds(args.warmup)
     started = time.monotonic()
     try:
         html_path, summary_path = build_report(folder, args.warmup)

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from report.errors import BadInput
 from report.history import index
 from report.history.histories import Filters, moment
 from report.output import warn
@@ -50,12 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     results = Path(args.results)
     if not results.is_dir():
-        parser.error(f"{results} is not a folder")
+        raise BadInput(f"{results} is not a folder")
     if args.add is not None:
         try:
             index.add(results / INDEX, args.add)
         except index.Unreadable as why:
-            parser.error(f"{args.add}: {why}")
+            raise BadInput(f"{args.add}: {why}") from None
         except index.NotWritten as why:
             print(f"report: {why}", file=sys.stderr)       # as a document that cannot be written (output.py)
             return 1

@@ -8,7 +8,7 @@ from pathlib import Path
 
 REPORT = Path(__file__).resolve().parent.parent
 ORDER = ["read", "stats", "history", "explain", "render", "commands"]     # each may import those before it
-FLOOR = ("report", "report.fmt", "report.output")      # under every layer: they import none
+FLOOR = ("report", "report.errors", "report.fmt", "report.output")      # under every layer: they import none
 
 
 def layer(module: str) -> str | None:

@@ -121,8 +121,7 @@ def test_a_damaged_tune_json_is_named_and_nothing_is_written(tmp_path, capsys):
     (folder / "tune.json").write_text(json.dumps(data))
     with pytest.raises(BadTune, match="`results` is a string, not a list"):
         load(folder)
-    with pytest.raises(SystemExit):
-        main(["tune", str(folder)])
+    assert main(["tune", str(folder)]) == 2
     assert "`results` is a string, not a list" in capsys.readouterr().err
     assert not (folder / "tune.md").exists() and not (folder / "tune.html").exists()
 
