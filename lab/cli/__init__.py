@@ -105,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
             with lock.hold(typed.strip(), log=steps.note) if command.TAKES_LOCK else contextlib.nullcontext():
                 return command.main(args)
     except LabError as failure:           # the lab's own: one message naming the problem (lab/errors.py)
-        print(f"start.sh: {failure}", file=sys.stderr)
+        print(f"start.sh: {redact.redacted(str(failure))}", file=sys.stderr)     # a study's URL, a tool's output
         return failure.exit_code
     except ValueError as failure:         # bad input refused by a check that raises ValueError
-        print(f"start.sh: {failure}", file=sys.stderr)
+        print(f"start.sh: {redact.redacted(str(failure))}", file=sys.stderr)
         return 2
     except OSError as failure:            # the host's: a full disk, a permission; named, never a traceback
         where = f"{failure.filename}: " if failure.filename else ""

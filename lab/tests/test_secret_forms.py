@@ -105,3 +105,19 @@ def test_ansible_gets_no_secret_of_the_labs_environment(monkeypatch):
     monkeypatch.setenv("LAB_STUDY", f"postgresql://u:{SECRET}@h/db")
     env = playbook.ansible_env()
     assert "PGPASSWORD" not in env and "LAB_STUDY" not in env and env["ANSIBLE_CONFIG"].endswith("ansible.cfg")
+
+
+def test_a_failure_on_the_console_shows_no_secret(monkeypatch, capsys):
+    """A message that quotes a URL (a study's storage the driver could not reach, a tool's output): start.sh prints
+    it redacted."""
+    from lab import cli
+    from lab.cli import commands
+    from lab.errors import LabError
+    status = commands.of("status")
+    for failure, code in ((ValueError, 2), (LabError, 1)):
+        def refused(args, failure=failure):
+            raise failure(f"could not reach postgresql://tuner:{SECRET}@db.lab/study?sslpassword={SECRET}")
+        monkeypatch.setattr(status, "main", refused)
+        assert cli.main(["status"]) == code
+        err = capsys.readouterr().err
+        assert "could not reach postgresql://tuner:***@db.lab/study?sslpassword=***" in err and SECRET not in err
