@@ -20,7 +20,8 @@ ENCODED_URL_PASSWORD = re.compile(r"(?P<head>%3A%2F%2F(?:(?!%3A|%40|%2F)[^\s&;/?
 SECRET_KEY = r"[\w.-]*(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|credentials?)"
 KEY_VALUE = re.compile(rf"(?P<head>(?<![\w.-])(?P<key>{SECRET_KEY})\s*=\s*)"
                        r"(?P<value>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&;#'\"]+)", re.I)
-SECRET_NAME = re.compile(rf"^{SECRET_KEY}[\w.-]*$|^PG(?:PASS|SERVICE)", re.I)     # an environment variable's
+# an environment variable's name (not the shell's working folders, PWD and OLDPWD)
+SECRET_NAME = re.compile(rf"^(?!(?:OLD)?PWD$){SECRET_KEY}[\w.-]*$|^PG(?:PASS|SERVICE)", re.I)
 
 
 def redacted(text: str) -> str:

@@ -103,8 +103,10 @@ def test_ansible_gets_no_secret_of_the_labs_environment(monkeypatch):
     from lab.provision import playbook
     monkeypatch.setenv("PGPASSWORD", SECRET)
     monkeypatch.setenv("LAB_STUDY", f"postgresql://u:{SECRET}@h/db")
+    monkeypatch.setenv("PWD", "/work/lab")
     env = playbook.ansible_env()
     assert "PGPASSWORD" not in env and "LAB_STUDY" not in env and env["ANSIBLE_CONFIG"].endswith("ansible.cfg")
+    assert env["PWD"] == "/work/lab" and env["PATH"]
 
 
 def test_a_failure_on_the_console_shows_no_secret(monkeypatch, capsys):
