@@ -57,39 +57,52 @@ def remove_sandbox() -> None:
         subprocess.run(["ip", "netns", "del", SANDBOX], capture_output=True)
 
 
-def _hierarchies() -> list[tuple[Path, bool]]:
-    """(the folder a confined process's cgroup is made under, whether it is cgroup v2) for each hierarchy used:
-    beside the lab's own cgroup in each, so the host's limits on the lab still hold."""
+@dataclass(frozen=True)
+class Hierarchy:
+    mount: Path             # where the host mounts it
+    relative: str           # the lab's own cgroup in it, from its root
+    fstype: str             # cgroup (v1) or cgroup2
+    options: str            # its controller (v1)
+
+
+def _hierarchies() -> list[Hierarchy]:
+    """Each hierarchy used, with the lab's own cgroup in it: a confined process's cgroup is made beside it, so the
+    host's limits on the lab still hold."""
     own = {}
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, where = line.split(":", 2)
         own[controllers] = where.lstrip("/")
     if (CGROUP_ROOT / "cgroup.controllers").exists():          # unified (v2) only
-        return [(CGROUP_ROOT / own.get("", ""), True)]
+        return [Hierarchy(CGROUP_ROOT, own.get("", ""), "cgroup2", "")]
     found = []
     for controller in V1_CONTROLLERS:
         mount = CGROUP_ROOT / controller
         key = next((k for k in own if controller in k.split(",")), None)
         if key is not None and (mount / "cgroup.procs").exists():
-            found.append((mount / own[key], False))
+            found.append(Hierarchy(mount, own[key], "cgroup", controller))
     return found
 
 
 @dataclass(frozen=True)
 class Cgroup:
     """A cgroup of its own in each hierarchy, for one confined command and every process it makes."""
-    folders: tuple[Path, ...]
+    joins: tuple[tuple[Hierarchy, str], ...]        # (hierarchy, the cgroup's path from its root)
+
+    @property
+    def folders(self) -> tuple[Path, ...]:
+        return tuple(hierarchy.mount / relative for hierarchy, relative in self.joins)
 
     @classmethod
     def make(cls, name: str) -> Cgroup:
         made = []
-        for parent, _ in _hierarchies():
-            folder = parent / f"camel-lab-{name}-{os.getpid()}"
+        for hierarchy in _hierarchies():
+            relative = str(Path(hierarchy.relative) / f"camel-lab-{name}-{os.getpid()}")
+            folder = hierarchy.mount / relative
             try:
                 folder.mkdir(exist_ok=True)
             except OSError as e:
                 raise ConfineError(f"a cgroup for {name}: cannot make {folder} ({e.strerror})") from None
-            made.append(folder)
+            made.append((hierarchy, relative))
             for limit, value in (("pids.max", PIDS_MAX), ("memory.limit_in_bytes", MEMORY_MAX),
                                  ("memory.max", MEMORY_MAX)):
                 with contextlib.suppress(OSError):
@@ -132,29 +145,51 @@ class Cgroup:
             self.end()
 
 
+# Folders any user may write (the host's /tmp and its kind): a confined command gets empty ones of its own, so that
+# nothing it writes outside what it was lent outlives it or reaches another process of the host
+PRIVATE = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
+CLOSED_MODE, PRIVATE_MODE = "0755", "1777"
+
+
+def _private() -> list[Path]:
+    return [folder for folder in PRIVATE if folder.is_dir() and not folder.is_symlink()]
+
+
 def shows(account, needed: list[Path]) -> list[tuple[Path, Path]]:
-    """(folder the user may not enter, path to show inside it) for each needed path behind such a folder; a path
-    inside another shown one goes with it."""
+    """(folder the command gets empty, path to show inside it) for each needed path inside one of the private folders
+    or behind a folder the user may not enter; a path inside another shown one goes with it."""
     found = []
+    private = _private()
     for path in sorted({Path(p).resolve() for p in needed if Path(p).exists()}, key=lambda p: len(p.parts)):
         if any(path.is_relative_to(shown) for _, shown in found):
             continue
-        folder = account.blocked([path])
-        if folder is not None:
+        folder = next((f for f in private if path.is_relative_to(f)), None) or account.blocked([path])
+        if folder is not None and folder != path:
             found.append((folder, path))
     return found
+
+
+def shown_through(account, needed: list[Path]) -> list[str]:
+    """The folders closed to the user through which the command was shown what it needed (for run.json)."""
+    private = _private()
+    return sorted({str(folder) for folder, _ in shows(account, needed) if folder not in private})
 
 
 def command(account, argv: list[str], needed: list[Path] = (), env: Mapping[str, str] | None = None,
             netns: Path | None = None, cgroup: Cgroup | None = None, die_with_parent: bool = True) -> list[str]:
     """argv confined: as account's user (no capabilities), in netns (None: the caller's), in cgroup, with env alone
-    (None: account.environment()), seeing the needed paths (what it reads or writes) behind closed folders."""
+    (None: account.environment()), with private /tmp and its kind, seeing the needed paths (what it reads or writes)
+    there and behind closed folders."""
     line = [str(SCRIPT)]
-    for procs in cgroup.procs_files() if cgroup else []:
-        line += ["--cgroup", str(procs)]
+    for hierarchy, relative in cgroup.joins if cgroup else ():
+        line += ["--cgroup", str(hierarchy.mount), relative, hierarchy.fstype, hierarchy.options]
     if netns is not None:
         line += ["--netns", str(netns)]
-    for folder, path in shows(account, list(needed)):
+    found = shows(account, list(needed))
+    private = _private()
+    for folder in [*private, *dict.fromkeys(f for f, _ in found if f not in private)]:
+        line += ["--folder", str(folder), PRIVATE_MODE if folder in private else CLOSED_MODE]
+    for folder, path in found:
         line += ["--show", str(folder), str(path)]
     environment = account.environment() if env is None else env
     return [*line, "--", *account.setpriv(die_with_parent), "--",

@@ -112,7 +112,7 @@ class Account:
         through which it was shown what it needed (lab/confine.py)."""
         from lab import confine
         said = {"user": self.name, "uid": self.uid, "read_all": False}
-        shown = sorted({str(folder) for folder, _ in confine.shows(self, list(reads))})
+        shown = confine.shown_through(self, list(reads))
         if shown:
             said["shown_through"] = shown
         return said

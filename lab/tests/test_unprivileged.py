@@ -49,7 +49,7 @@ def test_it_cannot_change_roots_files(account, tmp_path):
     planted.chmod(0o755)
     try:
         (planted / "roots").write_text("kept\n")
-        said = run(account, ["sh", "-c", f"echo changed > {planted}/roots; touch {planted}/new"])
+        said = run(account, ["sh", "-c", f"echo changed > {planted}/roots; touch {planted}/new"], reads=[planted])
         assert said.returncode != 0 and "Permission denied" in said.stderr
         assert (planted / "roots").read_text() == "kept\n" and not (planted / "new").exists()
     finally:
