@@ -83,7 +83,7 @@ def role_definitions(role: Path) -> set[str]:
             found |= set(task.get("ansible.builtin.set_fact") or task.get("set_fact") or {})
             found |= {task["register"]} if "register" in task else set()
             found |= set(task.get("vars") or {})
-            found |= {(task.get("loop_control") or {}).get("loop_var")}
+            found |= {(task.get("loop_control") or {}).get(key) for key in ("loop_var", "index_var")}
             found |= _included(role, task.get("ansible.builtin.include_vars") or task.get("include_vars"))
     for path in (role / "templates").glob("*"):
         found |= set(re.findall(r"\{%-?\s*set\s+([a-z][a-z0-9_]*)", path.read_text()))

@@ -26,7 +26,7 @@ MAX_LINES = 350
 # The wings from the top down: a module may import its own wing and those below it, never one above.
 WINGS = ("lab.cli", "lab.experiment", "lab.provision", "lab.machines", "floor")
 FLOOR = {"lab", "lab.paths", "lab.shell", "lab.steps", "lab.procs", "lab.maven", "lab.lock", "lab.errors",
-         "lab.redact", "lab.unprivileged"}
+         "lab.redact", "lab.unprivileged", "lab.confine"}
 # lab.experiment's floors from the top down; its other modules stand below trial, beside options' own imports
 EXPERIMENT_FLOORS = (("lab.experiment.sweep", "lab.experiment.tune"), ("lab.experiment.run",),
                      ("lab.experiment.trial",), ("lab.experiment.options",))
