@@ -191,7 +191,10 @@ def command(account, argv: list[str], needed: list[Path] = (), env: Mapping[str,
         line += ["--folder", str(folder), PRIVATE_MODE if folder in private else CLOSED_MODE]
     for folder, path in found:
         line += ["--show", str(folder), str(path)]
-    environment = account.environment() if env is None else env
+    environment = dict(account.environment() if env is None else env)
+    if "PATH" in environment:       # the folders the user can search (root's own, /root/.pyenv, are no use to it)
+        environment["PATH"] = ":".join(p for p in environment["PATH"].split(":")
+                                       if p and account.blocked([Path(p) / "-"]) is None)
     return [*line, "--", *account.setpriv(die_with_parent), "--",
             "env", "-i", *(f"{k}={v}" for k, v in environment.items()), *argv]
 

@@ -97,7 +97,8 @@ class Account:
     @contextlib.contextmanager
     def lent(self, *folders: Path) -> Iterator[None]:
         """folders the user's while the context lasts (its process makes files there), then their owner's again:
-        what it made stays its own, as the record of who wrote it. One the user owns already is left as it is."""
+        what it made stays its own, as the record of who wrote it, but nothing in them that is not a folder or a
+        regular file (disarm). One the user owns already is left as it is."""
         owners = {folder: st for folder in folders if (st := folder.stat()).st_uid != self.uid}
         self.give(*owners)
         try:
@@ -106,6 +107,7 @@ class Account:
             for folder, st in owners.items():
                 with contextlib.suppress(OSError):
                     os.chown(folder, st.st_uid, st.st_gid, follow_symlinks=False)
+                disarm(folder)
 
     def reading(self, reads: list[Path]) -> dict:
         """For run.json: who ran it, that it could read nothing past permissions, and the folders closed to it
@@ -116,6 +118,56 @@ class Account:
         if shown:
             said["shown_through"] = shown
         return said
+
+
+def disarm(folder: Path) -> list[Path]:
+    """What the lab's user left in folder that root could be fooled by removed, and named: a symbolic link (root
+    reading, or cutting, a JTL there would reach the file it points to), a FIFO, socket or device; only folders and
+    regular files stay. Walked without following links."""
+    removed = []
+    for where, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            path = Path(where) / name
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
+
+
+def take_back(base: Path, relative: Path, dest: Path) -> bool:
+    """A file the lab's user made below base (a folder the lab handed it) copied to dest, each part of relative
+    opened as itself (O_NOFOLLOW): a link in place of the file or of a folder on its way (to a file of the host's,
+    which root may read) is refused with UserError. False when the file is not there."""
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        parts = Path(relative).parts
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            try:
+                opened = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | (0 if last else os.O_DIRECTORY),
+                                 dir_fd=fd)
+            except FileNotFoundError:
+                return False
+            except OSError as e:
+                raise UserError(f"{base.joinpath(*parts[:i + 1])}: {e.strerror}: made by the lab's user {NAME}, "
+                                "a link there is refused, not followed") from None
+            os.close(fd)
+            fd = opened
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UserError(f"{base / relative}: not a regular file (made by the lab's user {NAME})")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with os.fdopen(fd, "rb") as source, open(dest, "wb") as target:
+            fd = -1
+            shutil.copyfileobj(source, target)
+        return True
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def current_reading() -> dict:

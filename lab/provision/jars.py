@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from lab import machines, maven, paths, shell, unprivileged
+from lab import confine, machines, maven, paths, shell, unprivileged
 from lab.errors import LabError
 from lab.provision import catalog, profiler
 
@@ -129,12 +129,13 @@ def _build_as(account: unprivileged.Account, project: Path, outside: list[Path],
             account.give(Path(folder), *(Path(folder) / name for name in dirs + files))
         wrapper = copy / "mvnw" if mvnw == project / "mvnw" else mvnw
         argv = [str(wrapper), *_package(copy, stack), f"-Dmaven.repo.local={repository}"]
-        shell.run(account.command(argv, [wrapper]), f"building {jar.name} failed", error=BuildError, lines=40,
-                  cwd=copy, env=maven.environment(account.environment()))
-        built = copy / jar.resolve().relative_to(project)
-        if built.exists():
-            jar.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(built, jar)
+        # its own environment alone (Maven's options among it), in a cgroup whose every process ends with the build
+        with confine.Cgroup.make("build").held() as cgroup:
+            shell.run(account.command(argv, [wrapper, Path(scratch)], env=maven.environment(account.environment()),
+                                      cgroup=cgroup),
+                      f"building {jar.name} failed", error=BuildError, lines=40, cwd=copy)
+        # what the build made is the user's: read back without following links
+        unprivileged.take_back(Path(scratch), copy.relative_to(scratch) / jar.resolve().relative_to(project), jar)
         _kit_from(Path(scratch), base, (project, *outside))
 
 
@@ -143,10 +144,7 @@ def _kit_from(scratch: Path, base: Path, folders: tuple[Path, ...]) -> None:
     ensure_kit ran a second Maven on the same sources beside the root file system (11 CPU-seconds, 2026-12-03)."""
     kit = KIT_DIR.resolve()
     if kit in folders:
-        built = scratch / kit.relative_to(base) / KIT_JAR.relative_to(KIT_DIR)
-        if built.exists():
-            KIT_JAR.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(built, KIT_JAR)
+        unprivileged.take_back(scratch, kit.relative_to(base) / KIT_JAR.relative_to(KIT_DIR), KIT_JAR)
 
 
 def host_files(log=print) -> list[Path]:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from service_parts import BOOT2, BOOT32, SAMPLER, boot_jar, plan
 
-from lab import maven, unprivileged
+from lab import maven, shell, unprivileged
 from lab.experiment import service
 from lab.provision import jars
 
@@ -192,8 +192,7 @@ def test_a_build_uses_the_projects_own_maven_or_the_labs_never_a_parent_folders(
     (parent / "mvnw").chmod(0o755)
     assert jars.maven_for(project) == maven.MAVEN_WRAPPER
     ran = []
-    monkeypatch.setattr(jars.shell, "run", lambda argv, *a, **k: ran.append(argv[argv.index("--") + 1]
-                                                                           if argv[0] == "setpriv" else argv[0]))
+    monkeypatch.setattr(jars.shell, "run", lambda argv, *a, **k: ran.append(shell.shown(argv).split()[0]))
     with pytest.raises(jars.BuildError, match="left no"):
         jars._build(project, [], "camel3", project / "target" / "x.jar", log=lambda line: None)
     assert ran == [str(maven.MAVEN_WRAPPER)] and not (parent / "mvnw.ran").exists()

@@ -82,6 +82,8 @@ def _generate(home: Path, jtl: Path, machine: str, out: Path, log: Path, java: s
             for made, kept in ((said, log), (where, out)):
                 if made != kept and made.exists():
                     shutil.move(made, kept)
+            if account is not None and out.is_dir():
+                unprivileged.disarm(out)        # made by the lab's user: no link into the run folder
     if not (out / "index.html").is_file():
         raise LoadError(f"dashboard {machine}: JMeter wrote no index.html")
 

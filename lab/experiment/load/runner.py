@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lab import unprivileged
+from lab import confine, unprivileged
 from lab.experiment import disk
 from lab.experiment.load import settle, user_plan
 from lab.experiment.load.jmeter import (
@@ -170,8 +170,9 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     account = unprivileged.ensure()
     reads = [home, chosen, LAB_PROPERTIES, run_dir, *([engines.properties_file] if engines else [])]
     runs_as = unprivileged.current_reading() if account is None else account.reading(reads)
+    cgroup = None if account is None else confine.Cgroup.make("jmeter")     # what it forks ends with it
     if account is not None:
-        argv = account.command(argv, reads)
+        argv = account.command(argv, reads, cgroup=cgroup)
         log.touch()
         account.give(log)
     command = wrap(argv)
@@ -186,6 +187,7 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
     with contextlib.ExitStack() as lent:
         if account is not None:         # JMeter makes each JTL in its machine's folder
             lent.enter_context(account.lent(*{jtl.parent for jtl in jtls.values()}))
+            lent.enter_context(cgroup.held())   # ended first: nothing of its own writes there once it is given back
         return _load(command, run_dir, jtls, profile, progress, progress_every_s, beside, wrap, log, result,
                      None if account is None else account.environment(), compiled)
 
