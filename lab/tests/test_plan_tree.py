@@ -8,7 +8,7 @@ import re
 import pytest
 from service_parts import SAMPLER, plan
 
-from lab import unprivileged
+from lab import confine, unprivileged
 from lab.errors import LabError
 from lab.experiment.load import jmeter, plan_check, plan_tree
 
@@ -199,6 +199,7 @@ def test_the_loader_runs_as_the_labs_user_with_a_bare_environment(monkeypatch):
         assert argv[0] == "java"
     else:
         assert "setpriv" in argv and f"--reuid={account.uid}" in argv and "--no-new-privs" in argv
+        assert argv[argv.index("--netns") + 1] == str(confine.sandbox())        # loopback only
         assert env["USER"] == unprivileged.NAME
 
 

@@ -1,7 +1,9 @@
 """A JMeter plan as JMeter's own loader builds it: jmeter/inspect/PlanInspect.java loads it with SaveService.loadTree in
-the lab's JMeter home, as the lab's user, and prints every element it made — its real Java class (from a `class`
-attribute or a qualified tag alike), whether JMeter takes it as enabled (a `TestElement.enabled` child property
-included) and its properties with character and entity references decoded. plan_check.py judges what it prints.
+the lab's JMeter home, as the lab's user (confined: lab/confine.py's sandbox network namespace, loopback only, and a
+cgroup of its own; PATH and LANG its whole environment; the plan on stdin), and prints every element it made — its
+real Java class (from a `class` attribute or a qualified tag alike), whether JMeter takes it as enabled (a
+`TestElement.enabled` child property included) and its properties with character and entity references decoded.
+plan_check.py judges what it prints.
 
 The inspector is compiled once per content of its source and of jmeter/pom.xml (a hash stamp, as maven.is_built
 stamps a home), with the host's javac against the home's jars. Where JMeter cannot be assembled or the inspector
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -17,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import paths, unprivileged
+from lab import confine, paths, unprivileged
 from lab.errors import LabError
 from lab.experiment.load import jmeter
 
@@ -30,6 +33,7 @@ JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-Djav
                "-Dorg.apache.logging.log4j.level=OFF"]
 KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "JAVA_HOME")   # nothing else of the lab's (no password) reaches it
 TIMEOUT_S = 60
+_checks = itertools.count()         # the checks this process ran: each its own cgroup
 _seen: dict[str, list] = {}         # plan bytes' hash → its records (a descriptor is checked more than once a run)
 
 
@@ -139,14 +143,29 @@ def _ensure_inspector(home: Path, stamp: str) -> Path:
     return BUILD
 
 
-def _command(home: Path, classes: Path) -> tuple[list[str], dict[str, str]]:
+def _command(home: Path, classes: Path, cgroup: confine.Cgroup | None = None) -> tuple[list[str], dict[str, str]]:
+    """The loader's command line and environment: as the lab's user, confined (lab/confine.py: the sandbox network
+    namespace, loopback only, and the cgroup given), PATH/LANG alone; as the caller where the lab is not root."""
     argv = ["java", *JVM_OPTIONS, "-cp", _class_path(home, classes), "PlanInspect", str(home)]
     env = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
     account = unprivileged.ensure()
     if account is None:             # the lab is not root: what it starts runs as its caller already
         return argv, env
     env = account.environment(env)
-    return account.command(argv, reads=[home, classes], env=env), env
+    return account.command(argv, reads=[home, classes], env=env, netns=confine.sandbox(), cgroup=cgroup), env
+
+
+def _run(home: Path, classes: Path, plan: bytes) -> subprocess.CompletedProcess:
+    try:
+        if unprivileged.ensure() is None:
+            argv, env = _command(home, classes)
+            return subprocess.run(argv, input=plan, capture_output=True, env=env, cwd="/", timeout=TIMEOUT_S)
+        # whatever the loader forked ends with it; a cgroup per check (two threads' checks apart)
+        with confine.Cgroup.make(f"plan-check-{next(_checks)}").held() as cgroup:
+            argv, env = _command(home, classes, cgroup)
+            return subprocess.run(argv, input=plan, capture_output=True, env=env, cwd="/", timeout=TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired, confine.ConfineError) as e:
+        raise TreeError(f"JMeter's loader could not check the plan: {e}") from None
 
 
 def load(plan: bytes, progress=print) -> list[Element]:
@@ -160,11 +179,7 @@ def load(plan: bytes, progress=print) -> list[Element]:
     except LabError as e:
         raise TreeError(f"the plan check loads the plan with JMeter's own loader, and JMeter could not be "
                         f"assembled: {e}") from None
-    argv, env = _command(home, ensure_inspector(home))
-    try:
-        result = subprocess.run(argv, input=plan, capture_output=True, env=env, cwd="/", timeout=TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise TreeError(f"JMeter's loader could not check the plan: {e}") from None
+    result = _run(home, ensure_inspector(home), plan)
     stderr = result.stderr.decode(errors="replace")
     if result.returncode == 3 and LOADER_FAILED in stderr:
         raise LoaderRefused(stderr.split(LOADER_FAILED, 1)[1].strip().splitlines()[0][:400])
