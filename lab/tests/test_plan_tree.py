@@ -73,6 +73,11 @@ HOSTILE = {
         [sampler_with('<stringProp name="HTTPSampler.path">/x/$&#123;__&#x46;ileToString(/etc/shadow)}</stringProp>')
          .replace('<stringProp name="HTTPSampler.path">/petclinic/api/owners</stringProp>', "")],
         "it calls JMeter's __FileToString"),
+    # JMeter trims the name inside ${…}: a pattern that wanted __ right after the brace missed it
+    "__FileToString after a newline inside the braces": (
+        [sampler_with('<stringProp name="HTTPSampler.path">/x/${\n  __FileToString(/etc/shadow)}</stringProp>')
+         .replace('<stringProp name="HTTPSampler.path">/petclinic/api/owners</stringProp>', "")],
+        "it calls JMeter's __FileToString"),
     "an Include Controller pulls in another plan": (
         [OK, element("IncludeController", "more", '<stringProp name="IncludeController.includepath">/tmp/other.jmx'
                      '</stringProp>', gui="IncludeControllerGui")],
