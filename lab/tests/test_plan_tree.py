@@ -144,6 +144,14 @@ def test_a_plan_that_pulls_in_code_from_elsewhere_is_refused(tmp_path, top, said
      "'ajp' (AjpSampler) sends to a target of its own"),
     ([OK, element("BackendListener", "influx", gui="BackendListenerGui")],
      "'influx' (BackendListener) sends to a target of its own"),
+    # a path made of a variable the plan sets to a full URL: JMeter sends where the URL names
+    ([sampler_with('<stringProp name="HTTPSampler.path">${target}</stringProp>').replace(
+        '<stringProp name="HTTPSampler.path">/petclinic/api/owners</stringProp>', ""),
+      element("Arguments", "vars", '<collectionProp name="Arguments.arguments"><elementProp name="target" '
+              'elementType="Argument"><stringProp name="Argument.name">target</stringProp><stringProp '
+              'name="Argument.value">http://10.0.0.9:8080/x</stringProp></elementProp></collectionProp>',
+              gui="ArgumentsPanel")],
+     "'GET owners': path '${target}' starts with a value made while the test runs"),
     # JMeter merges every config element's HTTP fields into the samplers, whatever the GUI it was saved from
     ([OK, element("ConfigTestElement", "sneaky", '<stringProp name="HTTPSampler.domain">10.0.0.5</stringProp>',
                   gui="SimpleConfigGui")],

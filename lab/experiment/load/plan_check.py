@@ -20,7 +20,8 @@ or `${__P(name,default)}`. Refused, each named with the element's testname:
   the lab's load options);
 - no enabled HTTP sampler, or a file that is not a JMeter plan;
 - a target that is not the lab's property itself: a server of more than `${__P(host)}` (`${__P(host)}.example`),
-  a port or protocol of more than its property, a sampler path that is a full URL (`http://elsewhere/x`), a sampler
+  a port or protocol of more than its property, a sampler path that is a full URL (`http://elsewhere/x`) or starts
+  with a value made while the test runs (`${url}`, which a variable may make a full URL), a sampler
   of another protocol (TCP, JDBC, SMTP, …: the lab cannot point it at each machine), a proxy (HTTPSampler.proxyHost…),
   embedded resources (fetched from wherever the answer points);
 - unless the user passes --allow-plan-code (JMeter still runs as the lab's user): an element of a class not in
@@ -251,6 +252,10 @@ def _target(element: plan_tree.Element, where: str) -> None:
     if re.match(r"\s*([A-Za-z][\w+.-]*:)?//", path):
         raise PlanError(f"{where}: {name}: path {path!r} is a full URL, which JMeter sends where it names, "
                         "not to the machine: give the path alone (/api/…)")
+    if path.strip().startswith("${"):
+        raise PlanError(f"{where}: {name}: path {path!r} starts with a value made while the test runs, which may be a "
+                        "full URL (JMeter then sends where it names, not to the machine): start it with the path "
+                        "itself (/api/${…})")
     proxy = [f for f in PROXY_FIELDS if props.get(f, "").strip()]
     if proxy:
         raise PlanError(f"{where}: {name}: sets a proxy ({proxy[0]} = {props[proxy[0]]!r}): JMeter would send "
