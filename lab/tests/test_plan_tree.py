@@ -193,6 +193,13 @@ def test_what_names_no_file_outside_and_runs_no_code_is_taken(tmp_path):
         plan_check.check(tmp_path / "my.jmx", folder=tmp_path / "data")
 
 
+def test_a_plan_lying_directly_under_the_root_has_no_folder_for_its_files(tmp_path):
+    """--plan /tmp/x.jmx: its folder would be /tmp, every other user's files in it."""
+    samplers = [element("CSVDataSet", "ids", CSV.format(path="ids.csv"))]
+    with pytest.raises(plan_check.PlanError, match="'ids.csv', which is not in the service's folder /tmp"):
+        plan_check.check(plan(tmp_path, [OK, *samplers]), folder="/tmp")
+
+
 def test_allow_plan_code_takes_what_jmeter_can_load(tmp_path):
     samplers = [OK, element("IncludeController", "more", gui="IncludeControllerGui"),
                 element("CSVDataSet", "users file", CSV.format(path="/etc/shadow"))]

@@ -186,8 +186,10 @@ def _raw(path: Path, where: str) -> bytes:
 
 
 def _inside(value: str, plan_dir: Path, folder: Path) -> bool:
-    """value, a file a plan names (relative to the plan, as JMeter takes it), lies inside folder once resolved."""
-    if not value.strip() or "${" in value:
+    """value, a file a plan names (relative to the plan, as JMeter takes it), lies inside folder once resolved (links
+    followed); never inside the root or a folder directly under it (/tmp, /etc: a plan lying there has no folder of
+    its own), nor where a value made while the test runs (${…}) says."""
+    if not value.strip() or "${" in value or len(folder.resolve().parts) <= 2:
         return False
     return (plan_dir / os.path.expanduser(value.strip())).resolve().is_relative_to(folder.resolve())
 
