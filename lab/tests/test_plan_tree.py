@@ -249,3 +249,11 @@ def test_a_check_takes_seconds(tmp_path):
     plan_check.check(plan(tmp_path, [SAMPLER.format(name="timed " + os.urandom(4).hex(), on="true", domain="",
                                                     port="")]))
     assert time.monotonic() - started < 10
+
+
+def test_output_the_check_cannot_read_fails_it(monkeypatch):
+    import subprocess
+    monkeypatch.setattr(plan_tree, "_run", lambda home, classes, data: subprocess.CompletedProcess(
+        [], 0, b'{"id":0,"parent":-1}\nnot json\n', b""))
+    with pytest.raises(plan_tree.TreeError, match="printed what the check cannot read"):
+        plan_tree.load(b"<jmeterTestPlan>" + os.urandom(8).hex().encode() + b"</jmeterTestPlan>")

@@ -187,11 +187,14 @@ def load(plan: bytes, progress=print) -> list[Element]:
         raise TreeError(f"JMeter's loader could not check the plan (exit {result.returncode}):\n  "
                         + "\n  ".join(stderr.strip().splitlines()[-10:]))
     elements: dict[int, Element] = {}
-    for line in result.stdout.decode().splitlines():
-        raw = json.loads(line)
-        parent = elements.get(raw["parent"])
-        element = Element(raw["id"], parent, raw["via"], raw["class"], raw["element"], raw["enabled"],
-                          raw["name"] or "", {k: v or "" for k, v in raw["props"].items()})
+    for line in result.stdout.decode(errors="replace").splitlines():
+        try:
+            raw = json.loads(line)
+            parent = elements.get(raw["parent"])
+            element = Element(raw["id"], parent, raw["via"], raw["class"], raw["element"], raw["enabled"],
+                              raw["name"] or "", {k: v or "" for k, v in raw["props"].items()})
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise TreeError(f"JMeter's loader printed what the check cannot read: {line[:200]!r}") from None
         if parent is not None:
             parent.children.append(element)
         elements[element.id] = element
