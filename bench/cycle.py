@@ -119,8 +119,9 @@ def timed_run(scenario: str, overrides: dict[str, object], log=print, provider: 
     started, launched = time.monotonic(), time.time()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600, env=with_provider(provider))
     wall_s = round(time.monotonic() - started)
-    made = sorted(p for p in set(paths.RESULTS.iterdir()) - before if p.is_dir()) if paths.RESULTS.exists() else []
-    # (a fresh results/ gets its index.sqlite with the first run: a file, not the run)
+    made = sorted(p for p in set(paths.RESULTS.iterdir()) - before if p.is_dir() and not p.name.startswith(".")) \
+        if paths.RESULTS.exists() else []
+    # (a fresh results/ gets its index, .index/, with the first run: not the run)
     trial = {"scenario": scenario, "provider": provider, "argv": argv[1:], "exit": done.returncode, "wall_s": wall_s,
              "folder": made[-1].name if made else None, "phases": {}, "host_calibration_s": calibration_s}
     trial["steps"] = steps_taken(done.stdout)

@@ -166,7 +166,7 @@ def test_a_scenario_is_judged_from_the_command_where_the_trial_says_when_it_bega
         (folder / "run.json").write_text(json.dumps({"started": began.strftime("%Y-%m-%dT%H:%M:%SZ"), "status":
                                                      "complete", "phases": {"up_s": 50, "to_load_s": 90},
                                                      "load": {"test_start_ms": jmeter_began_ms}}))
-        (tmp_path / "index.sqlite").write_text("")          # a file results/ gets with its first run
+        (tmp_path / ".index").mkdir(exist_ok=True)          # a folder results/ gets with its first run
         return cycle.subprocess.CompletedProcess(argv, 0, "", "")
     monkeypatch.setattr(cycle.subprocess, "run", start_sh)
     done = cycle.timed_run("cold", {}, log=lambda line: None, provider="containers")

@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ END_GRACE_S = 5
 
 class ConfineError(LabError):
     """The confinement could not be set up; the message says which part."""
+
+
+def python() -> list[Path]:
+    """What a confined run of this Python needs to see: the venv and the installation it stands on (its stdlib)."""
+    return [Path(sys.prefix), Path(sys.base_prefix)]
 
 
 def sandbox() -> Path:
@@ -155,12 +161,24 @@ def _private() -> list[Path]:
     return [folder for folder in PRIVATE if folder.is_dir() and not folder.is_symlink()]
 
 
+def _opened(account, needed: list[Path]) -> set[Path]:
+    """The needed paths, each needed folder the user may not enter itself (a 0700 run folder or results/ of a test)
+    given as what it holds: shown in an empty folder of their own, its entries keep their own permissions."""
+    found = set()
+    for path in (Path(p).resolve() for p in needed if Path(p).exists()):
+        if path.is_dir() and not account.enters(path):
+            found |= {entry for entry in path.iterdir() if not entry.is_symlink()}     # a link: never shown
+        else:
+            found.add(path)
+    return found
+
+
 def shows(account, needed: list[Path]) -> list[tuple[Path, Path]]:
     """(folder the command gets empty, path to show inside it) for each needed path inside one of the private folders
     or behind a folder the user may not enter; a path inside another shown one goes with it."""
     found = []
     private = _private()
-    for path in sorted({Path(p).resolve() for p in needed if Path(p).exists()}, key=lambda p: len(p.parts)):
+    for path in sorted(_opened(account, needed), key=lambda p: len(p.parts)):
         if any(path.is_relative_to(shown) for _, shown in found):
             continue
         folder = next((f for f in private if path.is_relative_to(f)), None) or account.blocked([path])
@@ -176,10 +194,11 @@ def shown_through(account, needed: list[Path]) -> list[str]:
 
 
 def command(account, argv: list[str], needed: list[Path] = (), env: Mapping[str, str] | None = None,
-            netns: Path | None = None, cgroup: Cgroup | None = None, die_with_parent: bool = True) -> list[str]:
+            netns: Path | None = None, cgroup: Cgroup | None = None, die_with_parent: bool = True,
+            binds: Mapping[Path, Path] | None = None) -> list[str]:
     """argv confined: as account's user (no capabilities), in netns (None: the caller's), in cgroup, with env alone
     (None: account.environment()), with private /tmp and its kind, seeing the needed paths (what it reads or writes)
-    there and behind closed folders."""
+    there and behind closed folders, and each file of binds as the file it maps to (a build's resolv.conf)."""
     line = [str(SCRIPT)]
     for hierarchy, relative in cgroup.joins if cgroup else ():
         line += ["--cgroup", str(hierarchy.mount), relative, hierarchy.fstype, hierarchy.options]
@@ -191,6 +210,8 @@ def command(account, argv: list[str], needed: list[Path] = (), env: Mapping[str,
         line += ["--folder", str(folder), PRIVATE_MODE if folder in private else CLOSED_MODE]
     for folder, path in found:
         line += ["--show", str(folder), str(path)]
+    for file, source in (binds or {}).items():
+        line += ["--bind", str(file), str(source)]
     environment = dict(account.environment() if env is None else env)
     if "PATH" in environment:       # the folders the user can search (root's own, /root/.pyenv, are no use to it)
         environment["PATH"] = ":".join(p for p in environment["PATH"].split(":")

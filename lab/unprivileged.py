@@ -46,6 +46,10 @@ class Account:
                     return folder
         return None
 
+    def enters(self, folder: Path) -> bool:
+        """Whether this user may enter (search) folder itself."""
+        return self._may(folder, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
+
     def _may(self, path: Path, owner: int, group: int, other: int) -> bool:
         try:
             st = path.stat()
@@ -63,11 +67,12 @@ class Account:
                 "--inh-caps=-all", "--bounding-set=-all", *(["--pdeathsig=TERM"] if die_with_parent else [])]
 
     def command(self, argv: list[str], reads: list[Path] = (), die_with_parent: bool = True,
-                env: dict[str, str] | None = None, netns: Path | None = None, cgroup=None) -> list[str]:
+                env: dict[str, str] | None = None, netns: Path | None = None, cgroup=None, binds=None) -> list[str]:
         """argv run as this user, confined (lab/confine.py): the paths it reads or writes shown through folders it may
-        not enter, env alone (None: environment()), in netns (None: the caller's) and cgroup when given."""
+        not enter, env alone (None: environment()), in netns (None: the caller's) and cgroup when given, binds (file:
+        the file it shows instead)."""
         from lab import confine
-        return confine.command(self, argv, list(reads), env, netns, cgroup, die_with_parent)
+        return confine.command(self, argv, list(reads), env, netns, cgroup, die_with_parent, binds)
 
     # What its processes (JMeter, a build, the JVM check, the report) get of the lab's environment: where programs
     # are, the locale and time zone, the terminal, which Java, and each tool's own options (Maven's, JMeter's JVM's).
@@ -87,12 +92,6 @@ class Account:
         """paths (files or folders, not what is in them) now the user's: what its process may write."""
         for path in paths:
             os.chown(path, self.uid, self.gid, follow_symlinks=False)
-
-    def share(self, folder: Path) -> None:
-        """folder writable by the user's group for good (the lab's own results/, where every report writes the runs'
-        index: lending it would race between two reports at once); its owner stays."""
-        os.chown(folder, -1, self.gid, follow_symlinks=False)
-        folder.chmod(folder.stat().st_mode | stat.S_IRWXG)
 
     @contextlib.contextmanager
     def lent(self, *folders: Path) -> Iterator[None]:

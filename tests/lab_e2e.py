@@ -36,8 +36,8 @@ def in_lab(name, command, timeout=600):
 
 
 def run_folders(results: Path) -> set[Path]:
-    """The run folders in results/ (beside them the runs' index, results/index.sqlite, made by the first run)."""
-    return {p for p in results.iterdir() if p.is_dir()} if results.is_dir() else set()
+    """The run folders in results/ (beside them the runs' index, results/.index/, made by the first run)."""
+    return {p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")} if results.is_dir() else set()
 
 
 def successful_samples(jtl: Path) -> int:

@@ -117,7 +117,7 @@ def short_run(lab_up):
     print(run.stdout[-4000:], run.stderr[-2000:])
     print(f"short A/B on containers in {time.monotonic() - started:.0f} s")
     assert run.returncode == 0, f"./start.sh failed:\n{run.stdout[-4000:]}\n{run.stderr[-3000:]}"
-    made = sorted(p for p in set(results.iterdir()) - before if p.is_dir())
+    made = sorted(p for p in set(results.iterdir()) - before if p.is_dir() and not p.name.startswith("."))
     assert len(made) == 1, made
     return made[0]
 

@@ -19,7 +19,7 @@ from lab import maven, paths
 from lab.errors import BadInput
 from lab.experiment.load import plan_check, request_list
 from lab.machines import box
-from lab.provision import catalog, jarinfo, knobs
+from lab.provision import catalog, jarinfo, knobs, spring_properties
 
 GUEST_JAVA = max(box.SUITES)          # the newest OpenJDK a machine's box carries (jvm_version picks it)
 BOOT_LINES = ("2.7", "3")             # the kit's Spring Boot lines
@@ -212,130 +212,21 @@ def facts_checked(jar_path: Path, where: str, key: str = "jar") -> jarinfo.JarFa
     return facts
 
 
-# A Spring property in a knob's `lands:` (alone or as a JVM system property, -Dname)
-SPRING_PROPERTY = re.compile(r"(?:^|\s|-D)((?:server|spring|camel)\.[A-Za-z0-9.-]*[A-Za-z0-9])")
-# Properties the lab writes for every service whatever the knobs say (roles/app/templates/_kit.yml.j2).
-SET_BY_THE_LAB = {"server.address": "the lab binds the service to 127.0.0.1 (HTTPD and PCP reach it there)"}
-
-
-def knob_properties() -> dict[str, str]:
-    """{Spring property: the knob that sets it}, read from where each knob lands (ansible/knobs.yml `lands:`):
-    a descriptor setting one of them would win over the knob on both machines, and the verdict say "no difference"."""
-    owned = {}
-    for knob, spec in catalog.specs().items():
-        for prop in SPRING_PROPERTY.findall(str(spec.get("lands"))):
-            owned[prop] = knob
-    return owned
-
-
-def _elements(key: str, separators: str) -> tuple[str, ...]:
-    """A name's elements as Spring's ConfigurationPropertyName compares them: split at the separators and at [ ],
-    each element lower-cased with everything but a-z and 0-9 skipped (server.tomcat.maxConnections,
-    max_connections, max-connections and MAX-CONNECTIONS are one property); empty elements dropped."""
-    parts = re.split(f"[{re.escape(separators)}\\[\\]]", key.lower())
-    return tuple(e for e in (re.sub(r"[^a-z0-9]", "", part) for part in parts) if e)
-
-
-def _canonical(key: str) -> str:
-    """A property's name as Spring's relaxed binding compares it in a properties or YAML source: elements split at
-    '.' and [ ], each lower-cased without dashes, underscores or any other character but a-z and 0-9."""
-    return ".".join(_elements(key, "."))
-
-
-def _forms(key: str) -> set[tuple[str, ...]]:
-    """Every name Spring could bind `key` as: its own form and, for a name without dots, the environment variable
-    forms (SERVER_TOMCAT_THREADS_MAX; '_' separates elements, or stands for a dash: SERVER_TOMCAT_MAX_CONNECTIONS is
-    server.tomcat.max-connections), which a source read as the environment takes (SPRING_APPLICATION_JSON,
-    PropertiesLauncher's LOADER_PATH)."""
-    forms = {_elements(key, ".")}
-    if "." not in key:
-        forms.add(_elements(key, "_"))
-    return forms
-
-
-def _owner(key: str, owned: dict):
-    """The owned name `key` binds as (owned: {canonical elements: …}), or None."""
-    forms = _forms(key)
-    for form in forms:
-        if form in owned:
-            return form
-    if "." not in key:          # an environment variable's '_' may be a dash: compare the elements joined
-        joined = "".join(_elements(key, "_"))
-        return next((form for form in owned if "".join(form) == joined), None)
-    return None
-
-
-# Properties that move where the service reads its configuration or code from, or where it writes its logs, by
-# their canonical elements' first ones: a descriptor would set through them what no check here saw.
-MOVES_CONFIG = {
-    ("spring", "config"): "moves where Spring reads its configuration (imports, locations, names): the service's "
-                          "configuration is its jar's, the descriptor's properties and its template",
-    ("spring", "application", "json"): "sets any property past this check (JSON Spring reads as properties)",
-    ("spring", "cloud", "bootstrap"): "moves where Spring Cloud reads its bootstrap configuration",
-    ("loader",): "are Spring Boot's PropertiesLauncher settings: the lab sets loader.path (the tuning kit) and "
-                 "loader.main itself",
-    ("logging", "config"): "is set by the lab from the descriptor's logging: (a file the descriptor names, copied "
-                           "and checked)",
-}
-# Properties naming a file the service reads or writes: only a path inside the service's folder on the machine (a
-# relative one without ..), or a resource of its jar (classpath:).
-NAMES_A_FILE = {
-    ("logging", "file"): "where it writes its log", ("logging", "path"): "where it writes its log",
-    ("logging", "logback", "rollingpolicy", "filenamepattern"): "where it writes its old logs",
-    ("spring", "banner", "location"): "a file it prints to its log",
-    ("spring", "banner", "image", "location"): "a file it prints to its log",
-    ("server", "tomcat", "basedir"): "where Tomcat writes its work files",
-    ("server", "tomcat", "accesslog", "directory"): "where Tomcat writes its access log",
-    ("server", "servlet", "session", "storedir"): "where it writes its sessions",
-    ("spring", "servlet", "multipart", "location"): "where it writes uploads",
-    ("spring", "pid", "file"): "where it writes its PID",
-}
-RELATIVE_PATH = re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))[\w.-]+(?:/[\w.-]+)*", re.ASCII)
-
-
-def _prefixed(forms: set[tuple[str, ...]], table: dict) -> tuple[tuple[str, ...], str] | None:
-    for form in forms:
-        for prefix, why in table.items():
-            if form[:len(prefix)] == prefix:
-                return prefix, why
-    return None
-
-
 def properties(raw, where: str) -> dict:
     """`properties:` Spring properties the lab writes into the service's application.yml (and service check's
     -D options): refused, in any form Spring's relaxed binding takes as the same name, where a knob or the lab sets
     them, where they move the service's configuration, launcher or logging config, or name a file outside its
-    folder. A value's Jinja delimiters are data on their way to Ansible (lab/provision/as_data.py)."""
+    folder (lab/provision/spring_properties.py). A value's Jinja delimiters are data on their way to Ansible
+    (lab/provision/as_data.py)."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise fail(where, "properties", "must be a mapping of Spring property → value")
-    # {a property as relaxed binding compares it: why the descriptor may not set it}
-    owned = {**{_elements(prop, "."): (prop, f"set by the knob {knob} (--set {knob}=… or a knob set): a "
-                "descriptor's value would override it on both machines") for prop, knob in knob_properties().items()},
-             **{_elements(prop, "."): (prop, f"set by the lab: {why}") for prop, why in SET_BY_THE_LAB.items()}}
+    owned = spring_properties.owned()
     for key, value in raw.items():
-        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\[\]-]*", key):
-            raise fail(where, f"properties.{key}", "not a Spring property name (letters, digits, . _ - [ ])")
-        forms = _forms(key)
-        said = f"properties.{key}"
-        taken = _owner(key, owned)
-        if taken:
-            prop, why = owned[taken]
-            raise fail(where, said, why if key == prop else f"{why} (Spring's relaxed binding takes {key} as {prop})")
-        if any(form[:2] in (("server", "port"), ("lab", "kit")) for form in forms):
-            raise fail(where, said, "set by the lab (port: in the descriptor; the kit's own keys)")
-        moved = _prefixed(forms, MOVES_CONFIG)
-        if moved:
-            raise fail(where, said, f"Spring binds it as {'.'.join(moved[0])}.…, which {moved[1]}")
-        if not isinstance(value, (str, int, float, bool)):
-            raise fail(where, said, f"must be a text, number or true/false, got {value!r}")
-        named = _prefixed(forms, NAMES_A_FILE)
-        if named and not (isinstance(value, str) and (RELATIVE_PATH.fullmatch(value) or
-                                                       re.fullmatch(r"classpath:[\w./-]+", value)
-                                                       and ".." not in value)):
-            raise fail(where, said, f"{value!r}: {'.'.join(named[0])} names {named[1]}: only a path inside the "
-                       "service's folder on the machine (relative, without .. or ${…}) or classpath:…")
+        why = spring_properties.refused(key, value, owned)
+        if why:
+            raise fail(where, f"properties.{key}", why)
     return dict(raw)
 
 

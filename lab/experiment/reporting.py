@@ -3,12 +3,13 @@ the project root, and a report's outcome on the terminal (the verdict, the resul
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from lab import machines, paths, unprivileged
+from lab import confine, machines, paths, unprivileged
 from lab.errors import BadInput
 from runfolder import gates as runfolder_gates
 from runfolder import read_json
@@ -16,10 +17,11 @@ from runfolder import summary as summary_md
 from runfolder import verdict as runfolder_verdict
 
 # The folder each report command writes (the position of its argument): lent to the lab's user while it runs; runs and
-# history rebuild the index in results/, which that user's group may write for good (unprivileged.Account.share).
+# history rebuild the index in results/.index/ (report/commands/runs.py INDEX), lent the same way: results/ itself
+# stays root's alone, so nothing the user made can stand in place of a run folder root later reads
 WRITES = {"run": 0, "combine": 0, "sweep": 0, "tune": 0, "gate": 0, "compare": 0, "history": 1}
-INDEXES = {"runs": 0, "history": 0}         # the results/ whose index.sqlite they rebuild (report/commands/runs.py)
-INDEX_FILES = ("index.sqlite", ".index.sqlite.lock")     # report/history/index.py writes them in place
+INDEXES = {"runs": 0, "history": 0}         # the results/ whose index they rebuild
+INDEX_FOLDER = ".index"
 
 
 def report_command(command: str, *args, log=None, what: str = "report", own_session: bool = False) -> int:
@@ -51,8 +53,9 @@ def _as_lab_user(command: str, args: list[Path], cmd: list[str]) -> Iterator[tup
                         for table in (WRITES, INDEXES))
     with contextlib.ExitStack() as stack:
         if results is not None and results.is_dir() and _the_labs(results):
-            account.share(results)
-            account.give(*(results / name for name in INDEX_FILES if (results / name).exists()))
+            _root_only(results, account)
+            (results / INDEX_FOLDER).mkdir(exist_ok=True)
+            stack.enter_context(account.lent(results / INDEX_FOLDER))
         if written is not None:
             if command == "compare":
                 written.mkdir(parents=True, exist_ok=True)
@@ -63,7 +66,17 @@ def _as_lab_user(command: str, args: list[Path], cmd: list[str]) -> Iterator[tup
                                    "of yours is not the lab's to lend it; copy it under results/, or run "
                                    f"`./start.sh {command}` as the folder's owner (it needs no root)")
                 stack.enter_context(account.lent(written))
-        yield account.command(cmd, [Path(sys.executable), paths.ROOT, *args]), account.environment()
+        # shown: the Python, the checkout, results/ (a sweep's, a series' and a tune's reports read their trials'
+        # folders beside them) and the folders named
+        yield account.command(cmd, [*confine.python(), paths.ROOT, paths.RESULTS, *args]), account.environment()
+
+
+def _root_only(results: Path, account: unprivileged.Account) -> None:
+    """results/ writable by root alone: labs before this shared it with the user's group for the index."""
+    st = results.stat()
+    if st.st_gid == account.gid or st.st_mode & 0o022:
+        os.chown(results, -1, 0, follow_symlinks=False)
+        results.chmod(st.st_mode & ~0o022)
 
 
 def _the_labs(folder: Path) -> bool:

@@ -120,8 +120,8 @@ def confined(svc: service.Service, kit: Path) -> Iterator[Confinement]:
         folder.unlink()
     folder.mkdir(exist_ok=True)
     account.give(folder)
-    needed = (svc.jar, kit, *([svc.mock.stubs] if svc.mock and svc.mock.stubs else []), Path(sys.prefix),
-              Path(sys.base_prefix), paths.ROOT / "mock-service", folder)
+    needed = (svc.jar, kit, *([svc.mock.stubs] if svc.mock and svc.mock.stubs else []), *confine.python(),
+              paths.ROOT / "mock-service", folder)
     with confine.Cgroup.make("service-check").held() as cgroup:
         yield Confinement(account, confine.sandbox(), cgroup, needed, folder)
 

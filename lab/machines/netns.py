@@ -93,14 +93,14 @@ def _lab_runs(root: Path) -> bool:
     return any(procs.alive(n, run_dir) for n in procs.names(run_dir)) or bool(_pids_in_namespace())
 
 
-def _sh(cmd: list[str], what: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    """shell.run, failing with NetnsError."""
+def sh(cmd: list[str], what: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    """shell.run, failing with NetnsError (build_netns.py's too)."""
     return shell.run(cmd, what, error=NetnsError, check=check, **kw)
 
 
 def virsh(*args: str, check: bool = False) -> subprocess.CompletedProcess:
     """virsh ARGS against the lab's libvirtd (inside the namespace); with check a failure raises NetnsError."""
-    return _sh(wrap(["virsh", "-c", LIBVIRT_URI, *args]), f"virsh {args[0]}", check=check)
+    return sh(wrap(["virsh", "-c", LIBVIRT_URI, *args]), f"virsh {args[0]}", check=check)
 
 
 def libvirt_started() -> bool:
@@ -119,7 +119,7 @@ def healthy(libvirt: bool | None = None) -> bool:
 
 def host_networks() -> list[str]:
     """IPv4 networks of the host's own interfaces (guests must not reach them through the uplink)."""
-    out = _sh(["ip", "-j", "-4", "addr", "show"], "listing the host's addresses").stdout
+    out = sh(["ip", "-j", "-4", "addr", "show"], "listing the host's addresses").stdout
     nets = []
     for link in json.loads(out or "[]"):
         for addr in link.get("addr_info", []):
@@ -150,19 +150,19 @@ table inet lab_guard {{
 """
 
 
-def _start_uplink() -> None:
-    log = paths.LOG_DIR / "slirp4netns.log"
-    with open(log, "ab") as out:
+def start_uplink(netns_file: Path = NETNS_FILE, record: str = "slirp4netns") -> subprocess.Popen:
+    paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
+    with open(log := paths.LOG_DIR / f"{record}.log", "ab") as out:
         # --disable-host-loopback: the namespace must not reach the host's 127.0.0.1 services.
         proc = subprocess.Popen(
             ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
-             "--netns-type=path", str(NETNS_FILE), UPLINK],
+             "--netns-type=path", str(netns_file), UPLINK],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    procs.record("slirp4netns", proc.pid)
+    procs.record(record, proc.pid)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        if _sh(wrap(["ip", "-4", "addr", "show", UPLINK]), "checking the uplink", check=False).stdout.strip():
-            return
+        if sh(["ip", "-n", netns_file.name, "-4", "addr", "show", UPLINK], "the uplink", check=False).stdout.strip():
+            return proc
         if proc.poll() is not None:
             raise NetnsError(f"slirp4netns exited {proc.returncode}: {log.read_text()[-500:]}")
         time.sleep(0.3)
@@ -244,7 +244,7 @@ def _start_daemon(name: str) -> None:
     pidfile.unlink(missing_ok=True)
     hidden = _kvm_hidden_mounts() if name == "libvirtd" else ""
     script = f"{cgroup_mounts()}; {hidden}exec {name} --daemon --pid-file={pidfile}"
-    _sh(wrap(["sh", "-c", script]), f"starting {name}")
+    sh(wrap(["sh", "-c", script]), f"starting {name}")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -270,14 +270,14 @@ def create(libvirt: bool = True) -> None:
     paths.RUN_DIR.mkdir(parents=True, exist_ok=True)
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
     try:
-        _sh(["ip", "netns", "add", NAME], "creating the lab namespace")
-        _sh(wrap(["ip", "link", "set", "lo", "up"]), "bringing up loopback in the namespace")
+        sh(["ip", "netns", "add", NAME], "creating the lab namespace")
+        sh(wrap(["ip", "link", "set", "lo", "up"]), "bringing up loopback in the namespace")
         NETNS_ETC.mkdir(parents=True, exist_ok=True)
         (NETNS_ETC / "resolv.conf").write_text(f"nameserver {SLIRP_DNS}\n")
         OWNER_FILE.write_text(f"{paths.ROOT}\n")
-        _start_uplink()
-        _sh(wrap(["nft", "-f", "-"]), "loading the egress guard", input=guard_ruleset(host_networks()))
-        _sh(wrap(["sysctl", "-qw", "net.ipv4.ip_forward=1"]), "enabling forwarding in the namespace")
+        start_uplink()
+        sh(wrap(["nft", "-f", "-"]), "loading the egress guard", input=guard_ruleset(host_networks()))
+        sh(wrap(["sysctl", "-qw", "net.ipv4.ip_forward=1"]), "enabling forwarding in the namespace")
         if libvirt:
             for daemon in DAEMONS:
                 _start_daemon(daemon)
@@ -343,7 +343,7 @@ def destroy(networks: tuple[str, ...] = ()) -> list[str]:
         if procs.terminate(pid):
             done.append(f"leftover process {pid} in the namespace ended")
     if exists():
-        _sh(["ip", "netns", "delete", NAME], "deleting the lab namespace", check=False)
+        sh(["ip", "netns", "delete", NAME], "deleting the lab namespace", check=False)
         done.append(f"namespace {NAME} deleted")
     shutil.rmtree(NETNS_ETC, ignore_errors=True)
     OWNER_FILE.unlink(missing_ok=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lab import confine, machines, maven, paths, shell, unprivileged
 from lab.errors import LabError
+from lab.machines import build_netns
 from lab.provision import catalog, profiler
 
 
@@ -129,10 +130,11 @@ def _build_as(account: unprivileged.Account, project: Path, outside: list[Path],
             account.give(Path(folder), *(Path(folder) / name for name in dirs + files))
         wrapper = copy / "mvnw" if mvnw == project / "mvnw" else mvnw
         argv = [str(wrapper), *_package(copy, stack), f"-Dmaven.repo.local={repository}"]
-        # its own environment alone (Maven's options among it), in a cgroup whose every process ends with the build
-        with confine.Cgroup.make("build").held() as cgroup:
+        # its own environment alone (Maven's options among it), in a cgroup whose every process ends with the build,
+        # in a network namespace of its own that reaches Maven Central and nothing of the host's
+        with confine.Cgroup.make("build").held() as cgroup, build_netns.for_a_build() as (network, resolv):
             shell.run(account.command(argv, [wrapper, Path(scratch)], env=maven.environment(account.environment()),
-                                      cgroup=cgroup),
+                                      cgroup=cgroup, netns=network, binds={Path("/etc/resolv.conf"): resolv}),
                       f"building {jar.name} failed", error=BuildError, lines=40, cwd=copy)
         # what the build made is the user's: read back without following links
         unprivileged.take_back(Path(scratch), copy.relative_to(scratch) / jar.resolve().relative_to(project), jar)

@@ -5,7 +5,7 @@
 # user). Every step is an exec: the PID the lab started is the command's.
 #
 #   confine.sh [--cgroup MOUNT RELATIVE FSTYPE OPTIONS]... [--netns NETNS_FILE]
-#              [--folder FOLDER MODE]... [--show FOLDER PATH]... -- COMMAND...
+#              [--folder FOLDER MODE]... [--show FOLDER PATH]... [--bind FILE SOURCE]... -- COMMAND...
 #
 # --cgroup: join MOUNT/RELATIVE (its cgroup.procs); where MOUNT is not there (`ip netns exec`, which runs Ansible,
 # hides the host's /sys/fs/cgroup) the hierarchy (FSTYPE cgroup or cgroup2, OPTIONS its controller) is mounted again
@@ -13,18 +13,20 @@
 # --folder FOLDER MODE: FOLDER becomes, in this mount namespace only, an empty tmpfs of MODE (a folder closed to the
 # user: 0755, holding only what --show puts there; /tmp and its kind: 1777, the command's own).
 # --show FOLDER PATH: PATH (existing, inside FOLDER) bound from the real one into FOLDER's tmpfs.
+# --bind FILE SOURCE: FILE shows SOURCE instead (a build's /etc/resolv.conf: its own namespace's resolver).
 set -euo pipefail
 
 STAGE=/run/camel-lab-confine        # where the real paths are bound before their folder is replaced
 HIERARCHY=/run/camel-lab-confine-cgroup
 
-cgroups=() netns="" folders=() shows=() inside=false
+cgroups=() netns="" folders=() shows=() binds=() inside=false
 while [ $# -gt 0 ]; do
   case $1 in
     --cgroup) cgroups+=("$2" "$3" "$4" "$5"); shift 5 ;;
     --netns) netns=$2; shift 2 ;;
     --folder) folders+=("$2" "$3"); shift 3 ;;
     --show) shows+=("$2" "$3"); shift 3 ;;
+    --bind) binds+=("$2" "$3"); shift 3 ;;
     --inside) inside=true; shift ;;
     --) shift; break ;;
     *) echo "confine.sh: unknown argument $1" >&2; exit 2 ;;
@@ -52,6 +54,7 @@ if ! $inside; then
     again=("$0" --inside)
     for ((i = 0; i < ${#folders[@]}; i += 2)); do again+=(--folder "${folders[i]}" "${folders[i + 1]}"); done
     for ((i = 0; i < ${#shows[@]}; i += 2)); do again+=(--show "${shows[i]}" "${shows[i + 1]}"); done
+    for ((i = 0; i < ${#binds[@]}; i += 2)); do again+=(--bind "${binds[i]}" "${binds[i + 1]}"); done
     exec "${enter[@]}" unshare --mount --propagation private -- "${again[@]}" -- "$@"
   fi
   exec "${enter[@]}" "$@"
@@ -76,5 +79,6 @@ for ((i = 0; i < ${#shows[@]}; i += 2)); do
   mount --move "$staged" "$path"
 done
 umount "$STAGE"
+for ((i = 0; i < ${#binds[@]}; i += 2)); do mount --bind "${binds[i + 1]}" "${binds[i]}"; done
 cd "$PWD" 2>/dev/null || cd /       # the working folder as this namespace shows it
 exec "$@"

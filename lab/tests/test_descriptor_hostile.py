@@ -211,6 +211,19 @@ def test_a_property_that_moves_the_services_configuration_is_refused(tmp_path, k
     refused(shop(tmp_path, properties={key: value}), rf"properties.{re.escape(key)}: .*{re.escape(said)}")
 
 
+@pytest.mark.parametrize(("key", "value"), [("java.system.class.loader", "evil.Loader"),
+                                            ("java.security.manager", "evil.Manager"),
+                                            ("JAVA_LIBRARY_PATH", "/tmp/evil"), ("jdk.module.main", "evil"),
+                                            ("java.util.logging.config.class", "evil.Config"),
+                                            ("com.sun.management.jmxremote.port", "9999"),
+                                            ("javax.net.ssl.trustStore", "/etc/shadow"),
+                                            ("logback.configurationFile", "/root/evil.xml")])
+def test_a_jvm_system_property_is_refused(tmp_path, key, value):
+    """service check hands every property to the JVM as -D: the JVM's own would load code or read files there."""
+    refused(shop(tmp_path, properties={key: value}), rf"properties.{re.escape(key)}: .*are the JVM's or its logging "
+            "library's system properties")
+
+
 @pytest.mark.parametrize(("key", "value"), [("logging.file.name", "/etc/cron.d/lab"),
                                             ("LOGGING_FILE_PATH", "/root"), ("logging.file.name", "../../x.log"),
                                             ("logging.file.name", "${user.home}/x.log"),

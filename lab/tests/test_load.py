@@ -376,8 +376,9 @@ def test_jmeter_runs_as_the_labs_user_never_as_root(closed_run):
     user = pwd.getpwnam(unprivileged.NAME)
     assert result.jmeter_uid == user.pw_uid != 0
     assert result.runs_as["user"] == unprivileged.NAME and result.runs_as["uid"] == user.pw_uid
-    # pytest's folders are root's only: JMeter kept the read capability, and the record says which folder asked
-    assert result.runs_as["read_all"] and "/tmp/pytest-of-root is closed to camel-lab" in result.runs_as["why"]
+    # pytest's folders are root's only: JMeter was shown what it needed there (lab/confine.py), no capability to read
+    # past permissions (issue 85)
+    assert result.runs_as["read_all"] is False and "why" not in result.runs_as
     for machine in load.MACHINES:
         assert (run_dir / machine / "jmeter.jtl").stat().st_uid == user.pw_uid
         assert (run_dir / machine).stat().st_uid == os.geteuid(), "the folder was lent for the load only"

@@ -74,8 +74,10 @@ def test_the_report_runs_as_the_labs_user_in_the_folder_lent_to_it(tmp_path, mon
     assert "an old summary" not in (folder / "summary.md").read_text()
     assert folder.stat().st_uid == 0 and (folder / "run.json").stat().st_uid == 0, "lent, then given back"
     assert reporting.report_command("runs", results, "--add", folder, log=print) == 0
-    assert (results / "index.sqlite").stat().st_uid == user and results.stat().st_uid == 0
-    assert results.stat().st_gid == pwd.getpwnam(unprivileged.NAME).pw_gid, "results/ its group's to write"
+    assert (results / ".index" / "index.sqlite").stat().st_uid == user
+    st = results.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o022) == (0, 0, 0), "results/ writable by root alone"
+    assert (results / ".index").stat().st_uid == 0, "its folder lent, then given back"
     assert reporting.report_command("runs", results, log=print) == 0      # a rebuild over the index it wrote
 
 

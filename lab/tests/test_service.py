@@ -1,6 +1,7 @@
 """A service descriptor, checked before anything starts (lab/experiment/service.py)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -183,6 +184,12 @@ def test_a_missing_descriptor_names_the_services_there_are(tmp_path):
         service.load(str(tmp_path / "bad.yml"))
 
 
+@contextlib.contextmanager
+def no_network():
+    """A build's network namespace where the build itself is a stand-in."""
+    yield Path("/run/netns/none"), Path("/etc/resolv.conf")
+
+
 def test_a_build_uses_the_projects_own_maven_or_the_labs_never_a_parent_folders(tmp_path, monkeypatch):
     """Issue 53, item 3: a parent folder's mvnw is not the customer's project's and would run as root."""
     parent = tmp_path / "someone-elses"
@@ -193,6 +200,7 @@ def test_a_build_uses_the_projects_own_maven_or_the_labs_never_a_parent_folders(
     assert jars.maven_for(project) == maven.MAVEN_WRAPPER
     ran = []
     monkeypatch.setattr(jars.shell, "run", lambda argv, *a, **k: ran.append(shell.shown(argv).split()[0]))
+    monkeypatch.setattr(jars.build_netns, "for_a_build", no_network)
     with pytest.raises(jars.BuildError, match="left no"):
         jars._build(project, [], "camel3", project / "target" / "x.jar", log=lambda line: None)
     assert ran == [str(maven.MAVEN_WRAPPER)] and not (parent / "mvnw.ran").exists()
@@ -252,6 +260,7 @@ def test_a_build_as_the_labs_user_reads_no_repository_of_roots(tmp_path, monkeyp
         (Path(kwargs["cwd"]) / "one" / "target").mkdir(parents=True)
         (Path(kwargs["cwd"]) / "one" / "target" / "one.jar").write_text("jar")
     monkeypatch.setattr(jars.shell, "run", build)
+    monkeypatch.setattr(jars.build_netns, "for_a_build", no_network)
     jars._build_as(account, project, [], maven.MAVEN_WRAPPER, "one", project / "one" / "target" / "one.jar")
     argv = ran[0]
     assert not any("maven.repo.local.tail" in a or str(Path.home()) in a for a in argv), argv

@@ -130,7 +130,7 @@ def test_report_later_writes_the_report_and_the_index_entry_and_says_how_long(tm
     assert "report" not in saved and not saved.get("finish_errors"), saved.get("finish_errors")
     assert {"report_s", "index_s"} <= set(saved["phases"])
     assert (folder / "report.html").is_file() and json.loads((folder / "verdict.json").read_text())["verdict"]
-    with sqlite3.connect(results / "index.sqlite") as db:
+    with sqlite3.connect(results / ".index" / "index.sqlite") as db:
         assert FIXTURE.name in {row[0] for row in db.execute("SELECT * FROM runs")}
 
 

@@ -85,9 +85,40 @@ def test_a_folder_lent_twice_is_given_back_by_the_first_lender_only(account, tmp
     assert folder.stat().st_uid == 0
 
 
-def test_a_shared_folder_is_its_groups_to_write_and_keeps_its_owner(account, tmp_path):
-    folder = tmp_path / "results"
-    folder.mkdir(mode=0o755)
-    account.share(folder)
-    st = folder.stat()
-    assert st.st_uid == 0 and st.st_gid == account.gid and st.st_mode & 0o070 == 0o070
+def test_a_folder_given_back_holds_no_link_fifo_or_socket(account, tmp_path):
+    """JMeter (a plan's code with --allow-plan-code) could leave a link where its JTL should be: root then read and
+    cut the file it named. Given back, the folder holds folders and regular files only."""
+    folder = tmp_path / "default"
+    folder.mkdir()
+    target = tmp_path / "roots"
+    target.write_text("root's\n")
+    with account.lent(folder):
+        (folder / "jmeter.jtl").symlink_to(target)
+        (folder / "deep").mkdir()
+        (folder / "deep" / "link").symlink_to("/etc")
+        os.mkfifo(folder / "fifo")
+        (folder / "kept.csv").write_text("a,b\n")
+    assert sorted(p.name for p in folder.rglob("*")) == ["deep", "kept.csv"]
+    assert target.read_text() == "root's\n"
+
+
+@pytest.mark.parametrize("plant", ["file", "folder"])
+def test_what_the_user_made_is_taken_back_only_as_a_regular_file(account, tmp_path, plant):
+    base = tmp_path / "scratch"
+    (base / "target").mkdir(parents=True)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "one.jar").write_text("root's\n")
+    if plant == "file":
+        (base / "target" / "one.jar").symlink_to(secret / "one.jar")
+        relative = Path("target/one.jar")
+    else:
+        (base / "linked").symlink_to(secret)
+        relative = Path("linked/one.jar")
+    with pytest.raises(unprivileged.UserError, match="a link there is refused"):
+        unprivileged.take_back(base, relative, tmp_path / "out.jar")
+    assert not (tmp_path / "out.jar").exists()
+    (base / "target" / "two.jar").write_text("built\n")
+    assert unprivileged.take_back(base, Path("target/two.jar"), tmp_path / "out.jar")
+    assert (tmp_path / "out.jar").read_text() == "built\n"
+    assert not unprivileged.take_back(base, Path("target/none.jar"), tmp_path / "none.jar")

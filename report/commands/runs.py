@@ -1,6 +1,6 @@
 """python -m report runs RESULTS [--label TEXT] [--since DATE] [--service NAME]: the index of runs
-(RESULTS/index.sqlite, rebuilt from the folders, which stay the truth) and a table of its folders, oldest first; a
-folder that cannot be read is named and skipped. A user who may not write RESULTS (the lab's, root's) gets the
+(RESULTS/.index/index.sqlite, rebuilt from the folders, which stay the truth) and a table of its folders, oldest
+first; a folder that cannot be read is named and skipped. A user who may not write RESULTS (the lab's, root's) gets the
 table all the same, read from the folders, and a warning that the index was left as it was."""
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from report.history import index
 from report.history.histories import Filters, moment
 from report.output import warn
 
-INDEX = "index.sqlite"
+# in a folder of its own: where the lab runs as root the report writes it as the lab's user, in that folder lent to
+# it, and results/ itself stays root's alone (lab/experiment/reporting.py)
+INDEX = Path(".index") / "index.sqlite"
 
 
 def add_filters(parser: argparse.ArgumentParser) -> None:

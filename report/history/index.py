@@ -1,5 +1,5 @@
 """The index of runs: one row per run, series, sweep and tune folder of results/, read from the folders (run.json,
-verdict.json, sweep.json), kept in a SQLite file (results/index.sqlite). The folders stay the truth: the index is
+verdict.json, sweep.json), kept in a SQLite file (results/.index/index.sqlite). The folders stay the truth: the index is
 rebuilt from them at any time (`rebuild`), or brought up to date one folder at a time (`add`, at the end of a run);
 both give the same rows. A folder that cannot be read is named and skipped, never fatal.
 
@@ -176,7 +176,9 @@ def _stamp_time(name: str) -> str:
 def scan(results: Path) -> tuple[list[Entry], dict[str, str]]:
     """Every folder of results/ as an entry, oldest first, and the folders skipped with why."""
     entries, skipped = [], {}
-    for folder in sorted(p for p in results.iterdir() if p.is_dir()) if results.is_dir() else []:
+    # a hidden folder is none of the runs' (.index: the index's own)
+    for folder in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+            if results.is_dir() else []:
         try:
             entry = read_folder(folder)
         except Unreadable as why:
@@ -252,6 +254,7 @@ def _locked(db: Path) -> Iterator[None]:
     """The index's lock held: one writer at a time, across processes and threads (each open of the lock file
     holds its own flock; the system releases it when its process ends)."""
     with _not_written(db):
+        db.parent.mkdir(exist_ok=True)
         fd = os.open(_lock_path(db), os.O_RDWR | os.O_CREAT, 0o666)
     try:
         _wait_for_lock(fd, db)

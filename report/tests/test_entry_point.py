@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from report.commands import runs
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "report" / "tests" / "fixtures" / "20261122T215957Z-fixture"
 PROBE = ("import sys; from report.__main__ import main; code = main(sys.argv[1:]); "
@@ -32,7 +34,7 @@ def test_a_light_command_imports_no_statistics(tmp_path, command):
     argv = (["runs", str(results), "--add", str(folder)] if command == "runs"
             else ["gate", str(folder), "--gate", "errors<=100%"])
     assert imported(*argv) == "[]"
-    assert (results / "index.sqlite").is_file() if command == "runs" else (folder / "gates.xml").is_file(), \
+    assert (results / runs.INDEX).is_file() if command == "runs" else (folder / "gates.xml").is_file(), \
         "and it did its work"
 
 

@@ -122,6 +122,12 @@ class Engines:
     def properties_file(self) -> Path:
         return self.local_work / "rmi.properties"
 
+    @property
+    def private_files(self) -> list[Path]:
+        """What JMeter reads of the run's folder (the controller's and an engine on this machine): the properties
+        and the keystore they name."""
+        return [self.properties_file, self.local_work / "rmi_keystore.jks"]
+
     def controller_arguments(self) -> list[str]:
         """What the controller's JMeter adds: its address for the engines' callbacks, the engines, exit them at
         the end (-X), the TLS settings, results sent back as they come without response data."""
@@ -183,12 +189,22 @@ class Engines:
         if done.returncode != 0:
             raise EngineError(f"keytool could not make the run's RMI keystore: {done.stderr.strip()[-300:]}")
         keystore.chmod(0o600)
+        self._for_the_labs_user(keystore)
         self.properties_file.write_text(
             "# JMeter's RMI over TLS for this run only (lab/experiment/load/engines.py); removed at its end\n"
             f"server.rmi.ssl.keystore.file={keystore}\nserver.rmi.ssl.keystore.password={password}\n"
             f"server.rmi.ssl.keystore.alias={KEY_ALIAS}\nserver.rmi.ssl.truststore.file={keystore}\n"
             f"server.rmi.ssl.truststore.password={password}\nserver.rmi.ssl.disable=false\n")
         self.properties_file.chmod(0o600)
+        self._for_the_labs_user(self.properties_file)
+
+    @staticmethod
+    def _for_the_labs_user(path: Path) -> None:
+        """Where the lab is root, JMeter (the controller, an engine here) runs as its user and reads nothing past
+        permissions: the run's own keystore and its password are that user's (0600), nobody else's."""
+        account = unprivileged.find() if os.geteuid() == 0 else None
+        if account is not None:
+            account.give(path)
 
     def _bundle(self, home: Path | None) -> bytes:
         """A tar of the run's keystore and properties (and the JMeter home when the generator lacks it)."""
@@ -242,7 +258,8 @@ class Engines:
                 "-Jjmeterengine.remote.system.exit=true"]
         give = ""
         if remote.account is not None:      # it writes its log in its folder; it outlives the shell that starts it
-            reads = [Path(home), Path(self.work)]
+            Path(d).mkdir(parents=True, exist_ok=True)      # this machine's: shown to it, so made before
+            reads = [Path(home), *self.private_files, Path(d)]
             argv = remote.account.command(argv, reads, die_with_parent=False)
             give = f"chown {remote.account.uid}:{remote.account.gid} {d}; "
             engine.runs_as = remote.account.reading(reads)

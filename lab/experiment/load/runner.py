@@ -168,12 +168,14 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
                           java=java)
     # JMeter runs a plan's samplers and functions (a customer's text): as the lab's user, never as root
     account = unprivileged.ensure()
-    reads = [home, chosen, LAB_PROPERTIES, run_dir, *([engines.properties_file] if engines else [])]
+    # what it reads and writes, each named: the run folder itself may be closed to it (a tmp_path's 0700)
+    log.touch()
+    reads = [home, chosen, LAB_PROPERTIES, log, *{jtl.parent for jtl in jtls.values()},
+             *(engines.private_files if engines else [])]
     runs_as = unprivileged.current_reading() if account is None else account.reading(reads)
     cgroup = None if account is None else confine.Cgroup.make("jmeter")     # what it forks ends with it
     if account is not None:
         argv = account.command(argv, reads, cgroup=cgroup)
-        log.touch()
         account.give(log)
     command = wrap(argv)
     result = LoadResult(jmeter_version=jmeter_version(home), command=command, profile=asdict(profile),
