@@ -57,10 +57,12 @@ def sandbox() -> Path:
     return path
 
 
-def remove_sandbox() -> None:
-    """`down`: the sandbox namespace gone (nothing runs in it between commands)."""
-    if (NETNS_DIR / SANDBOX).exists():
-        subprocess.run(["ip", "netns", "del", SANDBOX], capture_output=True)
+def remove_sandbox() -> bool:
+    """`down`: the sandbox namespace gone (nothing runs in it between commands); whether there was one."""
+    if not (NETNS_DIR / SANDBOX).exists():
+        return False
+    subprocess.run(["ip", "netns", "del", SANDBOX], capture_output=True)
+    return True
 
 
 @dataclass(frozen=True)

@@ -277,9 +277,9 @@ def describe(svc: service.Service) -> list[str]:
     return lines
 
 
-def check(name: str, log=print) -> int:
+def check(name: str, log=print, allow_plan_code: bool = False) -> int:
     """The command: 0 when the service is ready for the lab, 1 (and why) otherwise."""
-    svc = service.load(name)
+    svc = service.load(name, allow_plan_code)
     print("\n".join(describe(svc)), flush=True)
     kit = jars.ensure_kit(log)
     work = paths.STATE_DIR / "services" / svc.name

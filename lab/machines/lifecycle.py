@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from lab import machines, paths, shell, steps, unprivileged
+from lab import confine, machines, paths, shell, steps, unprivileged
 from lab.errors import LabError
 from lab.machines import (
     accel,
@@ -281,6 +281,8 @@ def down() -> None:
     """Everything the lab started, gone; an error when something is left behind."""
     with steps.step("down"):
         done = teardown()
+        if confine.remove_sandbox():
+            done.append(f"namespace {confine.SANDBOX} deleted")
         for line in done:
             steps.note(line)
         if not done:

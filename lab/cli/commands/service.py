@@ -9,7 +9,7 @@ from lab.experiment import service, service_check
 HELP = "a service of your own (README: Your own service)"
 NEEDS_ROOT = False
 TAKES_LOCK = False
-RUN_OPTIONS = frozenset()
+RUN_OPTIONS = frozenset({"allow_plan_code"})     # its plan checked as a run's
 
 
 def add_arguments(parser) -> None:
@@ -23,4 +23,4 @@ def add_arguments(parser) -> None:
 
 def main(args) -> int:
     with service.given_root(args.descriptor_root):
-        return service_check.check(args.service, steps.note)
+        return service_check.check(args.service, steps.note, allow_plan_code=args.allow_plan_code)
