@@ -103,7 +103,8 @@ def inputs() -> list[Input]:
         Input("a JVM option that writes a file", ["--set", f"tuned:jvm_extra_options=[-Xlog:gc:file={PLANTED}-gc]"],
               watch=[f"{PLANTED}-gc"]),
         Input("a Java agent", ["--set", "tuned:jvm_extra_options=[-javaagent:/tmp/agent.jar]"]),
-        Input("a JVM option off the allowlist (the lab refuses it before any JVM starts)", ["--set", "default:jvm_extra_options=[-XX:+UseNoSuchThing]"]),
+        Input("a JVM option off the allowlist (refused before any JVM starts)",
+              ["--set", "default:jvm_extra_options=[-XX:+UseNoSuchThing]"]),
         Input("a template in a knob value", ["--set", "tuned:base_timezone=\"{{ lookup('pipe', 'touch " + PLANTED
                                              + "-tz') }}\""], watch=[f"{PLANTED}-tz"]),
         Input("a host-wide kernel setting on containers", ["--set", "tuned:base_sysctl={vm.swappiness: 10}"],
