@@ -7,6 +7,7 @@ jvm_cds's training start of the service on the controller (ansible/roles/app/tas
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -35,19 +36,19 @@ CDS_JVMS = CDS_DIR / "jvm"      # the machines' JVM builds (cds_jvm.sh, as root:
 CDS_MADE = CDS_DIR / "made"     # the user's: where cds_make.sh unpacks the jar and trains (tasks/cds.yml)
 ROLE_FILES = paths.ANSIBLE_DIR / "roles" / "app" / "files"     # cds_make.sh and what it runs
 
-_cgroup: confine.Cgroup | None = None
+_cgroups: list[confine.Cgroup] = []
 
 
-def _fresh_cgroup() -> confine.Cgroup:
-    """The cgroup of this play's confined commands: the last play's ended first (whatever it left running), this one
-    ended when the lab's process does."""
-    global _cgroup
-    if _cgroup is None:
-        atexit.register(lambda: _cgroup and _cgroup.end())
-    else:
-        _cgroup.end()
-    _cgroup = confine.Cgroup.make("controller")
-    return _cgroup
+def _play_cgroup() -> confine.Cgroup:
+    """A cgroup for one play's confined commands: each play its own (plays may run side by side: a tune's, the tests'),
+    every one ended, with whatever it left running, when the lab's process ends."""
+    if not _cgroups:
+        atexit.register(lambda: [cgroup.end() for cgroup in _cgroups])
+    _cgroups.append(confine.Cgroup.make(f"controller-{next(_PLAYS)}"))
+    return _cgroups[-1]
+
+
+_PLAYS = itertools.count()
 
 
 def as_user(found: dict[str, str], service_vars: dict | None = None) -> dict:
@@ -71,7 +72,7 @@ def as_user(found: dict[str, str], service_vars: dict | None = None) -> dict:
     jars = [Path(build["jar"]) for build in ((service_vars or {}).get("lab_service") or {}).get("builds", {}).values()]
     needed = [*(Path(shutil.which(java) or java) for java in found.values()), *jars, app_jars.KIT_JAR, ROLE_FILES,
               CDS_JVMS, CDS_MADE, folder]
-    argv = account.command([], needed, netns=confine.sandbox(), cgroup=_fresh_cgroup())
+    argv = account.command([], needed, netns=confine.sandbox(), cgroup=_play_cgroup())
     return {"argv": argv, "user": account.name, "folder": str(folder)}
 
 

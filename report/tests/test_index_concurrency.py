@@ -82,8 +82,10 @@ def test_rebuilds_adds_and_reads_at_once_all_succeed_and_see_every_run(tmp_path,
         problems = [p for done in [pool.submit(job, results) for job in jobs] for p in done.result()]
     assert problems == []
     assert [e.id for e in index.load(results / INDEX)] == sorted(p.name for p in results.glob("2026*"))
-    assert sorted(p.name for p in results.iterdir() if not p.is_dir()) == [".index.sqlite.lock", INDEX], \
+    index_folder = (results / INDEX).parent
+    assert sorted(p.name for p in index_folder.iterdir()) == [".index.sqlite.lock", INDEX.name], \
         "no temporary file left"
+    assert sorted(p.name for p in results.iterdir() if not p.is_dir()) == [], "nothing of the index's beside the runs"
 
 
 @pytest.fixture
