@@ -198,20 +198,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def stand_in_jar(tmp_path_factory) -> Path:
+def stand_in(work: Path, main_source: str = MAIN) -> Path:
+    """The stand-in's fat jar, built in work: lab.stand.Main of main_source, lab.dep.Health in a nested jar."""
     if not shutil.which("javac") or not shutil.which("jar"):
         pytest.fail("javac and jar are needed (the app stage's JDK: ./test.sh installs it)")
-    work = tmp_path_factory.mktemp("standin")
     (work / "src" / "lab" / "stand").mkdir(parents=True)
     (work / "src" / "lab" / "dep").mkdir(parents=True)
-    (work / "src" / "lab" / "stand" / "Main.java").write_text(MAIN)
+    (work / "src" / "lab" / "stand" / "Main.java").write_text(main_source)
     (work / "src" / "lab" / "dep" / "Health.java").write_text(DEP)
     subprocess.run(["javac", "-d", str(work / "out"), *map(str, (work / "src").rglob("*.java"))], check=True)
     subprocess.run(["jar", "cf", str(work / "dep.jar"), "-C", str(work / "out"), "lab/dep"], check=True)
     main = (work / "out" / "lab" / "stand" / "Main.class").read_bytes()
     fat_jar(work / "app.jar", {"lab/stand/Main.class": main}, {"dep.jar": (work / "dep.jar").read_bytes()})
     return work / "app.jar"
+
+
+@pytest.fixture(scope="module")
+def stand_in_jar(tmp_path_factory) -> Path:
+    return stand_in(tmp_path_factory.mktemp("standin"))
 
 
 def classes_from_archive(args: list[str], port: int, log: Path, cwd: Path) -> set[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ANSIBLE_DIR
-from test_cds import DEP, fat_jar
+from test_cds import stand_in
 
 from lab import unprivileged
 from lab.provision import controller_java
@@ -69,17 +69,8 @@ def root_folder():
 
 
 def hostile_jar(work: Path, root_folder: Path, mark: str, port: int) -> Path:
-    source = (HOSTILE.replace("SECRET", str(root_folder / "secret")).replace("ROOT_FOLDER", str(root_folder))
-              .replace("MARK", mark).replace("PORT", str(port)))
-    (work / "src" / "lab" / "stand").mkdir(parents=True)
-    (work / "src" / "lab" / "dep").mkdir(parents=True)
-    (work / "src" / "lab" / "stand" / "Main.java").write_text(source)
-    (work / "src" / "lab" / "dep" / "Health.java").write_text(DEP)
-    subprocess.run(["javac", "-d", str(work / "out"), *map(str, (work / "src").rglob("*.java"))], check=True)
-    subprocess.run(["jar", "cf", str(work / "dep.jar"), "-C", str(work / "out"), "lab/dep"], check=True)
-    main = (work / "out" / "lab" / "stand" / "Main.class").read_bytes()
-    fat_jar(work / "app.jar", {"lab/stand/Main.class": main}, {"dep.jar": (work / "dep.jar").read_bytes()})
-    return work / "app.jar"
+    source = HOSTILE.replace("SECRET", str(root_folder / "secret")).replace("ROOT_FOLDER", str(root_folder))
+    return stand_in(work, source.replace("MARK", mark).replace("PORT", str(port)))
 
 
 def test_a_hostile_training_start_reaches_nothing_of_the_hosts(tmp_path, root_folder, monkeypatch):
