@@ -94,7 +94,7 @@ class Watch:
                 except (OSError, StopIteration, ValueError):
                     continue
                 if any(mark in cmd or mark in where for mark in self.CODE):
-                    self.seen.setdefault(int(proc.name), (uid, f"{where}: {cmd[:200]}"))
+                    self.seen.setdefault(int(proc.name), (uid, f"{where}: {cmd}"))
             time.sleep(0.1)
 
     def close(self) -> None:
@@ -147,7 +147,7 @@ def the_labs_uid() -> int:
 def test_no_process_running_its_code_on_the_host_had_uid_0(hostile):
     watch = hostile["watch"]
     for kind in ("plexus-classworlds", "PlanInspect", "lab-hostile.jar", "/cds/made/hostile", "ApacheJMeter.jar"):
-        assert watch.ran(kind), f"no {kind} process was seen: {sorted(watch.seen.values())}"
+        assert watch.ran(kind), f"no {kind} process was seen: {[what[:200] for _, what in watch.seen.values()]}"
     as_root = [what for uid, what in watch.seen.values() if uid == 0]
     assert as_root == [], as_root
     assert {uid for uid, _ in watch.seen.values()} == {the_labs_uid()}
@@ -173,5 +173,5 @@ def test_each_refusal_is_said_where_the_lab_keeps_it(hostile):
         for attempt in ("read", "write-root", "connect"):
             assert tried[attempt].startswith("REFUSED"), f"{attempt}: {tried[attempt]}"
     jmeter_log = (hostile["folder"] / "jmeter.log").read_text()
-    assert "/run/camel-lab-hostile" in jmeter_log, "JMeter's log says nothing of the files its plan could not reach"
+    assert "File secret must exist and be readable" in jmeter_log, "JMeter's log says nothing of what it could not read"
     assert SECRET.strip() not in jmeter_log + service_log + training.read_text()
