@@ -42,7 +42,7 @@ class Account:
         """The first folder on the way to one of paths that this user may not enter (search), or None."""
         for path in paths:
             for folder in reversed(Path(path).resolve().parents):
-                if not self._may(folder, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH):
+                if not self.enters(folder):
                     return folder
         return None
 
@@ -160,8 +160,8 @@ def take_back(base: Path, relative: Path, dest: Path) -> bool:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UserError(f"{base / relative}: not a regular file (made by the lab's user {NAME})")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        with os.fdopen(fd, "rb") as source, open(dest, "wb") as target:
-            fd = -1
+        source, fd = os.fdopen(fd, "rb"), -1        # the file object closes it from here on
+        with source, open(dest, "wb") as target:
             shutil.copyfileobj(source, target)
         return True
     finally:

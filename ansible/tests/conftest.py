@@ -111,16 +111,16 @@ def ansible_playbook(*args: str, overrides: dict | None = None, tmp: Path | None
     later -e lab_service=… in ARGS wins); `overrides` is passed as `-e @file.json` with {"lab_overrides":
     overrides} as data (lab/provision/as_data.py), exactly as lab/provision/playbook.py does, with the
     controller's JVM of each Java as it passes them."""
-    command = [str(VENV_BIN / "ansible-playbook"), "-e", f"@{default_service_vars()}", *controller_java.extra_vars(),
-               *args]
-    if overrides is not None:
-        assert tmp is not None, "overrides need a folder for their JSON file"
-        tmp.mkdir(parents=True, exist_ok=True)
-        path = tmp / "overrides.json"
-        path.write_text(as_data.extra_vars({"lab_overrides": overrides}))
-        command += ["-e", f"@{path}"]
-    result = subprocess.run(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    with controller_java.play() as controller:
+        command = [str(VENV_BIN / "ansible-playbook"), "-e", f"@{default_service_vars()}", *controller, *args]
+        if overrides is not None:
+            assert tmp is not None, "overrides need a folder for their JSON file"
+            tmp.mkdir(parents=True, exist_ok=True)
+            path = tmp / "overrides.json"
+            path.write_text(as_data.extra_vars({"lab_overrides": overrides}))
+            command += ["-e", f"@{path}"]
+        result = subprocess.run(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return Run(command, result.returncode, result.stdout)
 
 

@@ -32,8 +32,6 @@ command line's --service-root names (descriptor.home_of): never one the descript
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import json
 import re
@@ -55,18 +53,6 @@ FIELDS = {"name", "root", "jar", "stacks", "build", "port", "proxy_path", "healt
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 ServiceError = descriptor.DescriptorError
 _FACTS: dict[tuple[str, float], jarinfo.JarFacts] = {}     # jar (path, mtime) → its facts, read once
-# --service-root of the command that loads a descriptor (None: none given), for a command that loads it deeper down
-_GIVEN_ROOT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("service_root", default=None)
-
-
-@contextlib.contextmanager
-def given_root(folder: Path | None):
-    """While it lasts, load() takes `folder` as the command line's --service-root."""
-    token = _GIVEN_ROOT.set(folder)
-    try:
-        yield
-    finally:
-        _GIVEN_ROOT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -175,15 +161,14 @@ def _builds(home: descriptor.Home, raw: dict, where: str, name: str) -> tuple[di
 def load(name_or_path: str = DEFAULT, allow_plan_code: bool = False, root: Path | None = None) -> Service:
     """The descriptor, checked; ServiceError naming the file, the field and why otherwise. allow_plan_code: the
     user's --allow-plan-code (its plan may run code in JMeter: load/plan_check.py); root: the user's --service-root
-    (None: given_root's, else none)."""
+    (None: none given)."""
     source = find(name_or_path)
     where = str(source)
     raw = _read(source)
     name = raw.get("name")
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise descriptor.fail(where, "name", f"must be 1–40 lower-case letters, digits or '-', got {name!r}")
-    home = descriptor.home_of(source.resolve().parent, raw.get("root"), where,
-                              root if root is not None else _GIVEN_ROOT.get())
+    home = descriptor.home_of(source.resolve().parent, raw.get("root"), where, root)
     builds, project = _builds(home, raw, where, name)
     svc = Service(name=name, source=source, builds=builds, project=project, root=home.root)
     actuator = svc.facts.actuator if project is None else None   # a build `build:` makes is read once it is made

@@ -277,9 +277,10 @@ def describe(svc: service.Service) -> list[str]:
     return lines
 
 
-def check(name: str, log=print, allow_plan_code: bool = False) -> int:
-    """The command: 0 when the service is ready for the lab, 1 (and why) otherwise."""
-    svc = service.load(name, allow_plan_code)
+def check(name: str, log=print, allow_plan_code: bool = False, root: Path | None = None) -> int:
+    """The command: 0 when the service is ready for the lab, 1 (and why) otherwise (allow_plan_code, root: the
+    command line's --allow-plan-code and --service-root)."""
+    svc = service.load(name, allow_plan_code, root)
     print("\n".join(describe(svc)), flush=True)
     kit = jars.ensure_kit(log)
     work = paths.STATE_DIR / "services" / svc.name

@@ -6,10 +6,11 @@ here is checked by the machine's JVM only, and the play says so. The check runs 
 jvm_cds's training start of the service on the controller (ansible/roles/app/tasks/cds.yml)."""
 from __future__ import annotations
 
-import atexit
+import contextlib
 import itertools
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from lab import confine, paths, unprivileged
@@ -36,22 +37,10 @@ CDS_JVMS = CDS_DIR / "jvm"      # the machines' JVM builds (cds_jvm.sh, as root:
 CDS_MADE = CDS_DIR / "made"     # the user's: where cds_make.sh unpacks the jar and trains (tasks/cds.yml)
 ROLE_FILES = paths.ANSIBLE_DIR / "roles" / "app" / "files"     # cds_make.sh and what it runs
 
-_cgroups: list[confine.Cgroup] = []
+_PLAYS = itertools.count()         # each play's cgroup named apart: plays may run side by side (the tests')
 
 
-def _play_cgroup() -> confine.Cgroup:
-    """A cgroup for one play's confined commands: each play its own (plays may run side by side: a tune's, the tests'),
-    every one ended, with whatever it left running, when the lab's process ends."""
-    if not _cgroups:
-        atexit.register(lambda: [cgroup.end() for cgroup in _cgroups])
-    _cgroups.append(confine.Cgroup.make(f"controller-{next(_PLAYS)}"))
-    return _cgroups[-1]
-
-
-_PLAYS = itertools.count()
-
-
-def as_user(found: dict[str, str], service_vars: dict | None = None) -> dict:
+def as_user(found: dict[str, str], service_vars: dict | None = None, cgroup: confine.Cgroup | None = None) -> dict:
     """lab_controller_as: the argv that confines what the play runs of a customer's on the controller (the JVM check of
     the jvm_* knobs, jvm_cds's training start: lab/confine.py, in the sandbox network namespace), that user and the
     folder of its own the check's JVM runs in, emptied here (empty where the lab is not root: they then run as the
@@ -72,12 +61,15 @@ def as_user(found: dict[str, str], service_vars: dict | None = None) -> dict:
     jars = [Path(build["jar"]) for build in ((service_vars or {}).get("lab_service") or {}).get("builds", {}).values()]
     needed = [*(Path(shutil.which(java) or java) for java in found.values()), *jars, app_jars.KIT_JAR, ROLE_FILES,
               CDS_JVMS, CDS_MADE, folder]
-    argv = account.command([], needed, netns=confine.sandbox(), cgroup=_play_cgroup())
+    argv = account.command([], needed, netns=confine.sandbox(), cgroup=cgroup)
     return {"argv": argv, "user": account.name, "folder": str(folder)}
 
 
-def extra_vars(service_vars: dict | None = None) -> list[str]:
-    """ansible-playbook's -e for them (lab_controller_javas, lab_controller_as)."""
+@contextlib.contextmanager
+def play(service_vars: dict | None = None) -> Iterator[list[str]]:
+    """ansible-playbook's -e for them (lab_controller_javas, lab_controller_as) while one play runs: its confined
+    commands in a cgroup of the play's own, ended with whatever they left running when the play is over."""
     found = javas()
-    return ["-e", json.dumps({"lab_controller_javas": found}),
-            "-e", as_data.extra_vars({"lab_controller_as": as_user(found, service_vars)})]     # paths: data
+    with confine.Cgroup.make(f"controller-{next(_PLAYS)}").held() as cgroup:
+        yield ["-e", json.dumps({"lab_controller_javas": found}),
+               "-e", as_data.extra_vars({"lab_controller_as": as_user(found, service_vars, cgroup)})]  # paths: data

@@ -39,8 +39,9 @@ PLAY_VAR_TEXT = {"lab_overrides": "this run's --set values per machine (./start.
                  "lab_insist_memory": "true: knobs whose memory estimate exceeds the machine's are warned about, "
                                       "not refused (./start.sh --insist-memory passes it with -e)",
                  "lab_controller_javas": "{jvm_version: the host's java of it}, to check jvm_* knobs (passed with -e)",
-                 "lab_controller_as": "{argv, user, folder}: the check of jvm_* knobs runs as the lab's user, argv "
-                                      "before java, in folder (passed with -e; empty where the lab is not root)",
+                 "lab_controller_as": "{argv, user, folder}: the check of jvm_* knobs and jvm_cds's training start "
+                                      "run confined as the lab's user, argv before theirs, the check in folder "
+                                      "(passed with -e; empty where the lab is not root)",
                  "lab_knobs_checked": "true: these very knobs passed validate.yml on the host in this command "
                                       "(./start.sh passes it with -e): site.yml applies them without checking again"}
 # set by site.yml's pre_tasks before any role of the machines' play: what dpkg has installed (a role's apt runs only

@@ -78,7 +78,7 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
     resolved: the machines' settings as far as known (memory_mb, machines, management_network); insist_memory:
     knobs whose memory estimate exceeds the machine's are warned about instead of refused (--insist-memory);
     service_vars: the service the machines would run (lab/experiment/service.py ansible_vars)."""
-    with tempfile.TemporaryDirectory(prefix="lab-validate-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="lab-validate-") as tmp, controller_java.play(service_vars) as controller:
         local = inventory(resolved)
         local["all"]["vars"] = {**local["all"]["vars"], "ansible_connection": "local",
                                 "ansible_python_interpreter": sys.executable}
@@ -88,8 +88,7 @@ def validate(resolved: dict, overrides: dict[str, dict], load_id_max: int | None
         values.write_text(as_data.extra_vars({"lab_overrides": overrides}))
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(path), "-e", f"@{values}",
                    *(["-e", f"lab_load_id_max={int(load_id_max)}"] if load_id_max is not None else []),
-                   *insist_memory_vars(insist_memory), *_json_vars(service_vars),
-                   *controller_java.extra_vars(service_vars),
+                   *insist_memory_vars(insist_memory), *_json_vars(service_vars), *controller,
                    str(ANSIBLE_DIR / "validate.yml")]
         env = {**redact.without_secrets(dict(os.environ)), "ANSIBLE_CONFIG": str(ANSIBLE_DIR / "ansible.cfg"),
                "ANSIBLE_NOCOLOR": "1", **JSON_RESULTS}
@@ -197,14 +196,15 @@ def run(resolved: dict, overrides: dict[str, dict], log=print, out=sys.stdout, f
     STAMP.unlink(missing_ok=True)
     # real hosts (lab/provision/hosts.py) come with their own inventory, written when they were checked
     hosts_inventory = resolved.get("inventory")
-    extra = [*start_services_vars(start_services), *_json_vars(service_vars), *controller_java.extra_vars(service_vars),
-             *insist_memory_vars(insist_memory), *checked_vars(resolved, overrides, insist_memory, service_vars),
-             *chosen.arguments()]
-    command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
-                                          overrides, extra))
     logfile = paths.LOG_DIR / "ansible.log"
     paths.LOG_DIR.mkdir(parents=True, exist_ok=True)
-    with open(logfile, "w", buffering=1) as keep:     # line by line: a user may tail it
+    # the log written line by line (a user may tail it); the play's confined commands ended with it
+    with controller_java.play(service_vars) as controller, open(logfile, "w", buffering=1) as keep:
+        extra = [*start_services_vars(start_services), *_json_vars(service_vars), *controller,
+                 *insist_memory_vars(insist_memory), *checked_vars(resolved, overrides, insist_memory, service_vars),
+                 *chosen.arguments()]
+        command = reach.wrap(playbook_command(Path(hosts_inventory) if hosts_inventory else write_inventory(resolved),
+                                              overrides, extra))
         proc = subprocess.Popen(command, cwd=ANSIBLE_DIR, env=ansible_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:

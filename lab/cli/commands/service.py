@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab import steps
-from lab.experiment import service, service_check
+from lab.experiment import service_check
 
 HELP = "a service of your own (README: Your own service)"
 NEEDS_ROOT = False
@@ -22,5 +22,5 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
-    with service.given_root(args.descriptor_root):
-        return service_check.check(args.service, steps.note, allow_plan_code=args.allow_plan_code)
+    return service_check.check(args.service, steps.note, allow_plan_code=args.allow_plan_code,
+                               root=args.descriptor_root)
