@@ -132,7 +132,7 @@ def one_tune(job: tuple) -> dict:
             "finalist_true": stand_in.true_ratio(final["values"]) if final else None,
             "share_of_optimum": stand_in.true_ratio(final["values"]) / top if final else None,
             "counted": bool(final and final.get("counted")),
-            "confirmed": bool(final and confirm.proven(final.get("counted"), against or None, FLOOR)),
+            "confirmed": bool(final and confirm.proven(against or None, FLOOR)),
             "confirmation_low": versus.get("low"), "looks": against.get("look")}
 
 

@@ -285,7 +285,7 @@ def test_a_gain_over_a_control_whose_jit_still_compiled_is_not_a_confirmed_answe
         "tps": {"estimate": 2.0, "low": 1.8, "high": 2.2, "df": 3}}}))
     c = confirm.read(tmp_path / "x-series", ["x-series"], "default", 0, 0.05)
     assert c["settled"] == {"trials": 4, "settled": 4, "unsettled": 0, "compiling": 2}
-    assert confirm.gained(c, 0.05) and not confirm.proven(True, c, 0.05)
+    assert confirm.gained(c, 0.05) and not confirm.proven(c, 0.05)
     assert "(**a JIT still compiling through 2**)" in "\n".join(render_tune._answer({
         "finalist": {"number": 0, "values": {}, "runs": [0], "counted": True}, "floor": 0.05, "confirmations": [c]}))
 
@@ -326,9 +326,9 @@ def test_a_gain_over_a_control_still_warming_up_is_not_a_confirmed_answer(tmp_pa
         "tps": {"estimate": 2.0, "low": 1.8, "high": 2.2, "df": 3}}}))
     c = confirm.read(tmp_path / "x-series", ["x-series"], "default", 0, 0.05)
     assert c["decision"] == sequential.GAIN and c["settled"] == {"trials": 4, "settled": 3, "unsettled": 1}
-    assert confirm.gained(c, 0.05) and not confirm.proven(True, c, 0.05)
-    assert confirm.proven(True, {**c, "settled": {"trials": 4, "settled": 4, "unsettled": 0}}, 0.05)
-    assert not confirm.proven(False, {**c, "settled": None}, 0.05), "a gain the search never counted stays unproven"
+    assert confirm.gained(c, 0.05) and not confirm.proven(c, 0.05)
+    # whether or not the search counted the finalist's gain (issue 86: a decisive confirmation is its own proof)
+    assert confirm.proven({**c, "settled": {"trials": 4, "settled": 4, "unsettled": 0}}, 0.05)
     assert "settled in 3 of 4 trials (**1 still warming up**)" in "\n".join(render_tune._answer({
         "finalist": {"number": 0, "values": {}, "runs": [0], "counted": True}, "floor": 0.05,
         "confirmations": [c]}))

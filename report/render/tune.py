@@ -101,7 +101,7 @@ def _answer(data: dict[str, Any]) -> list[str]:
     lines += [f"Trial {final['number']}" + (f" (the known set {final['known']})" if final.get("known") else "")
               + ", " + ("its gain counted in the search" if final.get("counted") else
                         f"**no candidate's gain cleared the {'noise floor' if 'outcome' in final else 'floor'}**: the "
-                        "top feasible one, unproven")
+                        "top feasible one, proven by its confirmation alone")
               + f": {ratio} ({_objective(data)}) {where}.", "",
               "| knob | value |", "| --- | --- |"]
     lines += [f"| {k} | {typed(v)} |" for k, v in final["values"].items()]

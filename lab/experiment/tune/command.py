@@ -141,11 +141,30 @@ class _Machines:
 MACHINES: Lab = _Machines()
 
 
-def question(opts: Options, plan: Plan) -> dict:
-    """What, beside the space and holds, makes a study one question: every worker on it must ask the same."""
+def machines(opts: Options, s, plan: Plan) -> dict:
+    """The machines a study's runs measure: their kind, memory and cores (real hosts: as the lab reached them)."""
+    reached = (opts.reached or {}) if plan.kind == "hosts" else {}
+    return {"kind": plan.kind,
+            "memory_mb": reached.get("memory_mb") if plan.kind == "hosts" else getattr(s, "memory_mb", None),
+            "cpus": reached.get("cpus") if plan.kind == "hosts" else getattr(s, "cpus", None)}
+
+
+def sides(opts: Options, plan: Plan) -> tuple[dict, dict]:
+    """(the control's knobs, the base's knobs), every one as the lab resolves them for the service."""
+    trial = trials.options(opts, {}, plan.hold_s, "warm", plan.control, base=plan.base)
+    return (trial.configurations[trials.CONTROL].knobs(opts.service),
+            trial.configurations[trials.SIDE].knobs(opts.service))
+
+
+def question(opts: Options, s, plan: Plan) -> dict:
+    """What, beside the space and holds, makes a study one question: every worker on it must ask the same. The
+    machines (their kind, memory and cores) and the control and base as the knobs they resolve to: a set's name
+    says nothing of what a later edit of it changed, nor a study of which machines' answer it holds."""
+    control, base = sides(opts, plan)
     return {"load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,
             "objective": plan.objective, "constraints": list(plan.constraints), "control": plan.control,
-            "base": plan.base, "between": plan.between, "until_settled_s": opts.until_settled_s}
+            "base": plan.base, "between": plan.between, "until_settled_s": opts.until_settled_s,
+            "machines": machines(opts, s, plan), "control_knobs": control, "base_knobs": base}
 
 
 def past(opts: Options, s, plan: Plan, folder: Path) -> list[tuple[dict, evidence.Outcome, str | None]]:
@@ -153,12 +172,11 @@ def past(opts: Options, s, plan: Plan, folder: Path) -> list[tuple[dict, evidenc
     if plan.cold:
         return []
     trial = trials.options(opts, {}, plan.hold_s, "warm", plan.control, base=plan.base)
+    control, base = sides(opts, plan)
     question = warm.Question(
         load=dataclasses.asdict(trial.profile), service=opts.service.name if opts.service else "sample",
-        kind=plan.kind, memory_mb=((opts.reached or {}).get("memory_mb") if plan.kind == "hosts"
-                                   else getattr(s, "memory_mb", None)),
-        control=trial.configurations[trials.CONTROL].knobs(opts.service),
-        base=trial.configurations[trials.SIDE].knobs(opts.service), own_series=folder.name)
+        kind=plan.kind, memory_mb=machines(opts, s, plan)["memory_mb"], control=control, base=base,
+        own_series=folder.name)
     return warm.past_runs(folder.parent, plan.space, question, catalog.specs(), plan.objective, plan.constraints)
 
 
@@ -172,8 +190,9 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     try:        # a study of another question is refused here: tune.json says so rather than "running"
         tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.hold_s, plan.floor,
                              rules=trials.rules(opts, s, lab.validate, plan.control, plan.base),
-                             question=question(opts, plan), between=plan.between, known=known,
-                             past=past(opts, s, plan, folder), sampler=search.sampler_of(plan.sampler))
+                             question=question(opts, s, plan), between=plan.between, known=known,
+                             past=past(opts, s, plan, folder), sampler=search.sampler_of(plan.sampler),
+                             alone=plan.study is None)
     except BaseException as failure:
         tune_folder.save(folder, tune_folder.failed(data, failure))
         raise
@@ -241,6 +260,8 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         data["spent_s"] = round(spent + clock() - began)
         tune_folder.record(folder, tune_folder.failed(data, failure), tuner)
         raise
+    finally:
+        tuner.close()       # an interrupted run's trial stops saying it is alive: the next opening fails it
     data.update(status="interrupted" if code else "complete", ended=run_record.utc_now(),
                 spent_s=round(spent + clock() - began))
     tune_folder.record(folder, data, tuner)
@@ -278,7 +299,8 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     kept = (data.get("confirmations") or []) if same else []
     data.update(finalist=row, confirmations=kept)
     tune_folder.save(folder, data)
-    why = "its gain counts" if counted else "no gain cleared the floor: the top feasible candidate, unproven"
+    why = ("its gain counts" if counted else
+           "no gain cleared the floor in the search: the top feasible candidate, proven by its confirmation alone")
     label = f"{folder.name.split('-', 1)[-1]}-confirm"
 
     def keep(confirmations: list[dict]) -> None:

@@ -12,7 +12,7 @@ every trial (proven()).
 
 The finalist is the best candidate whose gain counts (search.Tuner.best); when none clears the floor, the one with
 the highest combined ratio among the feasible (settled ones that beat the control first), confirmed the same way and
-said to be unproven.
+said to be uncounted: its confirmation alone can prove it.
 """
 from __future__ import annotations
 
@@ -223,14 +223,16 @@ def gained(c: dict, floor: float) -> bool:
     return decided(c, floor) == sequential.GAIN
 
 
-def proven(counted: bool, c: dict | None, floor: float) -> bool:
-    """The answer is a confirmed gain: it counted in the search, and its confirmation against the control (c) shows
-    a gain beyond the floor with no trial still warming up. A control still compiling through the window measures
+def proven(c: dict | None, floor: float) -> bool:
+    """The answer is a confirmed gain: its confirmation against the control (c) shows a gain beyond the floor with no
+    trial still warming up, whether or not its gain counted in the search: the confirmation's own trials, fresh and
+    judged at its looks' spent levels, are the proof (a finalist the search could not count yet was never called
+    confirmed, however decisive its confirmation). A control still compiling through the window measures
     warm-up, which the search does not count either (the petclinic tune of 20261201T072331Z: default's JIT at 1.1
     CPUs through a 6-minute hold); so does one whose throughput settled while its JIT still compiled through the
     window (20261202T022034Z-s74-petclinic-tune-confir-vs-default: settled in 2 minutes, compiling at 1.1 CPUs)."""
     settled = (c or {}).get("settled") or {}
-    return bool(counted and c and gained(c, floor) and not settled.get("unsettled") and not settled.get("compiling"))
+    return bool(c and gained(c, floor) and not settled.get("unsettled") and not settled.get("compiling"))
 
 
 def _evidence(c: dict) -> str:
@@ -256,7 +258,7 @@ def write_knob_set(name: str, data: dict) -> Path:
     out_of_the_box = {**catalog.defaults(), **({} if base == knob_sets.DEFAULT else knob_sets.values(base))}
     confirmed = [c for c in data.get("confirmations") or [] if c.get("tps")]
     control = next((c for c in confirmed if c["against"] == data.get("control", knob_sets.DEFAULT)), None)
-    confirmed_gain = proven(final["counted"], control, data["floor"])
+    confirmed_gain = proven(control, data["floor"])
     lines = [f"# Found by tune {tune_id} (./start.sh tune): trial {final['number']} of its study, "
              + ("its gain confirmed" if confirmed_gain else "NOT a confirmed gain: read the evidence below"),
              f"# load: {data['load'].get('users')} users per machine, ramp-up {data['load'].get('ramp_up_s')} s, "

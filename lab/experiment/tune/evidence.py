@@ -1,10 +1,11 @@
 """What the tuner knows of its runs: one A/B run's outcome as the tuner reads it (Outcome), a run of the study
 (Result), and a candidate's runs together (Candidate).
 
-A candidate's runs are combined on the log scale, each weighted by the inverse of its variance: its own interval's
-and, where its verdict was not calibrated by A/A runs, the between-run variance (`between`, what A/A runs of a load
-spread by between runs). A gain counts only where the candidate ran in both orientations, at steady state, within
-its constraints, and its combined interval's lower bound clears 1 + the floor (the smallest gain worth a change).
+A candidate's runs are combined on the log scale as a crossover: in each orientation weighted by the inverse of their
+variance (its own interval's and, where its verdict was not calibrated by A/A runs, the between-run variance
+`between`, what A/A runs of a load spread by between runs), the two orientations' means then averaged. A gain counts
+only where the candidate ran in both orientations, at steady state, within its constraints, and its combined
+interval's lower bound clears 1 + the floor (the smallest gain worth a change).
 """
 from __future__ import annotations
 
@@ -87,15 +88,25 @@ class Candidate:
         return len({r.outcome.swapped for r in self.runs})
 
     def combined(self) -> tuple[float, float, float] | None:
-        """(ratio, low, high): the measured runs' log ratios weighted by the inverse of their variance (a run that
-        broke a constraint measured one too: shown, never counted); None when no run measured one."""
-        logs = [(math.log(r.outcome.ratio), r.outcome.log_variance(self.between)) for r in self.runs
-                if r.outcome.ratio is not None and r.outcome.low and r.outcome.high]
-        if not logs or any(v <= 0 for _, v in logs):
+        """(ratio, low, high) as a crossover: in each orientation the measured runs' log ratios weighted by the
+        inverse of their variance, then the orientations' means averaged with equal weights, so that the twins'
+        bias (one machine ahead of the other) cancels however the runs' variances differ (weighting every run by
+        its variance kept the bias of the better-measured orientation); a run that broke a constraint measured one
+        too: shown, never counted. None when no run measured one."""
+        sides = {}
+        for r in self.runs:
+            if r.outcome.ratio is not None and r.outcome.low and r.outcome.high:
+                sides.setdefault(r.outcome.swapped, []).append((math.log(r.outcome.ratio),
+                                                                r.outcome.log_variance(self.between)))
+        if not sides or any(v <= 0 for logs in sides.values() for _, v in logs):
             return None
-        weights = [1 / v for _, v in logs]
-        mean = sum(w * x for w, (x, _) in zip(weights, logs, strict=False)) / sum(weights)
-        half = Z95 / math.sqrt(sum(weights))
+        means = []
+        for logs in sides.values():
+            weights = [1 / v for _, v in logs]
+            means.append((sum(w * x for w, (x, _) in zip(weights, logs, strict=True)) / sum(weights),
+                          1 / sum(weights)))
+        mean = sum(m for m, _ in means) / len(means)
+        half = Z95 * math.sqrt(sum(v for _, v in means)) / len(means)
         return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
     def improves(self, floor: float) -> bool:

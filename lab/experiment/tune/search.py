@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import uuid
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import optuna
 import sqlalchemy.exc
 
 from lab.errors import LabError
+from lab.experiment.tune import storage as study_storage
 from lab.experiment.tune.evidence import REPLICATES, Candidate, Outcome, Result
 from lab.experiment.tune.space import Space
 
@@ -56,6 +58,12 @@ def _key(values: dict) -> str:
     return json.dumps(values, sort_keys=True)
 
 
+def _told(outcome: Outcome) -> float:
+    """The constraint value the sampler is told (≤ 0: feasible): a run that broke a constraint, did not start or never
+    settled is no measurement of the steady state it models (an unsettled ratio is the warm-up's speed)."""
+    return 0.0 if outcome.feasible and outcome.settled is not False else 1.0
+
+
 def _plain(params: list) -> list:
     """A space's params as JSON without the fields at their defaults (empty or null), so that a field a later lab
     added does not make an earlier study another question."""
@@ -83,8 +91,10 @@ class Tuner:
     def __init__(self, space: Space, storage: str, name: str, hold_s: int, floor: float,
                  rules: Callable[[dict], str | None] | None = None, sampler: optuna.samplers.BaseSampler | None = None,
                  seed: int | None = None, question: dict | None = None, between: float = 0.0,
-                 known: dict[str, dict] | None = None, past: list[tuple[dict, Outcome, str | None]] | None = None
-                 ) -> None:
+                 known: dict[str, dict] | None = None, past: list[tuple[dict, Outcome, str | None]] | None = None,
+                 alone: bool = False) -> None:
+        """alone: no other worker uses the storage (the tune folder's own), so a trial still running when it opens
+        was interrupted; on a shared one, those whose heartbeat stopped are."""
         if hold_s <= 0:
             raise TuneError(f"hold {hold_s} s: a positive length")
         self.space, self.hold_s, self.floor, self.rules, self.between = space, int(hold_s), floor, rules, between
@@ -92,7 +102,8 @@ class Tuner:
         for attempt in range(OPEN_ATTEMPTS):      # workers starting together race to make the storage's tables
             try:
                 self.study = optuna.create_study(
-                    storage=storage, study_name=name, load_if_exists=True, direction="maximize",
+                    storage=study_storage.of(storage) if isinstance(storage, str) else storage, study_name=name,
+                    load_if_exists=True, direction="maximize",
                     # TPE reads each trial's constraint values (trial.set_constraint): the infeasible go to its
                     # "bad" density whatever value they were told
                     sampler=sampler or sampler_of("tpe", seed))
@@ -103,10 +114,41 @@ class Tuner:
                 if attempt == OPEN_ATTEMPTS - 1:
                     raise
                 time.sleep(0.5 * (attempt + 1))
+        self.beating: dict[int, study_storage.Heartbeat] = {}
         self._check_same_question()
-        for set_name, values in (known or {}).items():      # where experts start: run first (once per study)
-            self.study.enqueue_trial(values, user_attrs={"known": set_name}, skip_if_exists=True)
+        self._fail_interrupted(alone)
         self._add_past(past or [])
+        had = {_key(self.values_of(t)) for t in self.study.get_trials(deepcopy=False)
+               if t.state != optuna.trial.TrialState.FAIL}
+        for set_name, values in (known or {}).items():      # where experts start: run first (once per study), not
+            if _key(values) not in had:                     # where a past run of the question ran it already
+                self.study.enqueue_trial(self.space.encode(values), user_attrs={"known": set_name, "values": values})
+
+    def _fail_interrupted(self, alone: bool) -> None:
+        """Trials left running by an interrupted worker failed (a known set among them queued again)."""
+        if not alone:
+            study_storage.fail_stale(self.study)
+            return
+        for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            self.study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+            study_storage.again_if_known(self.study, t)
+
+    @staticmethod
+    def values_of(t: optuna.trial.FrozenTrial) -> dict:
+        """A trial's candidate: its values as run (a study made before the joint model kept them as its params)."""
+        return dict(t.user_attrs["values"]) if "values" in t.user_attrs else dict(t.params)
+
+    def _added(self, values: dict, value: float, attrs: dict, constraint: float,
+               params: dict | None = None, distributions: dict | None = None) -> int:
+        """A run the study did not propose added as a finished trial; its number, found by an id of its own (on a
+        shared study another worker's trial may have come in between)."""
+        attrs = {**attrs, "values": values, "id": uuid.uuid4().hex}
+        self.study.add_trial(optuna.trial.create_trial(
+            params=params if params is not None else self.space.encode(values),
+            distributions=distributions if distributions is not None else self.space.distributions(),
+            value=value, user_attrs=attrs, constraints={"feasible": constraint}))
+        return next(t.number for t in reversed(self.study.get_trials(deepcopy=False))
+                    if t.user_attrs.get("id") == attrs["id"])
 
     def _add_past(self, past: list[tuple[dict, Outcome, str | None]]) -> None:
         """Past runs of the same question (warm.py: values, outcome, when it ended) as runs the study made, each once
@@ -117,19 +159,16 @@ class Tuner:
         kept = {t.user_attrs["outcome"]["run"] for t in trials}
         first = {}
         for t in trials:
-            first.setdefault(_key(t.params), t.user_attrs.get("replicate_of", t.number))
+            first.setdefault(_key(self.values_of(t)), t.user_attrs.get("replicate_of", t.number))
         for values, outcome, ended in past:
             if outcome.run in kept or not self.space.contains(values):
                 continue
             attrs = {"past": True, "ended": ended, "outcome": json.loads(json.dumps(dataclasses.asdict(outcome)))}
             if _key(values) in first:
                 attrs["replicate_of"] = first[_key(values)]
-            self.study.add_trial(optuna.trial.create_trial(
-                params=values, distributions=self.space.distributions(values),
-                value=outcome.ratio if outcome.ratio is not None else 0.0, user_attrs=attrs,
-                constraints={"feasible": 0.0 if outcome.feasible else 1.0}))
+            number = self._added(values, outcome.ratio if outcome.ratio is not None else 0.0, attrs, _told(outcome))
             kept.add(outcome.run)
-            first.setdefault(_key(values), len(self.study.get_trials(deepcopy=False)) - 1)
+            first.setdefault(_key(values), number)
 
     def _check_same_question(self) -> None:
         """A resumed or shared study answers one question: its space and hold, and what the caller says makes the
@@ -154,11 +193,16 @@ class Tuner:
     def propose(self) -> tuple[optuna.trial.Trial, dict]:
         """The sampler's next candidate that the knob rules accept. A refused one is told to the sampler as
         infeasible (a constraint value it learns from, not a failure it ignores), with why, and never run."""
+        study_storage.fail_stale(self.study)
         for _ in range(MAX_REFUSED):
-            trial = self.study.ask()
+            with warnings.catch_warnings():     # its heartbeat is ours (study_storage.Heartbeat), not Study.optimize's
+                warnings.filterwarnings("ignore", message="Heartbeat of storage")
+                trial = self.study.ask()
             values = self.space.suggest(trial)
+            trial.set_user_attr("values", values)
             why = self.rules(values) if self.rules else None
             if why is None:
+                self.beating[trial.number] = study_storage.Heartbeat(self.study._storage, trial._trial_id)
                 return trial, values
             trial.set_user_attr("refused", why)
             trial.set_constraint("feasible", 1.0)
@@ -182,6 +226,10 @@ class Tuner:
         if leader is not None:
             return Next(dict(leader.values), not leader.runs[-1].outcome.swapped, replicate_of=leader.number)
         trial, values = self.propose()
+        same = next((c for c in self.candidates() if _key(c.values) == _key(values)), None)
+        if same is not None:        # a proposal of values that ran already: that candidate's run again
+            return Next(values, not same.runs[-1].outcome.swapped, trial=trial, replicate_of=same.number,
+                        known=trial.user_attrs.get("known"))
         return Next(values, False, trial=trial, known=trial.user_attrs.get("known"))
 
     def tell(self, run: Next, outcome: Outcome) -> Result:
@@ -189,19 +237,28 @@ class Tuner:
         added as a trial of its own once it ended (a run interrupted half-way leaves nothing; queued known sets keep
         their turn)."""
         kept = json.loads(json.dumps(dataclasses.asdict(outcome)))
-        feasible = {"feasible": 0.0 if outcome.feasible else 1.0}
         value = outcome.ratio if outcome.ratio is not None else 0.0
         if run.trial is not None:
+            beating = self.beating.pop(run.trial.number, None)
+            if beating is not None:
+                beating.stop.set()
             run.trial.set_user_attr("outcome", kept)
-            run.trial.set_constraint("feasible", feasible["feasible"])
+            if run.replicate_of is not None:
+                run.trial.set_user_attr("replicate_of", run.replicate_of)
+            run.trial.set_constraint("feasible", _told(outcome))
             self.study.tell(run.trial, value)
-            return Result(run.trial.number, run.values, outcome, self.hold_s, "complete", known=run.known)
+            return Result(run.trial.number, run.values, outcome, self.hold_s, "complete", known=run.known,
+                          replicate_of=run.replicate_of)
         first = self.study.get_trials(deepcopy=False)[run.replicate_of]
-        self.study.add_trial(optuna.trial.create_trial(
-            params=dict(first.params), distributions=dict(first.distributions), value=value,
-            user_attrs={"replicate_of": run.replicate_of, "outcome": kept}, constraints=feasible))
-        number = len(self.study.get_trials(deepcopy=False)) - 1
+        number = self._added(dict(run.values), value, {"replicate_of": run.replicate_of, "outcome": kept},
+                             _told(outcome), dict(first.params), dict(first.distributions))
         return Result(number, dict(run.values), outcome, self.hold_s, "complete", replicate_of=run.replicate_of)
+
+    def close(self) -> None:
+        """The heartbeats of runs still under way stopped (an interrupted worker's trials then go stale)."""
+        for beating in self.beating.values():
+            beating.stop.set()
+        self.beating.clear()
 
     def step(self, evaluate: Evaluate) -> Result:
         """One run, made and told."""
@@ -216,12 +273,12 @@ class Tuner:
                 t.datetime_complete.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")   # optuna's: local
                 if t.datetime_complete else None)
             if "refused" in t.user_attrs:
-                out.append(Result(t.number, dict(t.params), Outcome(None, violations=(t.user_attrs["refused"],)),
+                out.append(Result(t.number, self.values_of(t), Outcome(None, violations=(t.user_attrs["refused"],)),
                                   0, "refused", ended, known=t.user_attrs.get("known")))
                 continue
             if t.state != optuna.trial.TrialState.COMPLETE or "outcome" not in t.user_attrs:
                 continue            # interrupted mid-run: not a result (a resumed tune runs anew)
-            out.append(Result(t.number, dict(t.params), Outcome.stored(t.user_attrs["outcome"]), self.hold_s,
+            out.append(Result(t.number, self.values_of(t), Outcome.stored(t.user_attrs["outcome"]), self.hold_s,
                               "complete", ended, t.user_attrs.get("replicate_of"), t.user_attrs.get("known"),
                               bool(t.user_attrs.get("past"))))
         return out

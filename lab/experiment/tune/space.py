@@ -18,14 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
 from lab.errors import BadInput
-
-if TYPE_CHECKING:
-    import optuna
+from lab.experiment.tune import model
 
 
 class SpaceError(BadInput):
@@ -68,15 +65,10 @@ class Param:
             high = self.low + math.floor((high - self.low) / self.step) * self.step
         return low, high
 
-    def suggest(self, trial, values: dict | None = None):
-        """The trial's value of this knob (optuna's suggest_*: TPE's proposal, inside the range beside the earlier
-        values by construction)."""
-        if self.kind == "choice":
-            return trial.suggest_categorical(self.knob, list(self.choices))
-        low, high = self.bounds(values or {})
-        if self.kind == "int":
-            return trial.suggest_int(self.knob, int(low), int(high), step=int(self.step or 1), log=self.log)
-        return trial.suggest_float(self.knob, low, high, step=self.step, log=self.log)
+    @property
+    def bounded(self) -> bool:
+        """Its range depends on knobs proposed before it (at_most/at_least)."""
+        return bool(self.at_most or self.at_least)
 
     def contains(self, value, values: dict | None = None) -> bool:
         if self.kind == "choice":
@@ -85,16 +77,6 @@ class Param:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             return False
         return self.kind == "float" or (value - self.low) % (self.step or 1) == 0
-
-    def distribution(self, values: dict) -> optuna.distributions.BaseDistribution:
-        """Its optuna distribution beside the earlier values (a run added to the study, not proposed by it)."""
-        import optuna  # 0.2 s to import: only where a tune runs (the command line reads spaces without it)
-        if self.kind == "choice":
-            return optuna.distributions.CategoricalDistribution(list(self.choices))
-        low, high = self.bounds(values)
-        if self.kind == "int":
-            return optuna.distributions.IntDistribution(int(low), int(high), log=self.log, step=int(self.step or 1))
-        return optuna.distributions.FloatDistribution(low, high, log=self.log, step=self.step)
 
     def describe(self) -> str:
         if self.kind == "choice":
@@ -117,12 +99,27 @@ class Space:
         return [p.knob for p in self.params]
 
     def suggest(self, trial) -> dict:
-        """A candidate, define-by-run: each knob proposed within what the knobs before it leave it (parse() put the
-        params in that order); a knob whose `when` does not hold is left out (the base set's value stays)."""
+        """A candidate, define-by-run: every knob proposed by the sampler in every trial on a scale of its own
+        (model.py: one joint model of all the knobs), each decoded within what the knobs before it leave it (parse()
+        put the params in that order); a knob whose `when` does not hold is left out (the base set's value stays)."""
         values: dict = {}
         for p in self.params:
+            x = model.proposed(trial, p)
             if p.searched(values):
-                values[p.knob] = p.suggest(trial, values)
+                values[p.knob] = model.decode(p, x, values)
+        return values
+
+    def encode(self, values: dict) -> dict:
+        """A candidate as the sampler's parameters (a run the study did not propose: a known set, a past run)."""
+        return {p.knob: model.encode(p, values[p.knob], values) if p.knob in values else model.idle(p)
+                for p in self.params}
+
+    def decode(self, params: dict) -> dict:
+        """The candidate the sampler's parameters stand for."""
+        values: dict = {}
+        for p in self.params:
+            if p.searched(values) and p.knob in params:
+                values[p.knob] = model.decode(p, params[p.knob], values)
         return values
 
     def fitted(self, refuses: Callable[[str, object], str | None]) -> tuple[Space, dict[str, str]]:
@@ -155,9 +152,9 @@ class Space:
                 kept.append(p)
         return Space(tuple(kept)), left
 
-    def distributions(self, values: dict) -> dict:
-        """Each searched knob's distribution beside the others (values: a candidate the space contains)."""
-        return {p.knob: p.distribution(values) for p in self.params if p.knob in values}
+    def distributions(self) -> dict:
+        """Each knob's distribution as the sampler models it (model.py)."""
+        return {p.knob: model.of(p) for p in self.params}
 
     def contains(self, values: dict) -> bool:
         """Whether the space could have proposed these values: each searched knob within its range beside the
