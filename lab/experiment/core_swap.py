@@ -27,7 +27,8 @@ def swap_at_s(profile, warmup_s: int) -> float:
     return start + (end - start) / 2
 
 
-def plan(mode: str, cpusets: dict[str, str], profile, warmup_s: int, until_settled_s: int | None = None) -> dict:
+def plan(mode: str, cpusets: dict[str, str], profile, warmup_s: int, until_settled_s: int | None = None,
+         raced: bool = False) -> dict:
     """What this trial does with the cores, for run.json (`core_swap`) before the load: swapped at `at_s`, or
     fixed and why."""
     if mode not in MODES:
@@ -41,6 +42,9 @@ def plan(mode: str, cpusets: dict[str, str], profile, warmup_s: int, until_settl
     if until_settled_s is not None:
         return {"mode": "fixed", "why": "--until-settled: the measured window's middle is known only when it ends "
                                         "(a crossover, --repeat 2 or more, cancels a core's bias instead)"}
+    if raced:
+        return {"mode": "fixed", "why": "a tune's race: the measured window ends when the race is decided (the "
+                                        "leader's run in the other orientation cancels a core's bias instead)"}
     return {"mode": "swap", "at_s": round(swap_at_s(profile, warmup_s), 1)}
 
 

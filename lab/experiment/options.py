@@ -51,6 +51,8 @@ class Options:
     # the report (report.html, verdict.json) and the index at the end of the run; a tune's search run has it written
     # beside the next run's provisioning (lab/experiment/tune/overlap.py, finish.report_later)
     report: bool = True
+    # a tune's search run: its hold ended once its paired windows have said what they can (tune/race.py Race)
+    race: object | None = None
 
     def __post_init__(self) -> None:
         """The refusals that need nothing but the values themselves (--repeat's: design.trials_of)."""

@@ -170,8 +170,9 @@ class TrialRun:
                                                ports=self.ssh_ports)
             self.alive.start()
             swap = self.swap_cores()
-            # --until-settled: the steady state counts from where each JIT went quiet (jit_watch.py)
-            jit = None if opts.until_settled_s is None else jit_watch.watching(self.run_dir, self.resolved["machines"])
+            # --until-settled, a race: the steady state counts from where each JIT went quiet (jit_watch.py)
+            jit = None if opts.until_settled_s is None and opts.race is None else \
+                jit_watch.watching(self.run_dir, self.resolved["machines"])
             remote = recording = None
             try:
                 with contextlib.ExitStack() as on_generators:
@@ -181,7 +182,8 @@ class TrialRun:
                                       progress=self.log, beside=core_swap.Beside(self.watch, self.host, swap),
                                       engines=remote,
                                       plan=None if opts.service.lab_plan else Path(opts.service.plan.path),
-                                      until_settled_s=opts.until_settled_s, compiled=jit and jit.compiled)
+                                      until_settled_s=opts.until_settled_s, compiled=jit and jit.compiled,
+                                      race=opts.race)
             finally:    # what the generators could not do is kept whatever the load did
                 if jit is not None:
                     self.record.update(jit_watch=jit.stop())
@@ -218,7 +220,7 @@ class TrialRun:
         run.json's core_swap says which before the load begins."""
         cpusets = {} if self.opts.reached else self.resolved.get("cpusets") or {}
         planned = core_swap.plan(self.opts.cores, cpusets, self.opts.profile, self.warmup_s,
-                                 self.opts.until_settled_s)
+                                 self.opts.until_settled_s, raced=self.opts.race is not None)
         self.record.update(core_swap=planned)
         if planned["mode"] != "swap":
             return None

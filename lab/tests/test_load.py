@@ -674,3 +674,18 @@ def test_until_settled_ends_the_hold_once_both_machines_settled(app, tmp_path):
     for machine in load.MACHINES:
         text = (tmp_path / "run" / machine / "jmeter.jtl").read_text()
         assert text.startswith(HEADER + "\n") and text.endswith("\n") and result.samples[machine] > 0
+
+
+def test_a_race_ends_the_hold_once_decided(app, tmp_path):
+    """A tune's search run (lab/experiment/tune/race.py) against a bar it cannot reach (the twins equal, the bar 2×):
+    the load ends once both machines settled with a minute of steady state, by JMeter's own Shutdown, and says why."""
+    from lab.experiment.tune import race
+    lines: list[str] = []
+    began = time.monotonic()
+    result = load.run(tmp_path / "run", {"default": app, "tuned": app},
+                      load.Profile(users=2, ramp_up_s=2, duration_s=600), progress=lines.append,
+                      race=race.Race(bar=2.0, tau=0.05))
+    assert result.ended_by == "raced" and not result.interrupted, "\n".join(lines)
+    assert time.monotonic() - began < 300, "the cap (600 s) was not what ended it"
+    assert result.race["ended"].startswith("cannot beat 2.000×"), result.race
+    assert any("the hold ends here (a tune's race)" in line for line in lines)

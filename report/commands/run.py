@@ -37,8 +37,8 @@ def build_report(folder: str | Path, warmup: float | str | None = None) -> tuple
     run = RunInfo(folder)
     for problem in run.problems:
         warn(f"{run.folder}: {problem}")
-    # --until-settled ended the load: the steady state it waited for is what the run measures
-    ended_settled = warmup is None and bool(run.get("load", "settled"))
+    # --until-settled or a tune's race ended the load: the steady state it waited for is what the run measures
+    ended_settled = warmup is None and bool(run.get("load", "settled") or (run.get("load", "race") or {}).get("ended"))
     warmup = "auto" if ended_settled else warmup
     if warmup is not None and warmup != "auto":
         warmup_s, source = float(warmup), "--warmup"

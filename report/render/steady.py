@@ -38,7 +38,12 @@ def steady_lines(machines: dict[str, Machine]) -> list[str]:
 
 
 def until_settled(load: dict[str, Any]) -> str:
-    """--until-settled: the hold a cap; where the load ended it (run.json load.settled)."""
+    """--until-settled: the hold a cap; where the load ended it (run.json load.settled); a tune's race: why it ended
+    the hold (run.json load.race)."""
+    race = load.get("race") or {}
+    if race:
+        return " at most (a tune's race: " + (f"ended, {race['ended']})" if race.get("ended") else
+                                               "the cap came first)")
     at = ", ".join(f"{m} at {t:.0f} s" for m, t in ((load.get("settled") or {}).get("at_s") or {}).items())
     return "" if not load.get("until_settled_s") else (
         f" at most (--until-settled {load['until_settled_s']} s: " + (f"ended once both settled, {at})" if at else

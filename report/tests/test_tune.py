@@ -107,7 +107,8 @@ def test_a_confirmation_of_one_block_links_it_once_and_says_why_it_is_unsteady_i
 def test_an_unproven_finalist_and_a_tune_still_running_say_so(tmp_path):
     final = {**row(3, "complete", 180, 20, "g1", 1.02, 0.97, 1.07), "counted": False}
     _, md = write(tmp_path, tune(finalist=final, confirmations=[], knob_set=None))
-    assert "**no candidate's gain cleared the noise floor**: the top feasible one, proven by its confirmation alone" in md
+    assert ("**no candidate's gain cleared the noise floor**: the top feasible one, proven by its confirmation alone"
+            in md)
     assert "Confirmed by" not in md and "--knob-set" not in md
     _, md = write(tmp_path, tune(status="running", finalist=None, best=row(1, "complete", 180, 40, "serial", 1.5,
                                                                               1.4, 1.6)))

@@ -60,6 +60,9 @@ def add_arguments(parser) -> None:
     add("--cold", action="store_true",
         help="start without the past runs in results/ that asked the same question (by default they join the "
              "study as runs it made: the same load, service, machines' kind, control and base)")
+    add("--full-holds", dest="race", action="store_false",
+        help="hold every search run whole (by default a run ends once it cannot beat the leader, or once its own "
+             "error is far below the between-run spread: lab/experiment/tune/race.py)")
     add("--resume", type=Path, default=None, metavar="FOLDER",
         help="go on with a tune folder's study (its space, holds and budget)")
 
@@ -125,7 +128,8 @@ def plan_of(args):
                             saved.get("objective", "tps"), tuple(saved.get("constraints", trials.CONSTRAINTS)),
                             saved.get("control", knob_sets.DEFAULT), saved.get("name"), saved.get("study"),
                             saved["base"], tuple(saved.get("known") or ()), saved["between"],
-                            cold=bool(saved.get("cold")), around=saved.get("around"))
+                            cold=bool(saved.get("cold")), around=saved.get("around"),
+                            race=bool(saved.get("race")))       # a tune from before races held every run whole
     if args.budget is None:
         raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
     if not 0 <= args.floor < 1:
@@ -155,7 +159,8 @@ def plan_of(args):
     plan = command.Plan(chosen, args.hold, args.floor, args.budget, args.objective or "tps", constraints,
                         control=control, name=args.name,
                         study=study_url(args.study) if args.study is not None else None,
-                        base=base, known=known, between=between, around=args.around)
+                        base=base, known=known, between=between, around=args.around,
+                        race=getattr(args, "race", True))
     opts = getattr(args, "options", None)      # the run options main() gives (absent where only the plan is checked)
     # with a native run's cost: the machines' kind is known later (main)
     check_budget(plan, args.budget, opts.profile.ramp_up_s if opts is not None else 0)

@@ -1,5 +1,6 @@
 """Running the load: JMeter started on the plan against both machines at once, watched (a progress line
-every few seconds from the growing JTLs), stopped on Ctrl-C, and what it did summed up (LoadResult)."""
+every few seconds from the growing JTLs, what may end its hold early: watch.py), stopped on Ctrl-C, and what it did
+summed up (LoadResult)."""
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lab import confine, unprivileged
-from lab.experiment import disk
-from lab.experiment.load import settle, user_plan
+from lab.experiment.load import settle, user_plan, watch
 from lab.experiment.load.jmeter import (
     LAB_PROPERTIES,
     PLAN,
@@ -51,8 +51,8 @@ class LoadResult:
                                         # the hold runs from +ramp_up_s to +ramp_up_s+duration_s
     ended_at: str = ""
     interrupted: bool = False           # stopped by Ctrl-C before its planned end
-    ended_by: str = "completed"         # completed | settled (--until-settled) | shutdown | stoptestnow |
-                                        # sigterm | sigkill | failed | disk full
+    ended_by: str = "completed"         # completed | settled (--until-settled) | raced (a tune's) | shutdown |
+                                        # stoptestnow | sigterm | sigkill | failed | disk full
     exit_code: int | None = None
     samples: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
@@ -67,6 +67,7 @@ class LoadResult:
     jmeter_uid: int | None = None       # the user the kernel saw running it (/proc), the proof of runs_as
     until_settled_s: int | None = None  # --until-settled: the steady window that ends the hold (settle.py)
     settled: dict | None = None         # where each machine settled and the steady time run, when that ended it
+    race: dict | None = None            # a tune's race (what it was against; why it ended the hold, where it did)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,11 +75,6 @@ class LoadResult:
 
 def _utc_now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
-def _clock(seconds: float) -> str:
-    s = max(0, int(seconds))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 class _Console:
@@ -134,14 +130,16 @@ _UDP_SEND = ("import socket,sys; "
 def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = lambda argv: argv,
         progress: Progress = print, progress_every_s: float = PROGRESS_EVERY_S, java: str = "java",
         beside=None, engines=None, plan: Path | None = None, until_settled_s: int | None = None,
-        compiled=None) -> LoadResult:
+        compiled=None, race=None) -> LoadResult:
     """Runs the plan against targets (machine → "http://host[:port]"); see lab/experiment/load/__init__.py. beside: what
     watches beside the load (lab/experiment/instruments.py), told JMeter's pid once it is launched. engines: JMeter's
     remote engines (lab/experiment/load/engines.py Engines, started), which then run the plan, each with its share of
     `profile` (Profile.per_engine); this JMeter is their controller and writes the JTLs. plan: a user's own plan
     (a service's), run two-sided (user_plan.py; the plan run is kept in the run folder as plan.jmx) instead of the
     lab's. until_settled_s: the hold is a cap, ended once both machines settled with that much steady state
-    (settle.py), counted from where each JIT went quiet as compiled() reads it (lab/experiment/jit_watch.py)."""
+    (settle.py), counted from where each JIT went quiet as compiled() reads it (lab/experiment/jit_watch.py). race: a
+    tune's search run (tune/race.py), its hold ended once its paired windows at steady state have said what they
+    can."""
     refused = settle.check(until_settled_s, profile)
     if refused:
         raise LoadError(refused)
@@ -182,7 +180,8 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
                         targets=dict(targets), started_at=_utc_now(), log=str(log),
                         jtl={m: str(p) for m, p in jtls.items()}, engines=engines.record() if engines else [],
                         runs_as=runs_as, until_settled_s=until_settled_s)
-    progress(f"load: {profile.model} model, {profile.describe()}, {_clock(profile.planned_s)} planned; "
+    result.race = None if race is None else {"said": race.said()}
+    progress(f"load: {profile.model} model, {profile.describe()}, {watch.clock(profile.planned_s)} planned; "
              f"JMeter {result.jmeter_version}, log {log}"
              + (f"; on {len(engines.engines)} remote engine(s), each with 1/{len(engines.engines)} of it"
                 if engines else ""))
@@ -191,23 +190,30 @@ def run(run_dir: Path, targets: dict[str, str], profile: Profile, wrap: Wrap = l
             lent.enter_context(account.lent(*{jtl.parent for jtl in jtls.values()}))
             lent.enter_context(cgroup.held())   # ended first: nothing of its own writes there once it is given back
         return _load(command, run_dir, jtls, profile, progress, progress_every_s, beside, wrap, log, result,
-                     None if account is None else account.environment(), compiled)
+                     None if account is None else account.environment(), compiled, race)
 
 
 def _load(command: list[str], run_dir: Path, jtls: dict[str, Path], profile: Profile, progress: Progress,
-          progress_every_s: float, beside, wrap: Wrap, log: Path, result: LoadResult, env, compiled) -> LoadResult:
+          progress_every_s: float, beside, wrap: Wrap, log: Path, result: LoadResult, env, compiled, race=None
+          ) -> LoadResult:
     proc = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent, env=env)
     console = _Console(proc.stdout, run_dir / "jmeter.out")
     stats = ProcessStats(proc.pid)
-    tails = {m: JtlTail(p, keep_starts=result.until_settled_s is not None) for m, p in jtls.items()}
+    tails = {m: JtlTail(p, keep_starts=result.until_settled_s is not None or race is not None)
+             for m, p in jtls.items()}
     if beside is not None:
         beside.started(proc.pid)
     full = None
     try:
-        _watch(proc, console, tails, stats, profile, progress, progress_every_s, run_dir, result.until_settled_s,
-               compiled)
-    except _Settled as done:
+        watch.watch(proc, console, tails, stats, profile, progress, progress_every_s, run_dir,
+                    result.until_settled_s, compiled, race)
+    except watch.Raced as done:
+        progress(f"load: {done}: the hold ends here (a tune's race)")
+        result.race["ended"] = str(done)
+        result.ended_by = "raced" if _stop(proc, console, stats, wrap, profile, progress) == "shutdown" \
+            else "raced, then stopped hard"
+    except watch.Settled as done:
         progress(f"load: {done.settled.said()}: the hold ends here (--until-settled {result.until_settled_s} s)")
         result.settled = done.settled.record()
         result.ended_by = "settled" if _stop(proc, console, stats, wrap, profile, progress) == "shutdown" \
@@ -215,7 +221,7 @@ def _load(command: list[str], run_dir: Path, jtls: dict[str, Path], profile: Pro
     except KeyboardInterrupt:
         result.interrupted = True
         result.ended_by = _stop(proc, console, stats, wrap, profile, progress)
-    except DiskLow as low:      # JMeter's own writes fail silently: the load stops while its JTLs are whole
+    except watch.DiskLow as low:      # JMeter's own writes fail silently: the load stops while its JTLs are whole
         full = f"disk full at load: {low}; JMeter stopped ({_stop(proc, console, stats, wrap, profile, progress)})"
         progress(f"load: {full}")
         result.ended_by = "disk full"
@@ -240,76 +246,14 @@ def _load(command: list[str], run_dir: Path, jtls: dict[str, Path], profile: Pro
         raise LoadError(f"{full}; the JTLs keep {sum(result.samples.values())} samples, cut where the disk "
                         "filled", result)
     progress("load: " + ("stopped early" if result.interrupted else "done") + "; " + "; ".join(
-        f"{m} {result.samples[m]} samples, {_percent(result.errors[m], result.samples[m])} errors" for m in MACHINES))
+        f"{m} {result.samples[m]} samples, {watch.percent(result.errors[m], result.samples[m])} errors"
+        for m in MACHINES))
     if not result.interrupted and (result.exit_code != 0 or not sum(result.samples.values())):
         result.ended_by = "failed"
         why = f"exited {result.exit_code}" if result.exit_code != 0 else "recorded no sample"
         raise LoadError(f"JMeter {why} (log: {log}); its last words:\n  " + "\n  ".join(list(console.tail)[-12:]),
                         result)
     return result
-
-
-def _percent(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.1f} %" if whole else "-"
-
-
-class DiskLow(Exception):
-    """The run folder's disk fell below disk.FLOOR_BYTES during the load."""
-
-
-class _Settled(Exception):
-    """Both machines settled with the steady window --until-settled asks for: the hold ends."""
-
-    def __init__(self, settled: settle.Settled) -> None:
-        super().__init__(settled.said())
-        self.settled = settled
-
-
-def _watch(proc, console: _Console, tails: dict[str, JtlTail], stats: ProcessStats, profile: Profile,
-           progress: Progress, every_s: float, run_dir: Path, until_settled_s: int | None = None,
-           compiled=None) -> None:
-    """Waits for JMeter to end, printing a progress line every every_s seconds; DiskLow when the run folder's
-    disk runs low (looked at every second); _Settled once both machines settled (until_settled_s, looked at every
-    settle.EVERY_S after the ramp-up)."""
-    last = looked = judged = time.monotonic()
-    while proc.poll() is None:
-        time.sleep(0.2)
-        now = time.monotonic()
-        if now - looked >= 1:
-            looked = now
-            low = disk.low(run_dir)
-            if low:
-                raise DiskLow(low)
-        if until_settled_s is not None and now - judged >= settle.EVERY_S and console.started_at is not None \
-                and now - console.started_at >= profile.ramp_up_s:
-            judged = now
-            done = settle.settled(tails, until_settled_s, compiled() if compiled else None)
-            if done is not None:
-                raise _Settled(done)
-        if now - last < every_s:
-            continue
-        stats.sample()
-        progress(_progress_line(console, tails, profile, now - last))
-        last = now
-
-
-def _progress_line(console: _Console, tails: dict[str, JtlTail], profile: Profile, interval_s: float) -> str:
-    if console.started_at is None:
-        return "load: JMeter starting"
-    elapsed = time.monotonic() - console.started_at
-    hold_end = profile.ramp_up_s + profile.duration_s
-    phase = "ramp-up" if elapsed < profile.ramp_up_s else "hold" if elapsed < hold_end else "ending"
-    if profile.model == "steps":
-        stage = next((k for k, (_, start, end) in enumerate(profile.stages(), 1) if start <= elapsed < end), None)
-        phase = f"stage {stage}/{len(profile.step_rates)} ({profile.step_rates[stage - 1]:g} req/s)" if stage else \
-            "warm-up" if elapsed < profile.ramp_up_s else "ending"
-    parts = [f"load: {phase:7} {_clock(elapsed)} elapsed, {_clock(profile.planned_s - elapsed)} left"]
-    for machine, tail in tails.items():
-        tail.read()
-        count, errors = tail.take_interval()
-        parts.append(f"{machine} {count / interval_s:7.1f} req/s {_percent(errors, count):>7} err "
-                     f"{tail.threads:4d} threads")
-    return " | ".join(parts)
 
 
 def _stop(proc, console: _Console, stats: ProcessStats, wrap: Wrap, profile: Profile, progress: Progress) -> str:

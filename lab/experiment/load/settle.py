@@ -76,6 +76,20 @@ def settled(tails: dict[str, JtlTail], window_s: float, compiled: Compiled | Non
     return Settled(at, steady, quiet)
 
 
+def paired(tails: dict[str, JtlTail], settled: Settled, machines: tuple[str, str] = ("default", "tuned")
+           ) -> list[float]:
+    """The paired windows at steady state: each whole bin's tuned ÷ default successful throughput, on one clock (the
+    earlier machine's first sample), from where the later machine settled (a race's evidence: tune/race.py)."""
+    from report.stats.steady import BIN_S, binned
+    starts = {m: np.asarray(tails[m].starts) for m in machines}
+    t0 = float(min(s.min() for s in starts.values()))
+    rates = {m: binned(starts[m], np.asarray(tails[m].oks, dtype=bool), t0) for m in machines}
+    first = int(max(settled.at_s.values()) // BIN_S)
+    n = min(len(r) for r in rates.values())
+    default, tuned = (rates[m] for m in machines)
+    return [float(tuned[i] / default[i]) for i in range(first, n) if default[i] > 0 and tuned[i] > 0]
+
+
 def check(window_s: int | None, profile) -> str | None:
     """Why --until-settled cannot end this load, or None."""
     if window_s is None:

@@ -23,7 +23,7 @@ from lab import redact
 from lab.experiment import finish, reporting, run, trial
 from lab.experiment import record as run_record
 from lab.experiment.options import Options
-from lab.experiment.tune import confirm, evidence, overlap, search, sequential, trials, warm
+from lab.experiment.tune import confirm, evidence, overlap, race, search, sequential, trials, warm
 from lab.experiment.tune import folder as tune_folder
 from lab.experiment.tune.space import Space
 from lab.provision import catalog, knob_sets
@@ -60,6 +60,9 @@ class Plan:
     # expects of the runs and the confirmations' blocks after it; None until one has run. The longest was tried: one
     # run to its cap (20261202T013731Z-s74-petclinic-tune's fourth) made the confirmations no longer fit
     ran_s: int | None = None
+    # the search's runs race (race.py): a run's hold ends once its paired windows have said what they can; its hold
+    # is then a cap, and the budget expects the median search run so far (the confirmations still hold whole)
+    race: bool = True
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
@@ -72,9 +75,13 @@ class Plan:
         """What a run is expected to take: its cap, or the median run so far where the hold is only a cap."""
         return self.cap_s(ramp_up_s) if self.ran_s is None else min(self.cap_s(ramp_up_s), self.ran_s)
 
+    def confirm_s(self, ramp_up_s: int) -> int:
+        """What a confirmation's run is expected to take: a raced search's runs end early, its confirmations' do not."""
+        return self.cap_s(ramp_up_s) if self.race else self.trial_s(ramp_up_s)
+
     def reserve_s(self, ramp_up_s: int) -> int:
         """The confirmations' share of the budget."""
-        return confirm.reserve_s(self.control, self.trial_s(ramp_up_s))
+        return confirm.reserve_s(self.control, self.confirm_s(ramp_up_s))
 
     def expected_trials(self, ramp_up_s: int) -> int:
         """About how many runs fit the budget beside the confirmations (a leader's replicates among them)."""
@@ -84,14 +91,16 @@ class Plan:
         lines = [f"tune: {len(self.space.params)} knobs on the tuned side, from the {self.base} set"
                  + (f", around the {self.around} set's values" if self.around else "") + ", against the "
                  f"{self.control} set; objective: the paired {self.objective} ratio at steady state; constraints: "
-                 f"{', '.join(self.constraints) or 'none'}; every run holds {self.hold_s} s; the leader runs again "
+                 f"{', '.join(self.constraints) or 'none'}; every run holds {self.hold_s} s"
+                 + (" at most (raced: it ends once it cannot beat the leader or has measured what a run can)"
+                    if self.race else "") + "; the leader runs again "
                  f"with the machines' roles swapped until it has {evidence.REPLICATES} runs; a gain counts when its "
                  f"combined interval (with a between-run spread of {self.between:.0%} where no A/A runs calibrate "
                  f"it) clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
                  f"{self.expected_trials(ramp_up_s)} runs (~{self.trial_s(ramp_up_s) / 60:.0f} min each), then "
                  f"~{self.reserve_s(ramp_up_s) / 60:.0f} min to confirm the best by --repeat {confirm.REPEAT} "
                  f"against {' and '.join(confirm.against(self.control))}, and up to {sequential.LOOKS - 1} more "
-                 f"blocks each (~{confirm.block_s(self.trial_s(ramp_up_s)) / 60:.0f} min) while undecided and the "
+                 f"blocks each (~{confirm.block_s(self.confirm_s(ramp_up_s)) / 60:.0f} min) while undecided and the "
                  "budget has room"]
         if known:
             lines.append("  first: " + "; ".join(f"{name} ({len(v)} of {len(self.space.params)} knobs)"
@@ -201,13 +210,17 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
                                 on_run=lambda run_dir: (data["trials"].append(run_dir.name),
                                                         tune_folder.save(folder, data)),
                                 done=len(data["trials"]), control=plan.control, base=plan.base,
-                                report_later=lab.report_later)
+                                report_later=lab.report_later,
+                                race=(lambda swapped: race.of(tuner.leader_low(), plan.floor, plan.between, swapped))
+                                if plan.race else None)
     runs = overlap.Overlapped(tuner, evaluate, told=lambda result: tune_folder.record(folder, data, tuner))
     ramp = opts.profile.ramp_up_s
     log(plan.describe(ramp, known))
+    capped = opts.until_settled_s is not None or plan.race
     if opts.until_settled_s is not None:
         log(f"  --until-settled {opts.until_settled_s} s: every hold is a cap; the budget expects the median run so "
             "far of the runs and blocks after it, and starts a run only where it fits at its cap")
+    if capped:
         plan = dataclasses.replace(plan, ran_s=_median(data.get("runs_s")))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
@@ -239,7 +252,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
             log(f"\n==== {progress(k, expected, tuner, left())}")
             before = clock()
             runs.step()
-            if opts.until_settled_s is not None:
+            if capped:
                 data["runs_s"] = [*data.get("runs_s", []), round(clock() - before)]
                 plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]))
                 # "run 3 of about 1" said the estimate made on the cap: the runs the budget holds as they now last
@@ -249,7 +262,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         runs.close()
         if proves:
             prove(opts, s, plan, tuner, folder, data, lab, log,
-                  confirms=confirming or left() >= confirm.block_s(plan.trial_s(ramp)), left=left)
+                  confirms=confirming or left() >= confirm.block_s(plan.confirm_s(ramp)), left=left)
     except KeyboardInterrupt:
         code = 130
         runs.close()        # the report under way finished and its outcome kept
@@ -306,7 +319,7 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
     def keep(confirmations: list[dict]) -> None:
         data.update(confirmations=confirmations, spent_s=round(plan.budget_s - left()))
         tune_folder.save(folder, data)
-    block = confirm.block_s(plan.trial_s(opts.profile.ramp_up_s))
+    block = confirm.block_s(plan.confirm_s(opts.profile.ramp_up_s))
     left_out = confirm.itself(final.values, plan.control, opts.service, plan.base)
     controls = [n for n in confirm.against(plan.control) if n not in left_out]
     data.update(confirm_against=controls, itself=left_out)

@@ -66,6 +66,7 @@ def start(folder: Path | None, opts, plan, resume: bool, log=print) -> tuple[Pat
         "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
         "budget_s": plan.budget_s, "holds_s": [plan.hold_s], "floor": plan.floor, "base": plan.base,
         "known": list(plan.known), "between": plan.between, "cold": plan.cold, "around": plan.around,
+        "race": plan.race,
         "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
         "constraints": list(plan.constraints),
         "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,

@@ -291,6 +291,12 @@ class Tuner:
                 runs.setdefault(r.number if r.replicate_of is None else r.replicate_of, []).append(r)
         return [Candidate(n, rs[0].values, tuple(rs), self.between) for n, rs in sorted(runs.items())]
 
+    def leader_low(self) -> float | None:
+        """The highest combined lower bound of a candidate within its constraints at steady state (what a run races
+        against: race.py); None before one."""
+        lows = [c.combined()[1] for c in self.candidates() if c.feasible and c.settled and c.combined()]
+        return max(lows, default=None)
+
     def best(self, candidates: list[Candidate] | None = None) -> Candidate | None:
         """The candidate whose gain counts (Candidate.improves) with the highest lower bound; None when none does.
         candidates: self.candidates(), where the caller has them already."""

@@ -210,10 +210,12 @@ class Evaluator:
                  judge: Callable[[Path], tuple[str, ...]] = lambda folder: (),
                  on_run: Callable[[Path], None] = lambda folder: None, done: int = 0,
                  control: str = knob_sets.DEFAULT, base: str = knob_sets.DEFAULT,
-                 report_later: Callable[[Path], None] = lambda folder: None) -> None:
+                 report_later: Callable[[Path], None] = lambda folder: None,
+                 race: Callable[[bool], object] | None = None) -> None:
+        """race: (roles swapped) → what the run races against (tune/race.py), None: every hold whole."""
         self.opts, self.s, self.run_trial, self.series, self.objective = opts, s, run_trial, series, objective
         self.judge, self.on_run, self.count, self.control, self.base = judge, on_run, done, control, base
-        self.report_later = report_later
+        self.report_later, self.race = report_later, race
 
     def run(self, values: dict, hold_s: int, swapped: bool = False,
             before_start: Callable[[], None] | None = None) -> Made:
@@ -221,7 +223,8 @@ class Evaluator:
         # a search run is read for its verdict: JMeter's dashboards wait for whoever opens it (report --dashboards),
         # and with before_start its report is written by judged, beside the next run's provisioning
         o = dataclasses.replace(options(self.opts, values, hold_s, f"{self.series.split('-', 1)[-1]}-t{self.count}",
-                                        self.control, base=self.base), dashboards=False, report=before_start is None)
+                                        self.control, base=self.base), dashboards=False, report=before_start is None,
+                                race=self.race(swapped) if self.race else None)
         crossover = o.trials(series=self.series, repeat=2)[1 if swapped else 0]     # [1]: the machines' roles swapped
         later = {} if before_start is None else {"before_start": before_start}
         code, run_dir = self.run_trial(o, dataclasses.replace(crossover, number=None, of=None), self.s, o.label,

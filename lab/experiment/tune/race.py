@@ -1,0 +1,58 @@
+"""A search run ended once its hold has nothing left to say (issue 86, item 1): candidates race on replicates, not
+on hold length. The load watches the paired windows at steady state (each 10 s bin's candidate ÷ control throughput
+from where both machines settled, settle.py) and ends the hold where either holds:
+
+- **it cannot beat the bar**: its upper bound, with one run's own draw τ (the between-run spread) beside its
+  within-run error, lies under the leader's lower bound, or under 1 − floor where no leader is better (a clearly
+  worse candidate no longer runs its whole hold);
+- **its own error is far below τ**: the within-run standard error is under τ / PRECISE: a longer hold narrows what
+  the next run's own draw swamps anyway; a replicate in the other orientation measures what is left.
+
+Judged at the 99 % level on the log scale, the windows' lag-1 autocorrelation counted (n·(1 − ρ)/(1 + ρ) windows'
+worth). A run ended so is an ordinary run whose hold was shorter: its report and outcome are read as any other's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MIN_WINDOWS = 6          # a minute of steady state at least before either rule is looked at
+PRECISE = 3.0            # within-run error under τ / PRECISE: the hold has said what it can
+Z99 = 2.326348           # one-sided 99 %: a candidate is stopped as worse only when clearly so
+
+
+@dataclass(frozen=True)
+class Race:
+    """What a search run is raced against."""
+    bar: float               # the ratio it must be able to beat: the leader's lower bound, at least 1 − floor
+    tau: float               # one run's own draw (log scale): the between-run spread
+    swapped: bool = False    # the candidate on machine default: its windows' ratio is default ÷ tuned
+
+    def said(self) -> str:
+        return (f"raced: ended once it cannot beat {self.bar:.3f}× (with a between-run spread of {self.tau:.1%}) or "
+                f"its own error is under a {PRECISE:g}rd of that spread")
+
+    def decided(self, ratios: list[float]) -> str | None:
+        """Why the hold can end now, given the paired windows so far (tuned ÷ default per bin), or None."""
+        x = [math.log(r if not self.swapped else 1 / r) for r in ratios if r and r > 0]
+        n = len(x)
+        if n < MIN_WINDOWS:
+            return None
+        mean = sum(x) / n
+        var = sum((v - mean) ** 2 for v in x) / (n - 1)
+        lag = sum((x[i] - mean) * (x[i + 1] - mean) for i in range(n - 1)) / ((n - 1) * var) if var > 0 else 0.0
+        rho = min(0.9, max(0.0, lag))
+        se = math.sqrt(var / max(2.0, n * (1 - rho) / (1 + rho)))
+        upper = math.exp(mean + Z99 * math.sqrt(se * se + self.tau * self.tau))
+        if upper < self.bar:
+            return (f"cannot beat {self.bar:.3f}×: {math.exp(mean):.3f}× over {n} windows, at most {upper:.3f}× "
+                    "with a run's own draw")
+        if self.tau > 0 and se < self.tau / PRECISE:
+            return (f"measured: {math.exp(mean):.3f}× over {n} windows, its own error {se:.1%} under a "
+                    f"{PRECISE:g}rd of the between-run spread {self.tau:.1%}")
+        return None
+
+
+def of(leader_low: float | None, floor: float, tau: float, swapped: bool) -> Race:
+    """The race of a run: against the leader's lower bound where it is above 1 − floor, else against 1 − floor."""
+    return Race(max(leader_low or 0.0, 1 - floor), tau, swapped)
