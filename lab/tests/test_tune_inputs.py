@@ -127,3 +127,38 @@ def test_a_studys_question_holds_its_machines_and_the_knobs_its_sets_resolve_to(
     search.Tuner(plan.space, storage, "tune", 120, 0.05, question=asked)
     with pytest.raises(search.TuneError, match="another machines"):
         search.Tuner(plan.space, storage, "tune", 120, 0.05, question=command.question(opts, large, plan))
+
+
+@pytest.mark.parametrize("aa_runs", [2, 0])
+def test_tau_is_measured_by_an_aa_block_where_none_calibrates_the_first_run(sets, aa_runs):
+    """The between-run spread was a constant 5 % whatever the machines did. A tune whose first run found no A/A runs
+    of its load runs an A/A block of the control, and its later runs' reports (calibrated by it) give τ; --aa-runs 0
+    keeps the assumption and says so. The stand-in's true spread is 12 %, the assumption 5 %."""
+    import json
+
+    from lab import paths
+    from lab.experiment import load, options
+    from lab.experiment.tune import command, standin
+    tune_space = space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True}}, catalog_specs())
+    lab = standin.StandIn(tune_space, {"tomcat_threads_max": 100}, seed=5, between_sd=0.12)
+    runs = standin.Runs(lab, paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
+    plan = command.Plan(tune_space, 180, 0.05, budget_s=2 * 3600, aa_runs=aa_runs)
+    said: list[str] = []
+    _, folder = command.execute(options.checked(profile=load.Profile(users=10, ramp_up_s=30, duration_s=180),
+                                                label=f"aa{aa_runs}"), None, plan, runs, log=said.append,
+                                clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    spread = json.loads((folder / "tune.json").read_text())["spread"]
+    aa_series = [s for s in paths.RESULTS.iterdir() if s.name.endswith("-aa-series")]
+    if aa_runs:
+        assert len(lab.runs) > len(runs.ran) and len(aa_series) == 1 and spread["aa_block"] == aa_series[0].name
+        assert spread["source"].startswith("measured") and spread["tau"] != 0.05
+        assert any("an A/A block of 2 runs" in line for line in said)
+        assert any(line.startswith("tune: the between-run spread τ is") for line in said)
+    else:
+        assert aa_series == [] and spread == {"tau": 0.05, "source": "assumed (--between)", "aa_block": None,
+                                              "tried": False}
+
+
+def catalog_specs() -> dict:
+    from lab.provision import catalog
+    return catalog.specs()

@@ -10,7 +10,7 @@ import runfolder
 from lab import redact
 from lab.experiment import load, preflight, reporting, run
 from lab.experiment.options import Options, seconds
-from lab.experiment.tune import region, space
+from lab.experiment.tune import aa, region, space
 from lab.machines import lifecycle
 from lab.provision import catalog, knob_sets
 from runfolder import schema
@@ -60,6 +60,9 @@ def add_arguments(parser) -> None:
     add("--cold", action="store_true",
         help="start without the past runs in results/ that asked the same question (by default they join the "
              "study as runs it made: the same load, service, machines' kind, control and base)")
+    add("--aa-runs", type=int, default=None, metavar="N",
+        help="where no A/A runs of the load calibrate the first run, an A/A block of N runs first (default 2; 0: "
+             "none, τ stays --between's assumption)")
     add("--full-holds", dest="race", action="store_false",
         help="hold every search run whole (by default a run ends once it cannot beat the leader, or once its own "
              "error is far below the between-run spread: lab/experiment/tune/race.py)")
@@ -129,7 +132,8 @@ def plan_of(args):
                             saved.get("control", knob_sets.DEFAULT), saved.get("name"), saved.get("study"),
                             saved["base"], tuple(saved.get("known") or ()), saved["between"],
                             cold=bool(saved.get("cold")), around=saved.get("around"),
-                            race=bool(saved.get("race")))       # a tune from before races held every run whole
+                            race=bool(saved.get("race")),       # a tune from before races held every run whole
+                            aa_runs=int(saved.get("aa_runs") or 0))
     if args.budget is None:
         raise ValueError("tune: --budget TIME (e.g. 2h), or --resume FOLDER to go on with a tune")
     if not 0 <= args.floor < 1:
@@ -137,6 +141,8 @@ def plan_of(args):
     between = trials.BETWEEN if args.between is None else args.between
     if not 0 <= between < 1:
         raise ValueError(f"--between {args.between}: a fraction from 0 to 1, e.g. 0.05")
+    if getattr(args, "aa_runs", None) is not None and not 0 <= args.aa_runs <= 20:
+        raise ValueError(f"--aa-runs {args.aa_runs}: from 0 (none) to 20 runs")
     if args.hold <= 0:
         raise ValueError(f"--hold {args.hold}: a positive length")
     specs = catalog.specs()
@@ -160,7 +166,8 @@ def plan_of(args):
                         control=control, name=args.name,
                         study=study_url(args.study) if args.study is not None else None,
                         base=base, known=known, between=between, around=args.around,
-                        race=getattr(args, "race", True))
+                        race=getattr(args, "race", True),
+                        aa_runs=aa.RUNS if getattr(args, "aa_runs", None) is None else args.aa_runs)
     opts = getattr(args, "options", None)      # the run options main() gives (absent where only the plan is checked)
     # with a native run's cost: the machines' kind is known later (main)
     check_budget(plan, args.budget, opts.profile.ramp_up_s if opts is not None else 0)

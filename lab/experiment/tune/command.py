@@ -23,7 +23,7 @@ from lab import redact
 from lab.experiment import finish, reporting, run, trial
 from lab.experiment import record as run_record
 from lab.experiment.options import Options
-from lab.experiment.tune import confirm, evidence, overlap, race, search, sequential, trials, warm
+from lab.experiment.tune import aa, confirm, evidence, overlap, race, search, sequential, trials, warm
 from lab.experiment.tune import folder as tune_folder
 from lab.experiment.tune.space import Space
 from lab.provision import catalog, knob_sets
@@ -63,6 +63,7 @@ class Plan:
     # the search's runs race (race.py): a run's hold ends once its paired windows have said what they can; its hold
     # is then a cap, and the budget expects the median search run so far (the confirmations still hold whole)
     race: bool = True
+    aa_runs: int = aa.RUNS                  # the A/A block run where no A/A runs of the load calibrate the first run
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
@@ -96,7 +97,8 @@ class Plan:
                     if self.race else "") + "; the leader runs again "
                  f"with the machines' roles swapped until it has {evidence.REPLICATES} runs; a gain counts when its "
                  f"combined interval (with a between-run spread of {self.between:.0%} where no A/A runs calibrate "
-                 f"it) clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
+                 f"it" + (f"; an A/A block of {self.aa_runs} runs first where none calibrates the first run"
+                          if self.aa_runs else "") + f") clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
                  f"{self.expected_trials(ramp_up_s)} runs (~{self.trial_s(ramp_up_s) / 60:.0f} min each), then "
                  f"~{self.reserve_s(ramp_up_s) / 60:.0f} min to confirm the best by --repeat {confirm.REPEAT} "
                  f"against {' and '.join(confirm.against(self.control))}, and up to {sequential.LOOKS - 1} more "
@@ -211,9 +213,20 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
                                                         tune_folder.save(folder, data)),
                                 done=len(data["trials"]), control=plan.control, base=plan.base,
                                 report_later=lab.report_later,
-                                race=(lambda swapped: race.of(tuner.leader_low(), plan.floor, plan.between, swapped))
+                                race=(lambda swapped: race.of(tuner.leader_low(), plan.floor, spread.tau, swapped))
                                 if plan.race else None)
-    runs = overlap.Overlapped(tuner, evaluate, told=lambda result: tune_folder.record(folder, data, tuner))
+    spread = aa.Spread.kept(data.get("spread"), plan.between)
+    tuner.between = spread.tau
+
+    def told(result: evidence.Result) -> None:
+        """A run's outcome told: its report's τ, where A/A runs calibrated it, is the tune's from now on."""
+        tau = aa.tau_of(folder.parent / result.outcome.run, plan.objective) if result.outcome.run else None
+        if tau is not None and spread.measured(result.outcome.run, tau):
+            log(f"tune: the between-run spread τ is {tau:.1%}, {spread.source} (it was {plan.between:.1%} assumed)")
+        tuner.between = spread.tau
+        data["spread"] = spread.record()
+        tune_folder.record(folder, data, tuner)
+    runs = overlap.Overlapped(tuner, evaluate, told=told)
     ramp = opts.profile.ramp_up_s
     log(plan.describe(ramp, known))
     capped = opts.until_settled_s is not None or plan.race
@@ -257,6 +270,10 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
                 plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]))
                 # "run 3 of about 1" said the estimate made on the cap: the runs the budget holds as they now last
                 expected = k + max(0, int((left() - plan.reserve_s(ramp)) // plan.trial_s(ramp)))
+            if plan.aa_runs and not spread.tried and not spread.is_measured:
+                last = runs.settle()        # its report says whether A/A runs of the load calibrated it
+                if last is not None and last.outcome.ratio is not None and not spread.is_measured:
+                    measure_spread(opts, s, plan, lab, folder, data, spread, left() - whole(), log)
             data["spent_s"] = round(spent + clock() - began)
             tune_folder.record(folder, data, tuner)
         runs.close()
@@ -281,6 +298,25 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
     reporting.report_command("tune", folder, log=log, what="tune report")
     log(progress(ran(tuner), expected, tuner, left()))
     return code, folder
+
+
+def measure_spread(opts, s, plan: Plan, lab: Lab, folder: Path, data: dict, spread: aa.Spread, room_s: float,
+                   log=print) -> None:
+    """No A/A runs of the load calibrated the first run that measured a ratio: an A/A block of the control (aa.py),
+    so that every later run's report is calibrated, where the budget has room for it beside the next run."""
+    cost = plan.aa_runs * plan.cap_s(opts.profile.ramp_up_s) + confirm.SERIES_S
+    spread.tried = True
+    if room_s < cost:
+        log(f"tune: no A/A runs of this load calibrate its runs, and no room for an A/A block (~{cost / 60:.0f} min): "
+            f"τ stays {spread.tau:.1%}, assumed")
+        return
+    log(f"\n==== tune: no A/A runs of this load calibrate its runs: an A/A block of {plan.aa_runs} runs of "
+        f"{plan.control} on both machines first (~{cost / 60:.0f} min), which every later run's report reads")
+    _, series = lab.run_series(aa.block(opts, plan.control, plan.hold_s, f"{folder.name.split('-', 1)[-1]}-aa",
+                                        plan.aa_runs), s)
+    spread.block = series.name
+    data["spread"] = spread.record()
+    tune_folder.save(folder, data)
 
 
 def waits_for_pending(found: bool, left_s: float, cap_s: int, reserve_s: int) -> bool:

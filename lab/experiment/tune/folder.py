@@ -10,7 +10,7 @@ from pathlib import Path
 import runfolder
 from lab import redact
 from lab.experiment import record as run_record
-from lab.experiment.tune import confirm, evidence, search
+from lab.experiment.tune import aa, confirm, evidence, search
 
 
 def save(folder: Path, data: dict) -> None:
@@ -66,7 +66,7 @@ def start(folder: Path | None, opts, plan, resume: bool, log=print) -> tuple[Pat
         "tune_id": folder.name, "status": "running", "started": run_record.utc_now(), "ended": None,
         "budget_s": plan.budget_s, "holds_s": [plan.hold_s], "floor": plan.floor, "base": plan.base,
         "known": list(plan.known), "between": plan.between, "cold": plan.cold, "around": plan.around,
-        "race": plan.race,
+        "race": plan.race, "aa_runs": plan.aa_runs, "spread": aa.Spread(plan.between).record(),
         "space": [dataclasses.asdict(p) for p in plan.space.params], "objective": plan.objective,
         "constraints": list(plan.constraints),
         "load": dataclasses.asdict(opts.profile), "service": opts.service.name if opts.service else None,

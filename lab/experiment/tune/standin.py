@@ -64,14 +64,15 @@ class StandIn:
             distance += d[0] * d[1]
         return 1 + self.gain * math.exp(-max(distance, 0.0) / (2 * self.width ** 2))
 
-    def __call__(self, values: dict, hold_s: int, swapped: bool = False) -> Outcome:
+    def __call__(self, values: dict, hold_s: int, swapped: bool = False, aa: bool = False) -> Outcome:
+        """One run of the candidate against the control; aa: an A/A run (the control on both machines)."""
         self.runs.append((dict(values), hold_s))
-        why = self.infeasible(values) if self.infeasible else None
+        why = self.infeasible(values) if self.infeasible and not aa else None
         if why:
             return Outcome(None, violations=(why,), run=f"standin-{len(self.runs)}", swapped=swapped)
         rng = random.Random(f"{self.seed}:{len(self.runs)}")
         n = max(2, hold_s // WINDOW_S)
-        settled_s = self.settled_s(values)
+        settled_s = None if aa else self.settled_s(values)
         # the report's rule: steady with at least a minute and a third of the run left (report/stats/steady.py)
         settled = settled_s is None or hold_s - settled_s >= max(60.0, hold_s / 3)
         first = 0 if settled_s is None or not settled else int(settled_s // WINDOW_S)
@@ -80,7 +81,8 @@ class StandIn:
         e, ratios = 0.0, []
         for i in range(n):
             e = self.rho * e + math.sqrt(1 - self.rho ** 2) * rng.gauss(0, self.noise_sd)
-            ratios.append(self.true_ratio(values) * self.warming(values, (i + 0.5) * WINDOW_S) * drawn * (1 + e))
+            true = 1.0 if aa else self.true_ratio(values) * self.warming(values, (i + 0.5) * WINDOW_S)
+            ratios.append(true * drawn * (1 + e))
         ratios = ratios[first:]
         n = len(ratios)
         mean = sum(ratios) / n
@@ -121,22 +123,41 @@ class Runs:
     ran: list = field(default_factory=list)       # (label, values) of every trial run
     series: list = field(default_factory=list)    # (the control's configuration, values) of every series
     blocks: dict = field(default_factory=dict)    # a series folder's name → its runs (combine)
+    aa: list = field(default_factory=list)        # the A/A runs of the load: once there are, every run is calibrated
 
     def values(self, o, config) -> dict:
         resolved = config.knobs(o.service)
         return {k: resolved[k] for k in self.lab.space.knobs}
 
-    def _folder(self, name: str, outcome: Outcome):
+    def tau(self) -> float | None:
+        """The between-run spread the A/A runs so far show, as the report's calibration takes it (between.py
+        tau2_known_zero: the twins' bias counted in), None before any."""
+        if not self.aa:
+            return None
+        d = [math.log(r.ratio) for r in self.aa]
+        w = [1 / max(((math.log(r.high) - math.log(r.low)) / (2 * 1.96)) ** 2, 1e-12) for r in self.aa]
+        return math.sqrt(max(0.0, (sum(wi * di * di for wi, di in zip(w, d, strict=True)) - len(d)) / sum(w)))
+
+    def _folder(self, name: str, outcome: Outcome, aa: bool = False):
         import json
         folder = self.root / name
         folder.mkdir(parents=True)
+        tau = None if aa else self.tau()
+        low, high = outcome.low, outcome.high
+        if tau is not None and outcome.ratio is not None:      # calibrated: τ₀ beside its own error, as the report
+            se = (math.log(high) - math.log(low)) / (2 * 1.96)
+            half = 1.96 * math.sqrt(se * se + tau * tau)
+            low, high = outcome.ratio * math.exp(-half), outcome.ratio * math.exp(half)
         # the stand-in's intervals are normal: a t with 10⁶ degrees of freedom (confirmations re-level them)
-        effects = {"tps": {"estimate": outcome.ratio, "low": outcome.low, "high": outcome.high, "df": 1e6},
+        effects = {"tps": {"estimate": outcome.ratio, "low": low, "high": high, "df": 1e6,
+                           "intervals": "within-run" if tau is None else "calibrated (the stand-in's A/A runs)"},
                    "error_pct": {"tuned": 0.0}} if outcome.ratio is not None else {}
         steady = {} if outcome.settled is None else {      # as the report writes it: each machine's
             side: {"settled": outcome.settled, "start_s": outcome.steady_from_s} for side in ("default", "tuned")}
+        calibration = {"applied": tau is not None, "figures": {"tps": {"tau": tau}}}
         (folder / "verdict.json").write_text(json.dumps({"verdict": "stand-in", "effects": effects,
-                                                         "steady": steady}))
+                                                         "steady": steady, "calibration": calibration,
+                                                         "design": {"kind": "aa" if aa else "ab"}}))
         return folder
 
     def validate(self, o, s) -> None:
@@ -160,8 +181,12 @@ class Runs:
         the log scale by inverse variance, with the runs' own between-run variance (DerSimonian–Laird) where there
         are more runs than orientations, as the lab's series are."""
         first = o.trials()[0]
-        values = self.values(o, first.configurations["tuned"])
         self.clock[0] += o.repeat * (self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s)
+        if o.aa is not None:            # an A/A block: the control on both machines
+            runs = [self.lab({}, o.profile.duration_s, aa=True) for _ in o.trials()]
+            self.aa += runs
+            return 0, self._folder(f"{o.label}-series", combined(runs), aa=True)
+        values = self.values(o, first.configurations["tuned"])
         self.series.append((first.configurations["default"].base, values))
         runs = [self.lab(values, o.profile.duration_s, t.swapped) for t in o.trials()]
         self.blocks[f"{o.label}-series"] = runs
