@@ -98,7 +98,8 @@ class Plan:
                  f"with the machines' roles swapped until it has {evidence.REPLICATES} runs; a gain counts when its "
                  f"combined interval (with a between-run spread of {self.between:.0%} where no A/A runs calibrate "
                  f"it" + (f"; an A/A block of {self.aa_runs} runs first where none calibrates the first run"
-                          if self.aa_runs else "") + f") clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
+                          if self.aa_runs else "")
+                 + f") clears the floor ({self.floor:.0%}); budget {self.budget_s / 3600:.1f} h, about "
                  f"{self.expected_trials(ramp_up_s)} runs (~{self.trial_s(ramp_up_s) / 60:.0f} min each), then "
                  f"~{self.reserve_s(ramp_up_s) / 60:.0f} min to confirm the best by --repeat {confirm.REPEAT} "
                  f"against {' and '.join(confirm.against(self.control))}, and up to {sequential.LOOKS - 1} more "
