@@ -58,3 +58,25 @@ def test_the_paired_windows_start_where_the_later_machine_settled(tmp_path):
     first = int(max(steady.at_s.values()) // 10)
     assert first >= 6 and len(got) == 39 - first, "whole 10 s bins from the later machine's steady start"
     assert all(r == pytest.approx(0.5) for r in got[12 - first:]), "tuned 10 req/s against default's 20 from 120 s"
+
+
+def test_a_raced_tune_runs_more_candidates_in_its_budget(sets):
+    """The stand-in's clearly worse candidates end their holds early: the same budget holds more runs."""
+    from lab import paths
+    from lab.experiment import load, options
+    from lab.experiment.tune import command, space, standin
+    from lab.provision import catalog
+    tune_space = space.parse({"tomcat_threads_max": {"low": 4, "high": 400, "log": True},
+                              "jvm_gc": ["serial", "parallel", "g1"]}, catalog.specs())
+    ran = {}
+    for raced in (False, True):
+        lab = standin.StandIn(tune_space, {"tomcat_threads_max": 300, "jvm_gc": "g1"}, gain=0.6, width=0.15, seed=7,
+                              noise_sd=0.03)
+        runs = standin.Runs(lab, paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
+        plan = command.Plan(tune_space, 360, 0.05, budget_s=3 * 3600, race=raced, aa_runs=0,
+                            name=f"race-{raced}".lower())
+        command.execute(options.checked(profile=load.Profile(users=10, ramp_up_s=20, duration_s=360),
+                                        label=f"race-{raced}"), None, plan, runs, log=lambda line: None,
+                        clock=lambda r=runs: r.clock[0], judge=lambda run_dir: ())
+        ran[raced] = len(runs.ran)
+    assert ran[True] >= ran[False] * 1.3, ran       # 37 runs raced, 14 whole (2026-12-07)

@@ -64,9 +64,11 @@ class StandIn:
             distance += d[0] * d[1]
         return 1 + self.gain * math.exp(-max(distance, 0.0) / (2 * self.width ** 2))
 
-    def __call__(self, values: dict, hold_s: int, swapped: bool = False, aa: bool = False) -> Outcome:
-        """One run of the candidate against the control; aa: an A/A run (the control on both machines)."""
+    def __call__(self, values: dict, hold_s: int, swapped: bool = False, aa: bool = False, race=None) -> Outcome:
+        """One run of the candidate against the control; aa: an A/A run (the control on both machines); race: the
+        run's race (tune/race.py), which may end its hold early as the load does (self.held_s: how long it held)."""
         self.runs.append((dict(values), hold_s))
+        self.held_s = hold_s
         why = self.infeasible(values) if self.infeasible and not aa else None
         if why:
             return Outcome(None, violations=(why,), run=f"standin-{len(self.runs)}", swapped=swapped)
@@ -83,6 +85,13 @@ class StandIn:
             e = self.rho * e + math.sqrt(1 - self.rho ** 2) * rng.gauss(0, self.noise_sd)
             true = 1.0 if aa else self.true_ratio(values) * self.warming(values, (i + 0.5) * WINDOW_S)
             ratios.append(true * drawn * (1 + e))
+        if race is not None and settled:        # looked at every 30 s once a minute is steady
+            from lab.experiment.tune.race import MIN_WINDOWS
+            for i in range(int(math.ceil(((settled_s or 0.0) + 60) / WINDOW_S)), n, 3):
+                shown = ratios[first:i] if not swapped else [1 / r for r in ratios[first:i]]    # tuned ÷ default
+                if i - first >= MIN_WINDOWS and race.decided(shown):
+                    ratios, self.held_s, hold_s = ratios[:i], i * WINDOW_S, i * WINDOW_S
+                    break
         ratios = ratios[first:]
         n = len(ratios)
         mean = sum(ratios) / n
@@ -172,9 +181,10 @@ class Runs:
         if before_start is not None:        # the lab's equal start comes after its provisioning
             before_start()
         values = self.values(o, t.configurations["tuned"])
-        self.clock[0] += self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s
         self.ran.append((label, values))
-        return 0, self._folder(f"{label}-{len(self.ran)}", self.lab(values, o.profile.duration_s, t.swapped))
+        outcome = self.lab(values, o.profile.duration_s, t.swapped, race=o.race)
+        self.clock[0] += self.overhead_s + o.profile.ramp_up_s + self.lab.held_s
+        return 0, self._folder(f"{label}-{len(self.ran)}", outcome)
 
     def run_series(self, o, s):
         """o.repeat runs of the candidate, the machines swapped on every second, each with its own draw, combined on
