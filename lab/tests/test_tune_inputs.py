@@ -162,3 +162,12 @@ def test_tau_is_measured_by_an_aa_block_where_none_calibrates_the_first_run(sets
 def catalog_specs() -> dict:
     from lab.provision import catalog
     return catalog.specs()
+
+
+def test_a_measured_spread_of_none_is_taken_as_the_least_the_lab_has_seen():
+    """Two A/A runs that agree within their own noise estimate τ at its bound, 0: no proof that runs do not spread
+    (the first block on native containers, 20261207T105842Z-racecheck-tune-aa)."""
+    from lab.experiment.tune import aa
+    spread = aa.Spread(0.05)
+    assert spread.measured("r1", 0.0) and spread.tau == aa.TAU_FLOOR and "taken as at least 1%" in spread.source
+    assert not spread.measured("r2", 0.03) and spread.tau == 0.03

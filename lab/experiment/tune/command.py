@@ -223,7 +223,8 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         """A run's outcome told: its report's τ, where A/A runs calibrated it, is the tune's from now on."""
         tau = aa.tau_of(folder.parent / result.outcome.run, plan.objective) if result.outcome.run else None
         if tau is not None and spread.measured(result.outcome.run, tau):
-            log(f"tune: the between-run spread τ is {tau:.1%}, {spread.source} (it was {plan.between:.1%} assumed)")
+            log(f"tune: the between-run spread τ is {spread.tau:.1%}, {spread.source} (it was {plan.between:.1%} "
+                "assumed)")
         tuner.between = spread.tau
         data["spread"] = spread.record()
         tune_folder.record(folder, data, tuner)
