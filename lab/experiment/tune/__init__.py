@@ -18,5 +18,6 @@ run, and proves its answer. One module per job:
   knob set;
 - sequential: each look's level, spent so that all looks keep 95 %; what it decides;
 - command: the budget, resume; folder: tune.json;
-- standin: a lab whose "runs" are a known function of the knobs plus noise (the tests' and bench/tuner.py's).
+- standin: a lab whose "runs" are a known function of the knobs plus noise (the tests' and bench/tuner.py's);
+  standin_shape: that function and its honest draw; standin_stats: its intervals as the lab's report makes them.
 """

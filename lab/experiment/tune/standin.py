@@ -1,17 +1,21 @@
 """A stand-in lab for the tuner's tests and its benchmark: each "run" of a candidate against the control returns a known
-function of the knobs, measured through autocorrelated noise window by window as the lab's paired interval is, and a
-region where the candidate does not start. Nothing here touches a machine.
+function of the knobs, measured through autocorrelated noise window by window as the lab's paired interval is, and
+regions where the candidate does not start or errs. Nothing here touches a machine.
 
-The true ratio is 1 + gain × a bump around the optimum: each knob's distance to its best value in the range's own
-scale (log for a log range, the choice's index for choices), weighted, with an interaction between the first two
-knobs (as HTTPD's and the JVM's tiers interact on the machines). That is the steady state; what a run measures
-may also carry (issue 54's realistic stand-in, bench/tuner.py):
-- a between-run draw (`between_sd`, on the log scale, one per run: what A/A runs of a load spread by), which a
-  run's own interval does not see;
+The true ratio (standin_shape.py) is 1 + gain × a bump around the optimum: each knob's distance to its best value in
+the range's own scale (log for a log range, the choice's index for choices), with an interaction between the first
+two knobs, flat within `radius`; times a `cliff`'s collapse, and against the `control`'s own throughput where it is
+given (the optimum's ratio is then 1 + gain exactly). That is the steady state; what a run measures may also carry
+(issue 54's and issue 86's stand-ins, bench/tuner.py):
+- a between-run draw (`between_sd`, on the log scale, one per run: what A/A runs of a load spread by; Student's t
+  with `between_df` degrees of freedom scaled to that spread where given, heavy-tailed), which a run's own interval
+  does not see;
 - the JIT's warm-up (`warmup_s`): each side's throughput at t s into the measured window is 1 − depth·e^(−t/T) of its
   steady state, T the control's time constant and, for the candidate, that times `quick_warmup(values)` (C1-only
   code compiles sooner); a short hold then ranks warm-up speed, not the steady state (the 2-hour emulated tune of
   2026-11-28: every trial still warming up).
+Its intervals (`stats`): "z", normal (df 10⁶ written; a series by DerSimonian–Laird and 1.96), or "lab": the
+report's t intervals with their few df, calibrated and combined as the lab's are (standin_stats.py).
 """
 from __future__ import annotations
 
@@ -19,20 +23,13 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from lab.experiment.tune import standin_stats
 from lab.experiment.tune.evidence import Outcome
-from lab.experiment.tune.space import Param, Space
+from lab.experiment.tune.space import Space
+from lab.experiment.tune.standin_shape import ERRORS_MAX, Cliff, bump, position  # noqa: F401 (its callers')
 
 SETTLED = 0.05                 # a side within this share of its steady state has settled (the report's 10 % drift rule)
 WINDOW_S = 10                  # the paired interval's window (report/stats: one TPS value per window and machine)
-
-
-def position(p: Param, value) -> float:
-    """Where a value sits in its range, 0…1."""
-    if p.kind == "choice":
-        return p.choices.index(value) / max(1, len(p.choices) - 1)
-    if p.log:
-        return (math.log(value) - math.log(p.low)) / (math.log(p.high) - math.log(p.low))
-    return (value - p.low) / (p.high - p.low)
 
 
 @dataclass
@@ -51,40 +48,71 @@ class StandIn:
     machine_bias: float = 1.0            # machine tuned's throughput ÷ machine default's, configuration aside
     seed: int = 0
     relevant: frozenset | None = None    # the knobs the outcome depends on (None: all); the others change nothing
+    radius: float = 0.0                  # the flat top: within it of the optimum, a candidate is as good
+    control: dict | None = None          # the control's values: a ratio is against its throughput (None: against 1)
+    cliff: Cliff | None = None           # where the throughput collapses, and above it requests err
+    between_df: float = 0.0              # the between-run draw's Student t df (0: normal)
+    window_df: float = 0.0               # the windows' innovations' Student t df (0: normal)
+    stats: str = "z"                     # a run's interval: "z" (normal), "lab" (the report's t, standin_stats)
     runs: list = field(default_factory=list)     # (values, hold_s) of every run, in order
+    dfs: dict = field(default_factory=dict)      # a run's name → its interval's degrees of freedom ("lab")
+
+    def params(self) -> list:
+        return [p for p in self.space.params if self.relevant is None or p.knob in self.relevant]
+
+    def throughput(self, values: dict, amplitude: float) -> float:
+        """Its steady throughput ÷ a reference's: the bump's and the cliff's."""
+        cut = self.cliff.factor(self.space_param(self.cliff.knob), values) if self.cliff else 1.0
+        return (1 + amplitude * bump(self.params(), values, self.optimum, self.width, self.radius)) * cut
 
     def true_ratio(self, values: dict) -> float:
-        params = [p for p in self.space.params if self.relevant is None or p.knob in self.relevant]
-        # a knob left out (its `when` did not hold) sits at its range's start, the base's stand-in
-        def at(p, chosen):
-            return position(p, chosen[p.knob]) if p.knob in chosen else 0.0
-        d = [at(p, values) - at(p, self.optimum) for p in params]
-        distance = sum(x * x for x in d)
-        if len(d) >= 2:                  # the first two knobs interact: the best of one moves with the other
-            distance += d[0] * d[1]
-        return 1 + self.gain * math.exp(-max(distance, 0.0) / (2 * self.width ** 2))
+        """Its steady-state throughput ÷ the control's, the optimum's 1 + gain; where no control is given, 1 + gain ×
+        the bump (times the cliff's share)."""
+        if self.control is None:
+            return self.throughput(values, self.gain)
+        # the amplitude for which optimum ÷ control is 1 + gain, whatever the bump and cliff leave the control
+        top, c = self.throughput(self.optimum, 0.0), self.throughput(self.control, 0.0)
+        b = bump(self.params(), self.control, self.optimum, self.width, self.radius)
+        amplitude = ((1 + self.gain) * c - top) / (top - (1 + self.gain) * c * b)
+        return self.throughput(values, amplitude) / self.throughput(self.control, amplitude)
+
+    def space_param(self, knob: str):
+        return next(p for p in self.space.params if p.knob == knob)
+
+    def errors_pct(self, values: dict) -> float:
+        return self.cliff.errors_pct(self.space_param(self.cliff.knob), values) if self.cliff else 0.0
+
+    def draw(self, rng: random.Random, sd: float, df: float) -> float:
+        """A normal draw of sd, or Student's t with df degrees of freedom scaled to sd."""
+        if not df:
+            return rng.gauss(0, sd)
+        return rng.gauss(0, 1) / math.sqrt(2 * rng.gammavariate(df / 2, 1) / df) * sd * math.sqrt((df - 2) / df)
 
     def __call__(self, values: dict, hold_s: int, swapped: bool = False, aa: bool = False, race=None) -> Outcome:
         """One run of the candidate against the control; aa: an A/A run (the control on both machines); race: the
         run's race (tune/race.py), which may end its hold early as the load does (self.held_s: how long it held)."""
         self.runs.append((dict(values), hold_s))
         self.held_s = hold_s
+        name = f"standin-{len(self.runs)}"
         why = self.infeasible(values) if self.infeasible and not aa else None
         if why:
-            return Outcome(None, violations=(why,), run=f"standin-{len(self.runs)}", swapped=swapped)
+            return Outcome(None, violations=(why,), run=name, swapped=swapped)
+        errors = 0.0 if aa else self.errors_pct(values)
+        broke = (f"errors<={ERRORS_MAX:g}%: {errors:.2f} % of the candidate's requests failed",) \
+            if errors > ERRORS_MAX else ()
         rng = random.Random(f"{self.seed}:{len(self.runs)}")
         n = max(2, hold_s // WINDOW_S)
         settled_s = None if aa else self.settled_s(values)
         # the report's rule: steady with at least a minute and a third of the run left (report/stats/steady.py)
         settled = settled_s is None or hold_s - settled_s >= max(60.0, hold_s / 3)
         first = 0 if settled_s is None or not settled else int(settled_s // WINDOW_S)
-        drawn = math.exp(rng.gauss(0, self.between_sd)) if self.between_sd else 1.0
+        drawn = math.exp(self.draw(rng, self.between_sd, self.between_df)) if self.between_sd else 1.0
         drawn *= 1 / self.machine_bias if swapped else self.machine_bias     # the candidate on the other machine
         e, ratios = 0.0, []
         for i in range(n):
-            e = self.rho * e + math.sqrt(1 - self.rho ** 2) * rng.gauss(0, self.noise_sd)
+            e = self.rho * e + math.sqrt(1 - self.rho ** 2) * self.draw(rng, self.noise_sd, self.window_df)
             true = 1.0 if aa else self.true_ratio(values) * self.warming(values, (i + 0.5) * WINDOW_S)
-            ratios.append(true * drawn * (1 + e))
+            ratios.append(true * drawn * max(0.05, 1 + e))
         if race is not None and settled:        # looked at every 30 s once a minute is steady
             from lab.experiment.tune.race import MIN_WINDOWS
             for i in range(int(math.ceil(((settled_s or 0.0) + 60) / WINDOW_S)), n, 3):
@@ -97,8 +125,15 @@ class StandIn:
         mean = sum(ratios) / n
         sd = math.sqrt(sum((r - mean) ** 2 for r in ratios) / (n - 1))
         effective = max(2.0, n * (1 - self.rho) / (1 + self.rho))     # autocorrelated windows count for fewer
-        half = 1.96 * sd / math.sqrt(effective)
-        return Outcome(mean, mean - half, mean + half, run=f"standin-{len(self.runs)}",
+        if self.stats == "lab":     # the report's: t with its independent blocks less one, on the log scale
+            df = max(1, int(effective) - 1)
+            got = standin_stats.run(mean, sd / mean / math.sqrt(effective), df)
+            low, high = got.low, got.high
+            self.dfs[name] = df
+        else:
+            half = 1.96 * sd / math.sqrt(effective)
+            low, high = mean - half, mean + half
+        return Outcome(mean, low, high, broke, run=name,
                        settled=None if settled_s is None else settled,
                        steady_from_s=None if settled_s is None or not settled else first * WINDOW_S, swapped=swapped)
 
@@ -138,36 +173,64 @@ class Runs:
         resolved = config.knobs(o.service)
         return {k: resolved[k] for k in self.lab.space.knobs}
 
+    @property
+    def honest(self) -> bool:
+        return self.lab.stats == "lab"
+
+    def interval(self, r: Outcome) -> standin_stats.Interval:
+        """A run's own interval as the report wrote it, with its df."""
+        return standin_stats.Interval(r.ratio, r.low, r.high, self.lab.dfs[r.run])
+
     def tau(self) -> float | None:
         """The between-run spread the A/A runs so far show, as the report's calibration takes it (between.py
         tau2_known_zero: the twins' bias counted in), None before any."""
         if not self.aa:
             return None
+        if self.honest:
+            return math.sqrt(standin_stats.calibration([self.interval(r) for r in self.aa]).tau2)
         d = [math.log(r.ratio) for r in self.aa]
         w = [1 / max(((math.log(r.high) - math.log(r.low)) / (2 * 1.96)) ** 2, 1e-12) for r in self.aa]
         return math.sqrt(max(0.0, (sum(wi * di * di for wi, di in zip(w, d, strict=True)) - len(d)) / sum(w)))
 
-    def _folder(self, name: str, outcome: Outcome, aa: bool = False):
+    def _folder(self, name: str, outcome: Outcome, aa: bool = False, got: standin_stats.Interval | None = None):
+        """The run's (or series', got: its combined interval) folder with its verdict.json; the constraints it
+        broke in `standin.violations` (judge())."""
         import json
         folder = self.root / name
         folder.mkdir(parents=True)
         tau = None if aa else self.tau()
-        low, high = outcome.low, outcome.high
-        if tau is not None and outcome.ratio is not None:      # calibrated: τ₀ beside its own error, as the report
+        estimate, low, high, df = outcome.ratio, outcome.low, outcome.high, 1e6
+        said = "within-run" if tau is None else "calibrated (the stand-in's A/A runs)"
+        if got is not None:
+            estimate, low, high, df, said = got.estimate, got.low, got.high, got.df, got.said
+        elif self.honest and outcome.ratio is not None:         # one run, as the report widens it
+            got = self.interval(outcome)
+            got = got if aa else standin_stats.calibrated(got, standin_stats.calibration(
+                [self.interval(r) for r in self.aa]))
+            low, high, df, said = got.low, got.high, got.df, got.said
+        elif tau is not None and outcome.ratio is not None:      # calibrated: τ₀ beside its own error, as the report
             se = (math.log(high) - math.log(low)) / (2 * 1.96)
             half = 1.96 * math.sqrt(se * se + tau * tau)
             low, high = outcome.ratio * math.exp(-half), outcome.ratio * math.exp(half)
-        # the stand-in's intervals are normal: a t with 10⁶ degrees of freedom (confirmations re-level them)
-        effects = {"tps": {"estimate": outcome.ratio, "low": low, "high": high, "df": 1e6,
-                           "intervals": "within-run" if tau is None else "calibrated (the stand-in's A/A runs)"},
+        # stats "z": the intervals are normal, a t with 10⁶ degrees of freedom (confirmations re-level them)
+        effects = {"tps": {"estimate": estimate, "low": low, "high": high, "df": df, "intervals": said},
                    "error_pct": {"tuned": 0.0}} if outcome.ratio is not None else {}
         steady = {} if outcome.settled is None else {      # as the report writes it: each machine's
             side: {"settled": outcome.settled, "start_s": outcome.steady_from_s} for side in ("default", "tuned")}
         calibration = {"applied": tau is not None, "figures": {"tps": {"tau": tau}}}
-        (folder / "verdict.json").write_text(json.dumps({"verdict": "stand-in", "effects": effects,
+        sentence = "stand-in" if outcome.ratio is not None else "; ".join(outcome.violations) or "stand-in"
+        (folder / "verdict.json").write_text(json.dumps({"verdict": sentence, "effects": effects,
                                                          "steady": steady, "calibration": calibration,
-                                                         "design": {"kind": "aa" if aa else "ab"}}))
+                                                         "design": {"kind": "aa" if aa else "ab"},
+                                                         "standin": {"violations": list(outcome.violations)}}))
         return folder
+
+    @staticmethod
+    def judge(run_dir) -> tuple[str, ...]:
+        """The constraints a run broke, as its verdict.json says (the tune's judge on the stand-in)."""
+        import json
+        violations = json.loads((run_dir / "verdict.json").read_text()).get("standin", {}).get("violations")
+        return tuple(violations or ())
 
     def validate(self, o, s) -> None:
         """The stand-in takes every candidate the space holds (the lab's validation is its own tests')."""
@@ -187,25 +250,35 @@ class Runs:
         return 0, self._folder(f"{label}-{len(self.ran)}", outcome)
 
     def run_series(self, o, s):
-        """o.repeat runs of the candidate, the machines swapped on every second, each with its own draw, combined on
-        the log scale by inverse variance, with the runs' own between-run variance (DerSimonian–Laird) where there
-        are more runs than orientations, as the lab's series are."""
+        """o.repeat runs of the candidate, the machines swapped on every second, each with its own draw, combined as
+        the lab's series are: stats "lab", as report/stats/combine.py (standin_stats.series); "z", on the log scale
+        by inverse variance with DerSimonian–Laird's τ² where there are more runs than orientations."""
         first = o.trials()[0]
         self.clock[0] += o.repeat * (self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s)
         if o.aa is not None:            # an A/A block: the control on both machines
             runs = [self.lab({}, o.profile.duration_s, aa=True) for _ in o.trials()]
             self.aa += runs
-            return 0, self._folder(f"{o.label}-series", combined(runs), aa=True)
+            return 0, self._folder(f"{o.label}-series", combined(runs), aa=True, got=self.combined(
+                [(r, False) for r in runs], aa=True))
         values = self.values(o, first.configurations["tuned"])
         self.series.append((first.configurations["default"].base, values))
         runs = [self.lab(values, o.profile.duration_s, t.swapped) for t in o.trials()]
         self.blocks[f"{o.label}-series"] = runs
-        return 0, self._folder(f"{o.label}-series", combined(runs))
+        return 0, self._folder(f"{o.label}-series", combined(runs), got=self.combined([(r, r.swapped) for r in runs]))
 
     def combine(self, label: str, series: list):
         """The runs of several series as one (a confirmation's later look)."""
         self.clock[0] += 60
-        return self._folder(label, combined([r for s in series for r in self.blocks[s.name]]))
+        runs = [r for s in series for r in self.blocks[s.name]]
+        return self._folder(label, combined(runs), got=self.combined([(r, r.swapped) for r in runs]))
+
+    def combined(self, runs: list[tuple[Outcome, bool]], aa: bool = False) -> standin_stats.Interval | None:
+        """Stats "lab": the series' interval as the report combines it (its own τ², pooled with the A/A runs'), None
+        where one run did not measure (or stats "z")."""
+        if not self.honest or any(r.ratio is None for r, _ in runs):
+            return None
+        cal = None if aa else standin_stats.calibration([self.interval(r) for r in self.aa])
+        return standin_stats.series([(self.interval(r), swapped) for r, swapped in runs], cal)
 
 
 def combined(runs: list[Outcome]) -> Outcome:
