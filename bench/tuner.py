@@ -105,7 +105,7 @@ def lab(tune_space: space.Space, seed: int, kind: str, gain: float, where: str =
 
 def one_tune(job: tuple) -> dict:
     """One tune of the command on the stand-in, in a folder of its own."""
-    seed, kind, gain, floor, budget_s, where, sampler, relevant_k, preset = job
+    seed, kind, gain, floor, budget_s, where, sampler, relevant_k, preset, extra = job
     with tempfile.TemporaryDirectory(prefix="bench-tuner-") as tmp:
         root = Path(tmp)
         paths.RESULTS = root / "results"
@@ -120,7 +120,8 @@ def one_tune(job: tuple) -> dict:
         stand_in = lab(tune_space, seed, kind, gain, where, relevant_k, preset)
         overhead = command.OVERHEAD_S[PROVIDER[kind]]
         runs = standin.Runs(stand_in, paths.RESULTS, [0.0], overhead)
-        plan = command.Plan(tune_space, HOLD_S, floor, budget_s, overhead_s=overhead, sampler=sampler)
+        plan = command.Plan(tune_space, HOLD_S, floor, budget_s, overhead_s=overhead, sampler=sampler, seed=seed,
+                            **extra)
         opts = options.checked(profile=Profile(users=20, ramp_up_s=RAMP_UP_S, duration_s=HOLD_S),
                                label=f"s{seed}")
         _, folder = command.execute(opts, None, plan, runs, log=lambda line: None, clock=lambda: runs.clock[0],
@@ -169,14 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--relevant", type=int, default=None,
                         help="only this many knobs (drawn per seed) move the outcome, the others none (0: all; "
                              "default: 3 for honest, 0 for issue54)")
+    parser.add_argument("--full-holds", dest="race", action="store_false",
+                        help="every search run held whole (the tune's --full-holds: no race)")
+    parser.add_argument("--aa-runs", type=int, default=None, help="the tune's A/A block (default: its own, 2)")
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
+    extra = {"race": args.race, **({} if args.aa_runs is None else {"aa_runs": args.aa_runs})}
     kind = args.kind or KIND[args.preset]
     relevant_k = args.relevant if args.relevant is not None else (3 if args.preset == "honest" else 0)
     between, between_df, _ = SPREAD[args.preset]
 
     def job(seed: int, gain: float, floor: float) -> tuple:
-        return seed, kind, gain, floor, args.budget, args.optimum, args.sampler, relevant_k, args.preset
+        return seed, kind, gain, floor, args.budget, args.optimum, args.sampler, relevant_k, args.preset, extra
     with multiprocessing.get_context("fork").Pool(2) as pool:
         found = pool.map(one_tune, [job(s, GAIN, FLOOR) for s in range(args.seeds)])
         nulls = {name: pool.map(one_tune, [job(1000 + s, gain, floor) for s in range(args.nulls)])
@@ -186,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"tuner ({args.sampler}) on the {args.preset} stand-in ({kind}: warm-up T {WARMUP_S[kind]:.0f} s, "
           f"between-run {between:.0%} ({f't, {between_df:g} df' if between_df else 'normal'}; the tuner assumes "
           f"{trials.BETWEEN:.0%}), machine bias {MACHINE_BIAS - 1:+.1%}, optimum +{GAIN:.0%} {where}"
-          f"{f', {relevant_k} knobs relevant' if relevant_k else ''}), budget {args.budget / 3600:g} h, hold "
+          f"{f', {relevant_k} knobs relevant' if relevant_k else ''}), budget {args.budget / 3600:g} h, "
+          f"{'raced holds of at most' if args.race else 'whole holds of'} "
           f"{HOLD_S} s, floor {FLOOR:.0%}")
     print("| seed | candidates | refused | infeasible | runs | finalist ÷ optimum | share of the gain | counted | "
           "confirmed | looks | df | τ |")
@@ -217,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = {"stand_in": args.preset, "sampler": args.sampler, "kind": kind, "optimum": args.optimum,
             "relevant": relevant_k, "budget_s": args.budget, "gain": GAIN, "between_sd": between,
             "between_df": between_df, "hold_s": HOLD_S, "machine_bias": MACHINE_BIAS, "floor": FLOOR,
-            "nulls_kinds": {k: {"gain": g, "floor": f} for k, (g, f) in NULLS.items()}}
+            "nulls_kinds": {k: {"gain": g, "floor": f} for k, (g, f) in NULLS.items()}, "tune": extra}
     (folder / "tuner.json").write_text(json.dumps({**plan, "found": found, "nulls": nulls}, indent=1))
     print(f"results: {folder}")
     return 0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 SIDES = ("default", "tuned")     # a run folder's halves, each a machine's (lab.machines.NAMES, report.MACHINES)
 
-FORMATS = {"run.json": 2, "verdict.json": 6, "sweep.json": 2, "tune.json": 8}
+FORMATS = {"run.json": 2, "verdict.json": 6, "sweep.json": 2, "tune.json": 9}
 
 # What each version of a file changed, newest last (pyperf keeps such a history for its JSON).
 HISTORY = {
@@ -47,7 +47,10 @@ HISTORY = {
                      "not}: the tuned set where the finalist is its configuration, confirm.itself); until_settled_s "
                      "(--until-settled: every run's hold a cap, lab/experiment/load/settle.py)",
                   8: "no_finalist (why a tune has no finalist: none ran within its constraints, or every one that "
-                     "did was shown worse than the control, confirm.nothing_to_confirm)"},
+                     "did was shown worse than the control, confirm.nothing_to_confirm)",
+                  9: "race (search runs raced, tune/race.py), aa_runs and spread (τ assumed or measured, the A/A "
+                     "block: tune/aa.py); each confirmation's planned (the looks its spending was planned for, from "
+                     "the budget: confirm.planned_looks)"},
 }
 
 

@@ -61,7 +61,7 @@ SWEEP = {"format_version": int, "kind": str, "sweep_id": str, "status": str, "co
          "warmup_s": NUMBER, "load": dict, "rule": {"max_error_pct": NUMBER, "best": str},
          "points": ListOf({"label": str, "about": str, "values": dict, "tier": str, "run_dir": str, "exit_code": int})}
 _OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str, "settled": bool,
-            "steady_from_s": NUMBER, "swapped": bool, "calibrated": bool}
+            "steady_from_s": NUMBER, "swapped": bool, "calibrated": bool, "df": NUMBER}
 _ROW = {"number": int, "state": str, "hold_s": NUMBER, "values": dict, "outcome": _OUTCOME, "ended": str,
         "replicate_of": int, "known": str, "past": bool}
 _CANDIDATE = {"number": int, "values": dict, "runs": ListOf(int), "orientations": int, "settled": bool,
@@ -70,12 +70,14 @@ _RATIO = {"estimate": NUMBER, "low": NUMBER, "high": NUMBER}
 TUNE = {"format_version": int, "tune_id": str, "status": str, "started": str, "ended": str, "error": str,
         "budget_s": NUMBER, "spent_s": NUMBER, "holds_s": ListOf(NUMBER), "floor": NUMBER, "space": ListOf(dict),
         "load": dict, "service": str, "objective": str, "constraints": ListOf(str), "control": str, "name": str,
-        "base": str, "known": ListOf(str), "between": NUMBER, "cold": bool, "around": str,
+        "base": str, "known": ListOf(str), "between": NUMBER, "cold": bool, "around": str, "race": bool,
+        "aa_runs": int, "spread": {"tau": NUMBER, "source": str, "aa_block": str, "tried": bool},
         "trials": ListOf(str), "results": ListOf(_ROW), "candidates": ListOf(_CANDIDATE), "best": _CANDIDATE,
         "importance": MapOf(NUMBER), "finalist": {**_CANDIDATE, "counted": bool}, "no_finalist": str,
         "confirmations": ListOf({"against": str, "series": str, "exit": int, "tps": _RATIO, "p99": _RATIO,
                                  "verdict": str, "looks": ListOf(str), "combined": str, "look": int,
                                  "level": NUMBER, "at_look": {"low": NUMBER, "high": NUMBER}, "decision": str,
+                                 "planned": int,
                                  "objective": str, "settled": {"trials": int, "settled": int,
                                                                 "unsettled": int}}),
         "knob_set": str}

@@ -3,6 +3,7 @@ looks, the interval re-levelled at each, what it decides against 1 ± the floor,
 of budget, and a resumed tune that goes on with its finalist's confirmation before any more search."""
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -132,11 +133,23 @@ def test_a_decisive_first_look_stops_and_a_budget_without_a_block_stops_after_it
     [c] = _confirm(lab)
     assert lab.series == ["x-confirm-vs-tuned"] and c["decision"] == sequential.GAIN and c["look"] == 1
     lab = Scripted(tmp_path / "b", [(0.93, 1.04, 5), (0.98, 1.03, 9)])
-    [c] = _confirm(lab, left=lambda: 999)
-    assert lab.series == ["x-confirm-vs-tuned"] and c["decision"] == sequential.UNDECIDED
+    budget = itertools.chain([2500], itertools.repeat(999))     # two blocks planned; then a block's room gone
+    [c] = _confirm(lab, left=lambda: next(budget))
+    assert lab.series == ["x-confirm-vs-tuned"] and c["decision"] == sequential.UNDECIDED and c["planned"] == 2
     assert not confirm.finished(c, 0.05), "a resumed tune with room for a block goes on with it"
     [c] = _confirm(lab, done=[c])
     assert lab.series[1:] == ["x-confirm-vs-tuned-l2"] and c["look"] == 2
+    assert c["level"] == pytest.approx(sequential.level(2, 2)) and confirm.finished(c, 0.05)
+
+
+def test_a_confirmation_the_budget_holds_one_block_of_is_judged_at_95(tmp_path):
+    """Issue 86: planned for three looks whatever the budget, a tune that had room for one block judged it at 99.26 %
+    (t = 6.49 at Hartung–Knapp's 3 df): on the honest stand-in the optimum itself (+30 %, 95 % lower bound +13.6 %)
+    went unconfirmed. The looks are planned from the budget before the first: one block, one look at 95 %."""
+    lab = Scripted(tmp_path, [(1.12, 1.50, 3)])
+    [c] = _confirm(lab, left=lambda: 999)
+    assert c["planned"] == 1 and c["level"] == pytest.approx(0.95) and c["decision"] == sequential.GAIN
+    assert confirm.finished(c, 0.05), "its one planned look spent the whole 5 %: no more looks, even on resume"
 
 
 def test_the_controls_block_runs_first_and_tuned_only_where_a_block_still_fits(tmp_path):

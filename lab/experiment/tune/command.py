@@ -64,6 +64,7 @@ class Plan:
     # is then a cap, and the budget expects the median search run so far (the confirmations still hold whole)
     race: bool = True
     aa_runs: int = aa.RUNS                  # the A/A block run where no A/A runs of the load calibrate the first run
+    seed: int | None = None                 # the sampler's (bench/tuner.py: the same proposals each time it runs)
 
     def storage(self, folder: Path) -> str:
         return redact.usable(self.study) if self.study else f"sqlite:///{folder / 'study.sqlite'}"
@@ -203,7 +204,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         tuner = search.Tuner(plan.space, plan.storage(folder), STUDY, plan.hold_s, plan.floor,
                              rules=trials.rules(opts, s, lab.validate, plan.control, plan.base),
                              question=question(opts, s, plan), between=plan.between, known=known,
-                             past=past(opts, s, plan, folder), sampler=search.sampler_of(plan.sampler),
+                             past=past(opts, s, plan, folder), sampler=search.sampler_of(plan.sampler, plan.seed),
                              alone=plan.study is None)
     except BaseException as failure:
         tune_folder.save(folder, tune_folder.failed(data, failure))

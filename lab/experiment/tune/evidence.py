@@ -16,6 +16,14 @@ REPLICATES = 2                # a candidate's runs before its gain can count: on
 Z95 = 1.959964
 
 
+def t95(df: float | None) -> float:
+    """Student's two-sided 95 % quantile at df (the normal's without one), as the report's t_quantile takes df."""
+    if df is None or df > 1e5:
+        return Z95
+    from scipy import special  # the report's own dependency, loaded only where a run's df is known
+    return float(special.stdtrit(max(1.0, df), 0.975))
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One run of a candidate against the control, as the tuner sees it."""
@@ -32,6 +40,7 @@ class Outcome:
     steady_from_s: float | None = None
     swapped: bool = False               # the machines' roles swapped (the candidate on machine default)
     calibrated: bool = False            # its interval holds the between-run variance already (A/A runs of the load)
+    df: float | None = None             # the degrees of freedom of its interval's t (None: a normal interval)
 
     @property
     def feasible(self) -> bool:
@@ -43,8 +52,10 @@ class Outcome:
         return cls(**{**kept, "violations": tuple(kept["violations"])})
 
     def log_variance(self, between: float) -> float:
-        """The variance of its log ratio: its interval's, and the between-run variance where that is not in it."""
-        se = (math.log(self.high) - math.log(self.low)) / (2 * Z95) if self.low and self.high else 0.0
+        """The variance of its log ratio: its interval's (estimate ± t·se, t at its df: taken as 1.96, a run's
+        variance was overstated 2–2.6× at the 3–5 df of a 6-minute hold), and the between-run variance where that is
+        not in it."""
+        se = (math.log(self.high) - math.log(self.low)) / (2 * t95(self.df)) if self.low and self.high else 0.0
         return se * se + (0.0 if self.calibrated else between * between)
 
 

@@ -142,8 +142,10 @@ def outcome(run_dir: Path, exit_code: int, objective: str = "tps",
         return Outcome(None, violations=(f"no paired {objective} ratio: {why}",), run=name, swapped=swapped)
     settled, steady_from_s = steady_state(verdict)
     said = str((verdict.effects.get(objective) or {}).get("intervals") or "within-run")
+    df = (verdict.effects.get(objective) or {}).get("df")
     return Outcome(ratio, low, high, tuple(judge(run_dir)), name, settled, steady_from_s, swapped,
-                   calibrated=not said.startswith("within-run"))
+                   calibrated=not said.startswith("within-run"),
+                   df=float(df) if isinstance(df, (int, float)) and not isinstance(df, bool) else None)
 
 
 def steady_state(verdict: runfolder_verdict.Verdict) -> tuple[bool | None, float | None]:
