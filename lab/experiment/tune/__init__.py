@@ -17,7 +17,8 @@ run, and proves its answer. One module per job:
 - confirm: the finalist by --repeat 4 against the control and the tuned set, block after block while undecided; its
   knob set;
 - sequential: each look's level, spent so that all looks keep 95 %; what it decides;
-- command: the budget, resume; folder: tune.json;
+- plan: the options as the search reads them, the budget shared between the search and the confirmations;
+- command: the search within the budget, the A/A block, the proof, resume; folder: tune.json;
 - standin: a lab whose "runs" are a known function of the knobs plus noise (the tests' and bench/tuner.py's);
   standin_shape: that function and its honest draw; standin_stats: its intervals as the lab's report makes them.
 """
