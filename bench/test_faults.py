@@ -10,7 +10,7 @@ import pytest
 from bench import faults
 from lab import paths
 from lab.experiment import disk, load
-from lab.experiment.load import runner
+from lab.experiment.load import watch
 
 
 def test_every_fault_has_its_triggers_and_unknown_ones_are_refused(capsys):
@@ -28,7 +28,7 @@ def test_a_fault_is_timed_from_the_loads_progress_not_from_any_load_line():
     console = SimpleNamespace(started_at=time.monotonic() - 3)
     for profile in (load.Profile(users=10, ramp_up_s=20, duration_s=180),
                     load.Profile(model="steps", step_rates=(10, 20), ramp_up_s=30)):
-        line = f"[00:49]    {runner._progress_line(console, {}, profile, 5.0)}"
+        line = f"[00:49]    {watch.progress_line(console, {}, profile, 5.0)}"
         assert faults.LOAD_RUNS.search(line), line
     assert faults.LOAD_RUNS.search("[1:02:03]    load: hold    1:00:41 elapsed, 0:19 left | default 1.0 req/s")
     for before in ("[00:10]    load: assembling JMeter from Maven Central into .lab/jmeter/home (first use)",
