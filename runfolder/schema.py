@@ -61,7 +61,7 @@ SWEEP = {"format_version": int, "kind": str, "sweep_id": str, "status": str, "co
          "warmup_s": NUMBER, "load": dict, "rule": {"max_error_pct": NUMBER, "best": str},
          "points": ListOf({"label": str, "about": str, "values": dict, "tier": str, "run_dir": str, "exit_code": int})}
 _OUTCOME = {"ratio": NUMBER, "low": NUMBER, "high": NUMBER, "violations": ListOf(str), "run": str, "settled": bool,
-            "steady_from_s": NUMBER, "swapped": bool, "calibrated": bool, "df": NUMBER}
+            "steady_from_s": NUMBER, "swapped": bool, "calibrated": bool, "df": NUMBER, "tau": NUMBER}
 _ROW = {"number": int, "state": str, "hold_s": NUMBER, "values": dict, "outcome": _OUTCOME, "ended": str,
         "replicate_of": int, "known": str, "past": bool}
 _CANDIDATE = {"number": int, "values": dict, "runs": ListOf(int), "orientations": int, "settled": bool,

@@ -60,7 +60,7 @@ def watch(proc, console, tails: dict[str, JtlTail], stats: ProcessStats, profile
                 and now - console.started_at >= profile.ramp_up_s:
             judged = now
             if race is not None:
-                steady = settle.settled(tails, 60.0, compiled() if compiled else None)
+                steady = settle.settled(tails, race.steady_s, compiled() if compiled else None)
                 why = race.decided(settle.paired(tails, steady)) if steady is not None else None
                 if why:
                     raise Raced(why)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from lab.experiment import design
 from lab.provision.configuration import Configuration
@@ -22,10 +21,9 @@ RUNS = 2                  # an A/A block: two runs give τ a first estimate; a l
 TAU_FLOOR = 0.01
 
 
-def tau_of(run_dir: Path, objective: str = "tps") -> float | None:
+def tau_of(verdict: runfolder_verdict.Verdict, objective: str = "tps") -> float | None:
     """The τ (log scale) a run's report widened its objective's interval by, where A/A runs calibrated it."""
-    verdict = runfolder_verdict.read(run_dir)
-    calibration = (verdict.written.get("calibration") or {}) if verdict else {}
+    calibration = verdict.written.get("calibration") or {}
     figure = ((calibration.get("figures") or {}).get(objective) or {}) if calibration.get("applied") else {}
     tau = figure.get("tau")
     return float(tau) if isinstance(tau, (int, float)) and math.isfinite(tau) else None

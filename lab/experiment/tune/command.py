@@ -100,12 +100,11 @@ def past(opts: Options, s, plan: Plan, folder: Path) -> list[tuple[dict, evidenc
     """The past runs beside the tune's folder (results/) that asked its question (warm.py), [] for a --cold tune."""
     if plan.cold:
         return []
-    trial = trials.options(opts, {}, plan.hold_s, "warm", plan.control, base=plan.base)
     control, base = sides(opts, plan)
-    question = warm.Question(
-        load=dataclasses.asdict(trial.profile), service=opts.service.name if opts.service else "sample",
-        kind=plan.kind, memory_mb=machines(opts, s, plan)["memory_mb"], control=control, base=base,
-        own_series=folder.name)
+    question = warm.Question(    # the load a trial runs: the tune's, its hold as its length (trials.options)
+        load=dataclasses.asdict(dataclasses.replace(opts.profile, duration_s=plan.hold_s)),
+        service=opts.service.name if opts.service else "sample", kind=plan.kind,
+        memory_mb=machines(opts, s, plan)["memory_mb"], control=control, base=base, own_series=folder.name)
     return warm.past_runs(folder.parent, plan.space, question, catalog.specs(), plan.objective, plan.constraints)
 
 
@@ -138,7 +137,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
 
     def told(result: evidence.Result) -> None:
         """A run's outcome told: its report's τ, where A/A runs calibrated it, is the tune's from now on."""
-        tau = aa.tau_of(folder.parent / result.outcome.run, plan.objective) if result.outcome.run else None
+        tau = result.outcome.tau
         if tau is not None and spread.measured(result.outcome.run, tau):
             log(f"tune: the between-run spread τ is {spread.tau:.1%}, {spread.source} (it was {plan.between:.1%} "
                 "assumed)")

@@ -41,6 +41,7 @@ class Outcome:
     swapped: bool = False               # the machines' roles swapped (the candidate on machine default)
     calibrated: bool = False            # its interval holds the between-run variance already (A/A runs of the load)
     df: float | None = None             # the degrees of freedom of its interval's t (None: a normal interval)
+    tau: float | None = None            # the between-run spread its report's A/A runs widened it by (tune/aa.py)
 
     @property
     def feasible(self) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+WINDOW_S = 10            # a paired window: the report's bin (report/stats/steady.py BIN_S)
 MIN_WINDOWS = 6          # a minute of steady state at least before either rule is looked at
 PRECISE = 3.0            # within-run error under τ / PRECISE: the hold has said what it can
 Z99 = 2.326348           # one-sided 99 %: a candidate is stopped as worse only when clearly so
@@ -27,6 +28,7 @@ class Race:
     bar: float               # the ratio it must be able to beat: the leader's lower bound, at least 1 − floor
     tau: float               # one run's own draw (log scale): the between-run spread
     swapped: bool = False    # the candidate on machine default: its windows' ratio is default ÷ tuned
+    steady_s: float = MIN_WINDOWS * WINDOW_S     # the steady state both machines need before it is looked at
 
     def said(self) -> str:
         return (f"raced: ended once it cannot beat {self.bar:.3f}× (with a between-run spread of {self.tau:.1%}) or "

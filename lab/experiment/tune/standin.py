@@ -23,10 +23,13 @@ import math
 import random
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from lab.experiment.tune import standin_stats
 from lab.experiment.tune.evidence import Outcome
 from lab.experiment.tune.space import Space
 from lab.experiment.tune.standin_shape import ERRORS_MAX, Cliff, bump, position  # noqa: F401 (its callers')
+from report.stats.between import tau2_known_zero
 
 SETTLED = 0.05                 # a side within this share of its steady state has settled (the report's 10 % drift rule)
 WINDOW_S = 10                  # the paired interval's window (report/stats: one TPS value per window and machine)
@@ -113,11 +116,10 @@ class StandIn:
             e = self.rho * e + math.sqrt(1 - self.rho ** 2) * self.draw(rng, self.noise_sd, self.window_df)
             true = 1.0 if aa else self.true_ratio(values) * self.warming(values, (i + 0.5) * WINDOW_S)
             ratios.append(true * drawn * max(0.05, 1 + e))
-        if race is not None and settled:        # looked at every 30 s once a minute is steady
-            from lab.experiment.tune.race import MIN_WINDOWS
-            for i in range(int(math.ceil(((settled_s or 0.0) + 60) / WINDOW_S)), n, 3):
+        if race is not None and settled:        # looked at every 30 s once its steady state is long enough
+            for i in range(int(math.ceil(((settled_s or 0.0) + race.steady_s) / WINDOW_S)), n, 3):
                 shown = ratios[first:i] if not swapped else [1 / r for r in ratios[first:i]]    # tuned ÷ default
-                if i - first >= MIN_WINDOWS and race.decided(shown):
+                if race.decided(shown):
                     ratios, self.held_s, hold_s = ratios[:i], i * WINDOW_S, i * WINDOW_S
                     break
         ratios = ratios[first:]
@@ -188,9 +190,9 @@ class Runs:
             return None
         if self.honest:
             return math.sqrt(standin_stats.calibration([self.interval(r) for r in self.aa]).tau2)
-        d = [math.log(r.ratio) for r in self.aa]
-        w = [1 / max(((math.log(r.high) - math.log(r.low)) / (2 * 1.96)) ** 2, 1e-12) for r in self.aa]
-        return math.sqrt(max(0.0, (sum(wi * di * di for wi, di in zip(w, d, strict=True)) - len(d)) / sum(w)))
+        d = np.array([math.log(r.ratio) for r in self.aa])
+        se = np.array([max((math.log(r.high) - math.log(r.low)) / (2 * 1.96), 1e-6) for r in self.aa])
+        return math.sqrt(tau2_known_zero(d, se))
 
     def _folder(self, name: str, outcome: Outcome, aa: bool = False, got: standin_stats.Interval | None = None):
         """The run's (or series', got: its combined interval) folder with its verdict.json; the constraints it

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from lab.experiment import design, reporting
 from lab.experiment.options import Options
+from lab.experiment.tune import aa
 from lab.experiment.tune.evidence import Outcome
 from lab.experiment.tune.space import Space
 from lab.provision import catalog, knob_sets
@@ -145,7 +146,8 @@ def outcome(run_dir: Path, exit_code: int, objective: str = "tps",
     df = (verdict.effects.get(objective) or {}).get("df")
     return Outcome(ratio, low, high, tuple(judge(run_dir)), name, settled, steady_from_s, swapped,
                    calibrated=not said.startswith("within-run"),
-                   df=float(df) if isinstance(df, (int, float)) and not isinstance(df, bool) else None)
+                   df=float(df) if isinstance(df, (int, float)) and not isinstance(df, bool) else None,
+                   tau=aa.tau_of(verdict, objective))
 
 
 def steady_state(verdict: runfolder_verdict.Verdict) -> tuple[bool | None, float | None]:
