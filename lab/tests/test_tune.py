@@ -758,10 +758,13 @@ def test_a_sparse_stand_in_moves_only_with_its_relevant_knobs():
 def test_the_budget_holds_each_run_with_its_ramp_up():
     """A 45-min tune with 3-min holds and a 60 s ramp-up passed a check that left the ramp-up out, ran one run and
     had no budget left to confirm it (results/20261201T224005Z-s73-tune-tune): refused now, naming what fits."""
+    import dataclasses
+
     from lab.cli import arguments
     from lab.cli.commands import tune as tune_command
     args = arguments.parser().parse_args(["tune", "--budget", "45m", "--hold", "3m"])
-    plan = tune_command.plan_of(args)               # without a ramp-up it fits
+    plan = tune_command.plan_of(args)
+    plan = dataclasses.replace(plan, budget_s=plan.trial_s(0) + plan.reserve_s(0))     # without a ramp-up it fits
     with pytest.raises(ValueError) as refused:
         tune_command.check_budget(plan, plan.budget_s, ramp_up_s=60)
     whole = plan.trial_s(60) + plan.reserve_s(60)

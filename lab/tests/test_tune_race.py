@@ -80,3 +80,59 @@ def test_a_raced_tune_runs_more_candidates_in_its_budget(sets):
                         clock=lambda r=runs: r.clock[0], judge=lambda run_dir: ())
         ran[raced] = len(runs.ran)
     assert ran[True] >= ran[False] * 1.3, ran       # 37 runs raced, 14 whole (2026-12-07)
+
+
+def test_a_confirmations_run_ends_on_its_precision_never_on_its_value():
+    """A confirmation's runs race on their precision alone (race.measuring): a finalist far under every bar still
+    holds until its own error is under τ / PRECISE, so that when a run stops never depends on what it measured."""
+    worse = windows(0.30, 0.004, 20, rho=0.0)
+    measuring = race.measuring(0.05)
+    said = measuring.decided(worse)
+    assert said is not None and said.startswith("measured") and not race.on_value(said)
+    assert race.measuring(0.0).decided(worse) is None, "τ 0: nothing ends it but its cap"
+    assert race.on_value(race.of(1.10, 0.05, 0.05, False).decided(windows(0.70, 0.05, 12)))
+    assert "never on its value" in measuring.said()
+
+
+def test_the_confirmations_reserve_expects_a_run_that_measures_its_own_precision():
+    """Raced, a confirmation's run is expected to last as the search's runs that measured theirs (those ended on their
+    value counted at their cap), and never longer than its cap; held whole, as a search run."""
+    import dataclasses
+
+    from lab.experiment.tune.plan import Plan
+    from lab.tests.test_tune import command_space
+    plan = Plan(command_space(), 360, 0.05, budget_s=7200)
+    cap = plan.cap_s(20)
+    assert plan.confirm_s(20) == cap, "before any run: its cap"
+    assert dataclasses.replace(plan, measuring_s=200, ran_s=120).confirm_s(20) == 200
+    assert dataclasses.replace(plan, measuring_s=10 * cap).confirm_s(20) == cap
+    assert dataclasses.replace(plan, race=False, ran_s=150).confirm_s(20) == 150
+
+
+def test_a_raced_tune_confirms_on_precision_and_budgets_its_confirmations_by_the_runs_that_measured(sets):
+    """On the stand-in: every confirmation's run carries the precision-only race, and tune.json's measuring_s holds each
+    search run as long as it took, or at its cap where its value ended it."""
+    import dataclasses
+    import json
+
+    from lab import paths
+    from lab.experiment import load, options
+    from lab.experiment.tune import command, standin
+    from lab.tests.test_tune import command_space
+    tune_space = command_space()
+    lab = standin.StandIn(tune_space, {"tomcat_threads_max": 100, "jvm_gc": "parallel"}, seed=5, gain=0.3,
+                          noise_sd=0.04, rho=0.0, between_sd=0.05, warmup_s=25)
+    runs = standin.Runs(lab, paths.RESULTS, [0.0], command.OVERHEAD_S["containers"])
+    seen = []
+    series = runs.run_series
+    runs.run_series = lambda o, s: (seen.append(o.race), series(o, s))[1]
+    plan = command.Plan(tune_space, 360, 0.05, budget_s=2 * 3600, aa_runs=0)
+    opts = options.checked(profile=load.Profile(users=10, ramp_up_s=20, duration_s=360), label="raced")
+    _, folder = command.execute(opts, None, dataclasses.replace(plan, name="raced"), runs, log=lambda line: None,
+                                clock=lambda: runs.clock[0], judge=lambda run_dir: ())
+    data = json.loads((folder / "tune.json").read_text())
+    assert seen and all(r is not None and not r.on_value for r in seen), "confirmations race on precision alone"
+    ended = [command.ended_race(paths.RESULTS / name) for name in data["trials"]]
+    assert any(race.on_value(e) for e in ended), "a worse candidate ended on its value (the stand-in's seed 5)"
+    for took, measured, why in zip(data["runs_s"], data["measuring_s"], ended, strict=True):
+        assert measured == (plan.cap_s(20) if race.on_value(why) else took)

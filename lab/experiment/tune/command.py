@@ -25,6 +25,7 @@ from lab.experiment.tune import aa, confirm, evidence, overlap, race, search, tr
 from lab.experiment.tune import folder as tune_folder
 from lab.experiment.tune.plan import OVERHEAD_S, Plan  # noqa: F401 (command.Plan, command.OVERHEAD_S: its callers')
 from lab.provision import catalog
+from runfolder import read_json
 
 STUDY = "tune"
 
@@ -152,7 +153,8 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
         log(f"  --until-settled {opts.until_settled_s} s: every hold is a cap; the budget expects the median run so "
             "far of the runs and blocks after it, and starts a run only where it fits at its cap")
     if capped:
-        plan = dataclasses.replace(plan, ran_s=_median(data.get("runs_s")))
+        plan = dataclasses.replace(plan, ran_s=_median(data.get("runs_s")),
+                                   measuring_s=_median(data.get("measuring_s")))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
     # a run starts only when it fits whole with the confirmations after it; while no candidate is worth confirming
@@ -182,10 +184,14 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
             k += 1
             log(f"\n==== {progress(k, expected, tuner, left())}")
             before = clock()
-            runs.step()
+            run_dir = runs.step()
             if capped:
-                data["runs_s"] = [*data.get("runs_s", []), round(clock() - before)]
-                plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]))
+                took = round(clock() - before)
+                data["runs_s"] = [*data.get("runs_s", []), took]
+                data["measuring_s"] = [*data.get("measuring_s", []),
+                                       plan.cap_s(ramp) if race.on_value(ended_race(run_dir)) else took]
+                plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]),
+                                           measuring_s=_median(data["measuring_s"]))
                 # "run 3 of about 1" said the estimate made on the cap: the runs the budget holds as they now last
                 expected = k + max(0, int((left() - plan.reserve_s(ramp)) // plan.trial_s(ramp)))
             if plan.aa_runs and not spread.tried and not spread.is_measured:
@@ -245,6 +251,13 @@ def waits_for_pending(found: bool, left_s: float, cap_s: int, reserve_s: int) ->
     return not found and left_s < cap_s + reserve_s
 
 
+def ended_race(run_dir: Path) -> str | None:
+    """Why a run's race ended its hold (run.json load.race.ended), None where it held whole or cannot be read."""
+    record = read_json(run_dir / "run.json") or {}
+    race_record = (record.get("load") or {}).get("race")
+    return race_record.get("ended") if isinstance(race_record, dict) else None
+
+
 def _median(runs_s: list[int] | None) -> int | None:
     """The median of the runs' lengths (the upper one of an even count), None without any."""
     return sorted(runs_s)[len(runs_s) // 2] if runs_s else None
@@ -283,7 +296,8 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
         log(f"\n==== tune: confirming trial {final.number} ({why}) by --repeat {confirm.REPEAT} against "
             + " and ".join(controls))
         confirm.confirm(opts, s, lab, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base,
-                        plan.floor, left, block, plan.objective, controls)
+                        plan.floor, left, block, plan.objective, controls,
+                        race.measuring(tuner.between) if plan.race else None)
     else:
         log(f"tune: no budget left to confirm trial {final.number} (a block of --repeat {confirm.REPEAT} takes "
             f"~{block / 60:.0f} min, {max(0.0, left()) / 60:.0f} min left: the first candidate within its constraints "

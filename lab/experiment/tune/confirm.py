@@ -16,6 +16,7 @@ said to be uncounted: its confirmation alone can prove it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -173,13 +174,13 @@ def under_way(data: dict, final: evidence.Candidate | None, control: str) -> boo
 def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, done: list[dict],
             on_done=lambda confirmations: None, base: str = knob_sets.DEFAULT, floor: float = 0.05,
             left=lambda: float("inf"), block: float = 0.0, objective: str = "tps",
-            controls: list[str] | None = None) -> list[dict]:
+            controls: list[str] | None = None, race=None) -> list[dict]:
     """The confirmations still to run (done: those a resumed tune has), each look kept as soon as it ends: first
     look 1 against every control (controls: against(control) less what itself() leaves out), the control's first (the
     proof), each after it only where the budget still holds its block, then one more look against each undecided control
     in turn while left() (the budget's seconds) holds a block, so that a later look never takes another control's
     first. Ctrl-C during a block keeps the confirmation as it was before that block (the block runs again on
-    --resume)."""
+    --resume). race: its runs' (race.measuring: each ends once its own error is far below τ), None: whole holds."""
     out = {c["against"]: c for c in done}
     controls = controls if controls is not None else against(control)
     # the looks of a confirmation begun here, planned before its first: the blocks the budget holds for each control
@@ -189,8 +190,8 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
         c = out.get(name)
         stem = f"{label[:max(1, STEM - len(name) - 4)]}-vs-{name}"     # the control's name kept whole
         look = 1 if c is None else c.get("look", 1) + 1
-        o = trials.options(opts, values, hold_s, stem if look == 1 else f"{stem}-l{look}", name, repeat=REPEAT,
-                           base=base)
+        o = dataclasses.replace(trials.options(opts, values, hold_s, stem if look == 1 else f"{stem}-l{look}", name,
+                                               repeat=REPEAT, base=base), race=race)
         planned = planned_here if c is None else c.get("planned", sequential.LOOKS)
         code, series_dir = lab.run_series(o, s)
         if code == 130:

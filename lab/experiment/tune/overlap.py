@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 from lab.experiment.tune import evidence, search, trials
 
@@ -26,12 +27,13 @@ class Overlapped:
         self.pending: tuple[search.Next, Future] | None = None
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-report")
 
-    def step(self) -> None:
-        """The next run made; its report begun in the background (settle() tells its outcome)."""
+    def step(self) -> Path:
+        """The next run made, its folder returned; its report begun in the background (settle() tells its outcome)."""
         run = self.tuner.next_run(self.pending[0] if self.pending else None)
         made = self.evaluate.run(run.values, self.tuner.hold_s, run.swapped, before_start=self.settle)
         self.settle()           # where the run stopped before its equal start
         self.pending = (run, self.pool.submit(self.evaluate.judged, made))
+        return made.run_dir
 
     def settle(self) -> evidence.Result | None:
         """The pending run's outcome, once its report is written, told to the study; None when none is pending."""

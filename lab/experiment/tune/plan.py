@@ -13,10 +13,10 @@ from lab.provision import knob_sets
 
 # A run's cost beside its hold and ramp-up (re-provisioning the tuned machine, the equal start and check,
 # collection and the report), by the machines' kind. Emulated VMs: 20261128T084303Z-s48-tune's 60 s trials took 6–8
-# min with a 20 s ramp-up (its candidates change HTTPD too). Native containers: a JVM knob's run took 52 s beside a
-# 14 s load (results/20261129T224022Z-bench-cycle, scenario jvm), a longer load's dashboards and report a little more.
-# Real hosts are taken as native.
-OVERHEAD_S = {"libvirt": 330, "containers": 90, "hosts": 90}
+# min with a 20 s ramp-up (its candidates change HTTPD too). Native containers: 28 s from one load's end to the next
+# one's start (median of 11 runs, 19–39 s; the report written beside the next provisioning) in the tune of
+# 20261207T105435Z-racecheck-tune (the sample app, 50 users). Real hosts are taken as native.
+OVERHEAD_S = {"libvirt": 330, "containers": 30, "hosts": 30}
 
 
 @dataclass
@@ -43,8 +43,12 @@ class Plan:
     # run to its cap (20261202T013731Z-s74-petclinic-tune's fourth) made the confirmations no longer fit
     ran_s: int | None = None
     # the search's runs race (race.py): a run's hold ends once its paired windows have said what they can; its hold
-    # is then a cap, and the budget expects the median search run so far (the confirmations still hold whole)
+    # is then a cap, and the budget expects the median search run so far; a confirmation's runs race on their
+    # precision alone (race.measuring), expected to last as the median search run measuring its own would
     race: bool = True
+    # that median: the search's runs so far as long as they ran, those ended on their value at their cap (a worse
+    # candidate stopped early says nothing of how long a run takes to measure); None until one has run
+    measuring_s: int | None = None
     aa_runs: int = aa.RUNS                  # the A/A block run where no A/A runs of the load calibrate the first run
     seed: int | None = None                 # the sampler's (bench/tuner.py: the same proposals each time it runs)
 
@@ -60,8 +64,11 @@ class Plan:
         return self.cap_s(ramp_up_s) if self.ran_s is None else min(self.cap_s(ramp_up_s), self.ran_s)
 
     def confirm_s(self, ramp_up_s: int) -> int:
-        """What a confirmation's run is expected to take: a raced search's runs end early, its confirmations' do not."""
-        return self.cap_s(ramp_up_s) if self.race else self.trial_s(ramp_up_s)
+        """What a confirmation's run is expected to take: raced on its precision, as the search's runs that measured
+        theirs (its cap until one has run); held whole, as a search run."""
+        if not self.race:
+            return self.trial_s(ramp_up_s)
+        return self.cap_s(ramp_up_s) if self.measuring_s is None else min(self.cap_s(ramp_up_s), self.measuring_s)
 
     def reserve_s(self, ramp_up_s: int) -> int:
         """The confirmations' share of the budget."""

@@ -8,6 +8,9 @@ from where both machines settled, settle.py) and ends the hold where either hold
 - **its own error is far below τ**: the within-run standard error is under τ / PRECISE: a longer hold narrows what
   the next run's own draw swamps anyway; a replicate in the other orientation measures what is left.
 
+A confirmation's runs race on the second rule alone (`measuring`): when a run stops depends on its noise, never on its
+value, so its ratio is read as a whole hold's would be, and the crossover of the series cancels the machines' bias.
+
 Judged at the 99 % level on the log scale, the windows' lag-1 autocorrelation counted (n·(1 − ρ)/(1 + ρ) windows'
 worth). A run ended so is an ordinary run whose hold was shorter: its report and outcome are read as any other's.
 """
@@ -20,6 +23,8 @@ WINDOW_S = 10            # a paired window: the report's bin (report/stats/stead
 MIN_WINDOWS = 6          # a minute of steady state at least before either rule is looked at
 PRECISE = 3.0            # within-run error under τ / PRECISE: the hold has said what it can
 Z99 = 2.326348           # one-sided 99 %: a candidate is stopped as worse only when clearly so
+CANNOT = "cannot beat"   # how a hold ended on its value begins (tune/command.py: such a run says nothing of how long
+                         # a run measuring its own precision takes)
 
 
 @dataclass(frozen=True)
@@ -29,8 +34,12 @@ class Race:
     tau: float               # one run's own draw (log scale): the between-run spread
     swapped: bool = False    # the candidate on machine default: its windows' ratio is default ÷ tuned
     steady_s: float = MIN_WINDOWS * WINDOW_S     # the steady state both machines need before it is looked at
+    on_value: bool = True    # False: ended on its precision alone (a confirmation's run: `measuring`)
 
     def said(self) -> str:
+        if not self.on_value:
+            return (f"raced on its precision alone: ended once its own error is under a {PRECISE:g}rd of the "
+                    f"between-run spread {self.tau:.1%}, never on its value")
         return (f"raced: ended once it cannot beat {self.bar:.3f}× (with a between-run spread of {self.tau:.1%}) or "
                 f"its own error is under a {PRECISE:g}rd of that spread")
 
@@ -46,8 +55,8 @@ class Race:
         rho = min(0.9, max(0.0, lag))
         se = math.sqrt(var / max(2.0, n * (1 - rho) / (1 + rho)))
         upper = math.exp(mean + Z99 * math.sqrt(se * se + self.tau * self.tau))
-        if upper < self.bar:
-            return (f"cannot beat {self.bar:.3f}×: {math.exp(mean):.3f}× over {n} windows, at most {upper:.3f}× "
+        if self.on_value and upper < self.bar:
+            return (f"{CANNOT} {self.bar:.3f}×: {math.exp(mean):.3f}× over {n} windows, at most {upper:.3f}× "
                     "with a run's own draw")
         if self.tau > 0 and se < self.tau / PRECISE:
             return (f"measured: {math.exp(mean):.3f}× over {n} windows, its own error {se:.1%} under a "
@@ -58,3 +67,13 @@ class Race:
 def of(leader_low: float | None, floor: float, tau: float, swapped: bool) -> Race:
     """The race of a run: against the leader's lower bound where it is above 1 − floor, else against 1 − floor."""
     return Race(max(leader_low or 0.0, 1 - floor), tau, swapped)
+
+
+def measuring(tau: float) -> Race:
+    """The race of a confirmation's run: it ends once its own error is under τ / PRECISE, never on its value."""
+    return Race(0.0, tau, on_value=False)
+
+
+def on_value(said: str | None) -> bool:
+    """Whether a run's hold ended because its value could not beat the bar (run.json load.race.ended)."""
+    return bool(said) and said.startswith(CANNOT)

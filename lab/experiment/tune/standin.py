@@ -19,12 +19,14 @@ report's t intervals with their few df, calibrated and combined as the lab's are
 """
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab.experiment.load import settle
 from lab.experiment.tune import standin_stats
 from lab.experiment.tune.evidence import Outcome
 from lab.experiment.tune.space import Space
@@ -95,7 +97,7 @@ class StandIn:
         """One run of the candidate against the control; aa: an A/A run (the control on both machines); race: the
         run's race (tune/race.py), which may end its hold early as the load does (self.held_s: how long it held)."""
         self.runs.append((dict(values), hold_s))
-        self.held_s = hold_s
+        self.held_s, self.ended = hold_s, None
         name = f"standin-{len(self.runs)}"
         why = self.infeasible(values) if self.infeasible and not aa else None
         if why:
@@ -116,10 +118,12 @@ class StandIn:
             e = self.rho * e + math.sqrt(1 - self.rho ** 2) * self.draw(rng, self.noise_sd, self.window_df)
             true = 1.0 if aa else self.true_ratio(values) * self.warming(values, (i + 0.5) * WINDOW_S)
             ratios.append(true * drawn * max(0.05, 1 + e))
-        if race is not None and settled:        # looked at every 30 s once its steady state is long enough
-            for i in range(int(math.ceil(((settled_s or 0.0) + race.steady_s) / WINDOW_S)), n, 3):
+        if race is not None and settled:        # looked at as the load looks, once its steady state is long enough
+            every = max(1, round(settle.EVERY_S / WINDOW_S))
+            for i in range(int(math.ceil(((settled_s or 0.0) + race.steady_s) / WINDOW_S)), n, every):
                 shown = ratios[first:i] if not swapped else [1 / r for r in ratios[first:i]]    # tuned ÷ default
-                if race.decided(shown):
+                self.ended = race.decided(shown)
+                if self.ended:
                     ratios, self.held_s, hold_s = ratios[:i], i * WINDOW_S, i * WINDOW_S
                     break
         ratios = ratios[first:]
@@ -197,7 +201,6 @@ class Runs:
     def _folder(self, name: str, outcome: Outcome, aa: bool = False, got: standin_stats.Interval | None = None):
         """The run's (or series', got: its combined interval) folder with its verdict.json; the constraints it
         broke in `standin.violations` (judge())."""
-        import json
         folder = self.root / name
         folder.mkdir(parents=True)
         tau = None if aa else self.tau()
@@ -230,7 +233,6 @@ class Runs:
     @staticmethod
     def judge(run_dir) -> tuple[str, ...]:
         """The constraints a run broke, as its verdict.json says (the tune's judge on the stand-in)."""
-        import json
         violations = json.loads((run_dir / "verdict.json").read_text()).get("standin", {}).get("violations")
         return tuple(violations or ())
 
@@ -249,24 +251,33 @@ class Runs:
         self.ran.append((label, values))
         outcome = self.lab(values, o.profile.duration_s, t.swapped, race=o.race)
         self.clock[0] += self.overhead_s + o.profile.ramp_up_s + self.lab.held_s
-        return 0, self._folder(f"{label}-{len(self.ran)}", outcome)
+        folder = self._folder(f"{label}-{len(self.ran)}", outcome)
+        if o.race is not None:      # what the tune reads of a raced run's record (command.ended_race)
+            (folder / "run.json").write_text(json.dumps({"load": {"race": {"said": o.race.said(),
+                                                                           "ended": self.lab.ended}}}))
+        return 0, folder
 
     def run_series(self, o, s):
         """o.repeat runs of the candidate, the machines swapped on every second, each with its own draw, combined as
         the lab's series are: stats "lab", as report/stats/combine.py (standin_stats.series); "z", on the log scale
         by inverse variance with DerSimonian–Laird's τ² where there are more runs than orientations."""
         first = o.trials()[0]
-        self.clock[0] += o.repeat * (self.overhead_s + o.profile.ramp_up_s + o.profile.duration_s)
         if o.aa is not None:            # an A/A block: the control on both machines
-            runs = [self.lab({}, o.profile.duration_s, aa=True) for _ in o.trials()]
+            runs = [self.timed(o, {}, False, aa=True) for _ in o.trials()]
             self.aa += runs
             return 0, self._folder(f"{o.label}-series", combined(runs), aa=True, got=self.combined(
                 [(r, False) for r in runs], aa=True))
         values = self.values(o, first.configurations["tuned"])
         self.series.append((first.configurations["default"].base, values))
-        runs = [self.lab(values, o.profile.duration_s, t.swapped) for t in o.trials()]
+        runs = [self.timed(o, values, t.swapped) for t in o.trials()]
         self.blocks[f"{o.label}-series"] = runs
         return 0, self._folder(f"{o.label}-series", combined(runs), got=self.combined([(r, r.swapped) for r in runs]))
+
+    def timed(self, o, values: dict, swapped: bool, aa: bool = False) -> Outcome:
+        """One run of a series (raced where its options say), the clock advanced by its length."""
+        outcome = self.lab(values, o.profile.duration_s, swapped, aa=aa, race=o.race)
+        self.clock[0] += self.overhead_s + o.profile.ramp_up_s + self.lab.held_s
+        return outcome
 
     def combine(self, label: str, series: list):
         """The runs of several series as one (a confirmation's later look)."""
