@@ -38,7 +38,17 @@ def test_a_run_whose_own_error_is_far_below_the_between_run_spread_has_said_what
     precise = windows(1.02, 0.004, 20, rho=0.0)
     said = race.of(1.00, 0.05, 0.05, False).decided(precise)
     assert said is not None and said.startswith("measured")
-    assert race.of(1.00, 0.05, 0.0, False).decided(precise) is None, "τ 0: a run's own error is all there is"
+    assert race.of(1.00, 0.0, 0.0, False).decided(precise) is None, "τ and floor 0: a run's own error is all there is"
+
+
+def test_a_run_finer_than_the_floors_scale_has_said_what_it_can_where_tau_is_small():
+    """A τ measured near 0 (the A/A block of 20261207T105842Z-racecheck-tune: 0, taken as 1 %) held every run to its cap
+    on containers' 4 % windows: under a third of 1 % takes ~180 windows. No decision at a 5 % floor needs that."""
+    containers = windows(1.02, 0.044, 12, rho=0.0, seed=3)
+    said = race.of(1.00, 0.05, 0.01, False).decided(containers)
+    assert said is not None and said.startswith("measured") and "floor 5%" in said
+    assert race.of(1.00, 0.0, 0.01, False).decided(containers) is None, "floor 0: τ alone is the scale"
+    assert race.measuring(0.01, 0.05).decided(containers) is not None
 
 
 def test_the_candidate_on_machine_default_is_judged_by_the_inverse_ratio():

@@ -297,7 +297,7 @@ def prove(opts, s, plan: Plan, tuner: search.Tuner, folder: Path, data: dict, la
             + " and ".join(controls))
         confirm.confirm(opts, s, lab, final.values, plan.hold_s, plan.control, label, kept, keep, plan.base,
                         plan.floor, left, block, plan.objective, controls,
-                        race.measuring(tuner.between) if plan.race else None)
+                        race.measuring(tuner.between, plan.floor) if plan.race else None)
     else:
         log(f"tune: no budget left to confirm trial {final.number} (a block of --repeat {confirm.REPEAT} takes "
             f"~{block / 60:.0f} min, {max(0.0, left()) / 60:.0f} min left: the first candidate within its constraints "

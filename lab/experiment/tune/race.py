@@ -5,8 +5,10 @@ from where both machines settled, settle.py) and ends the hold where either hold
 - **it cannot beat the bar**: its upper bound, with one run's own draw τ (the between-run spread) beside its
   within-run error, lies under the leader's lower bound, or under 1 − floor where no leader is better (a clearly
   worse candidate no longer runs its whole hold);
-- **its own error is far below τ**: the within-run standard error is under τ / PRECISE: a longer hold narrows what
-  the next run's own draw swamps anyway; a replicate in the other orientation measures what is left.
+- **its own error is far below what matters**: the within-run standard error is under the larger of τ and the floor,
+  over PRECISE: a longer hold narrows what the next run's own draw swamps anyway, or what no decision at the floor's
+  scale needs (a τ measured near 0 held every run to its cap, on containers' 4 % windows); a replicate in the other
+  orientation measures what is left.
 
 A confirmation's runs race on the second rule alone (`measuring`): when a run stops depends on its noise, never on its
 value, so its ratio is read as a whole hold's would be, and the crossover of the series cancels the machines' bias.
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 WINDOW_S = 10            # a paired window: the report's bin (report/stats/steady.py BIN_S)
 MIN_WINDOWS = 6          # a minute of steady state at least before either rule is looked at
-PRECISE = 3.0            # within-run error under τ / PRECISE: the hold has said what it can
+PRECISE = 3.0            # within-run error under max(τ, floor) / PRECISE: the hold has said what it can
 Z99 = 2.326348           # one-sided 99 %: a candidate is stopped as worse only when clearly so
 CANNOT = "cannot beat"   # how a hold ended on its value begins (tune/command.py: such a run says nothing of how long
                          # a run measuring its own precision takes)
@@ -35,13 +37,22 @@ class Race:
     swapped: bool = False    # the candidate on machine default: its windows' ratio is default ÷ tuned
     steady_s: float = MIN_WINDOWS * WINDOW_S     # the steady state both machines need before it is looked at
     on_value: bool = True    # False: ended on its precision alone (a confirmation's run: `measuring`)
+    floor: float = 0.0       # the smallest gain worth a change: no decision needs a run finer than its scale
+
+    @property
+    def scale(self) -> float:
+        """What a run's own error is measured against: the between-run spread, or the floor where that is larger."""
+        return max(self.tau, self.floor)
+
+    def _precision(self) -> str:
+        return (f"its own error is under a {PRECISE:g}rd of the between-run spread {self.tau:.1%}"
+                + (f" or of the floor {self.floor:.0%}" if self.floor > self.tau else ""))
 
     def said(self) -> str:
         if not self.on_value:
-            return (f"raced on its precision alone: ended once its own error is under a {PRECISE:g}rd of the "
-                    f"between-run spread {self.tau:.1%}, never on its value")
+            return f"raced on its precision alone: ended once {self._precision()}, never on its value"
         return (f"raced: ended once it cannot beat {self.bar:.3f}× (with a between-run spread of {self.tau:.1%}) or "
-                f"its own error is under a {PRECISE:g}rd of that spread")
+                f"{self._precision()}")
 
     def decided(self, ratios: list[float]) -> str | None:
         """Why the hold can end now, given the paired windows so far (tuned ÷ default per bin), or None."""
@@ -58,20 +69,22 @@ class Race:
         if self.on_value and upper < self.bar:
             return (f"{CANNOT} {self.bar:.3f}×: {math.exp(mean):.3f}× over {n} windows, at most {upper:.3f}× "
                     "with a run's own draw")
-        if self.tau > 0 and se < self.tau / PRECISE:
+        if self.scale > 0 and se < self.scale / PRECISE:
             return (f"measured: {math.exp(mean):.3f}× over {n} windows, its own error {se:.1%} under a "
-                    f"{PRECISE:g}rd of the between-run spread {self.tau:.1%}")
+                    f"{PRECISE:g}rd of the " + (f"between-run spread {self.tau:.1%}" if self.tau >= self.floor else
+                                                f"floor {self.floor:.0%}"))
         return None
 
 
 def of(leader_low: float | None, floor: float, tau: float, swapped: bool) -> Race:
     """The race of a run: against the leader's lower bound where it is above 1 − floor, else against 1 − floor."""
-    return Race(max(leader_low or 0.0, 1 - floor), tau, swapped)
+    return Race(max(leader_low or 0.0, 1 - floor), tau, swapped, floor=floor)
 
 
-def measuring(tau: float) -> Race:
-    """The race of a confirmation's run: it ends once its own error is under τ / PRECISE, never on its value."""
-    return Race(0.0, tau, on_value=False)
+def measuring(tau: float, floor: float = 0.0) -> Race:
+    """The race of a confirmation's run: it ends once its own error is under max(τ, floor) / PRECISE, never on its
+    value."""
+    return Race(0.0, tau, on_value=False, floor=floor)
 
 
 def on_value(said: str | None) -> bool:
