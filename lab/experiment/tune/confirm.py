@@ -180,7 +180,8 @@ def confirm(opts, s, lab, values: dict, hold_s: int, control: str, label: str, d
     proof), each after it only where the budget still holds its block, then one more look against each undecided control
     in turn while left() (the budget's seconds) holds a block, so that a later look never takes another control's
     first. Ctrl-C during a block keeps the confirmation as it was before that block (the block runs again on
-    --resume). race: its runs' (race.measuring: each ends once its own error is far below τ), None: whole holds."""
+    --resume). race: its runs' (race.measuring: each ends once its own error is far below τ or the floor), None:
+    whole holds."""
     out = {c["against"]: c for c in done}
     controls = controls if controls is not None else against(control)
     # the looks of a confirmation begun here, planned before its first: the blocks the budget holds for each control
