@@ -23,15 +23,15 @@ def _epoch(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def runs(tune: Path) -> list[tuple[str, dict, float | None, float | None, str, float | None]]:
-    """(run folder, phases, load start, load end, how its hold ended, run start) of each search run, in order (epoch
-    seconds)."""
+def runs(tune: Path, data: dict) -> list[tuple[str, dict, float | None, float | None, str, float | None]]:
+    """(run folder, phases, load start, load end, how its hold ended, run start) of each search run of the tune
+    (data: its tune.json), in order (epoch seconds)."""
     out = []
-    for name in json.loads((tune / "tune.json").read_text())["trials"]:
+    for name in data["trials"]:
         run = json.loads((tune.parent / name / "run.json").read_text())
         load = run.get("load") or {}
         start = load["test_start_ms"] / 1000 if load.get("test_start_ms") else None
-        ended = ((load.get("race") or {}).get("ended") or "") if isinstance(load.get("race"), dict) else ""
+        ended = race.ended(run)
         how = "value" if race.on_value(ended) else "precision" if ended else "whole"
         out.append((name, run.get("phases") or {}, start, _epoch(load["ended_at"]) if load.get("ended_at") else None,
                     how, _epoch(run["started"]) if run.get("started") else None))
@@ -39,7 +39,8 @@ def runs(tune: Path) -> list[tuple[str, dict, float | None, float | None, str, f
 
 
 def show(tune: Path) -> None:
-    made = runs(tune)
+    data = json.loads((tune / "tune.json").read_text())
+    made = runs(tune, data)
     gaps = []
     print(f"{tune.name}\n  {'run':44} {'between loads':>13} {'ended on':>9}  phases (s)")
     for i, (name, phases, start, _, how, _) in enumerate(made):
@@ -55,7 +56,6 @@ def show(tune: Path) -> None:
     loads = [p.get("load_s") for _, p, *_ in made if p.get("load_s")]
     first, last = made[0][5] if made else None, made[-1][3] if made else None
     if loads and first and last and last > first:
-        data = json.loads((tune / "tune.json").read_text())
         hours = (last - first) / 3600
         candidates = len({json.dumps(c.get("values"), sort_keys=True) for c in data.get("candidates") or []})
         ended = {how: sum(1 for *_, h, _ in made if h == how) for how in ("value", "precision", "whole")}

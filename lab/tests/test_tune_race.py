@@ -129,6 +129,7 @@ def test_a_raced_tune_confirms_on_precision_and_budgets_its_confirmations_by_the
     from lab.experiment import load, options
     from lab.experiment.tune import command, standin
     from lab.tests.test_tune import command_space
+    from runfolder import read_json
     tune_space = command_space()
     lab = standin.StandIn(tune_space, {"tomcat_threads_max": 100, "jvm_gc": "parallel"}, seed=5, gain=0.3,
                           noise_sd=0.04, rho=0.0, between_sd=0.05, warmup_s=25)
@@ -142,7 +143,7 @@ def test_a_raced_tune_confirms_on_precision_and_budgets_its_confirmations_by_the
                                 clock=lambda: runs.clock[0], judge=lambda run_dir: ())
     data = json.loads((folder / "tune.json").read_text())
     assert seen and all(r is not None and not r.on_value for r in seen), "confirmations race on precision alone"
-    ended = [command.ended_race(paths.RESULTS / name) for name in data["trials"]]
+    ended = [race.ended(read_json(paths.RESULTS / name / "run.json") or {}) for name in data["trials"]]
     assert any(race.on_value(e) for e in ended), "a worse candidate ended on its value (the stand-in's seed 5)"
     for took, measured, why in zip(data["runs_s"], data["measuring_s"], ended, strict=True):
         assert measured == (plan.cap_s(20) if race.on_value(why) else took)

@@ -186,10 +186,9 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
             before = clock()
             run_dir = runs.step()
             if capped:
-                took = round(clock() - before)
+                took, ended = round(clock() - before), race.ended(read_json(run_dir / "run.json") or {})
                 data["runs_s"] = [*data.get("runs_s", []), took]
-                data["measuring_s"] = [*data.get("measuring_s", []),
-                                       plan.cap_s(ramp) if race.on_value(ended_race(run_dir)) else took]
+                data["measuring_s"] = [*data.get("measuring_s", []), plan.cap_s(ramp) if race.on_value(ended) else took]
                 plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]),
                                            measuring_s=_median(data["measuring_s"]))
                 # "run 3 of about 1" said the estimate made on the cap: the runs the budget holds as they now last
@@ -249,13 +248,6 @@ def waits_for_pending(found: bool, left_s: float, cap_s: int, reserve_s: int) ->
     that outcome may make the first finalist, whose confirmations then take the reserve. Once one exists, the
     reserve is kept whatever that outcome, and the overlap goes on to the budget's end."""
     return not found and left_s < cap_s + reserve_s
-
-
-def ended_race(run_dir: Path) -> str | None:
-    """Why a run's race ended its hold (run.json load.race.ended), None where it held whole or cannot be read."""
-    record = read_json(run_dir / "run.json") or {}
-    race_record = (record.get("load") or {}).get("race")
-    return race_record.get("ended") if isinstance(race_record, dict) else None
 
 
 def _median(runs_s: list[int] | None) -> int | None:

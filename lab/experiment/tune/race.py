@@ -87,6 +87,12 @@ def measuring(tau: float, floor: float = 0.0) -> Race:
     return Race(0.0, tau, on_value=False, floor=floor)
 
 
+def ended(run_record: dict) -> str | None:
+    """Why a run's race ended its hold (its run.json's load.race.ended), None where it held whole."""
+    record = (run_record.get("load") or {}).get("race")
+    return record.get("ended") if isinstance(record, dict) else None
+
+
 def on_value(said: str | None) -> bool:
     """Whether a run's hold ended because its value could not beat the bar (run.json load.race.ended)."""
     return bool(said) and said.startswith(CANNOT)

@@ -249,10 +249,8 @@ class Runs:
             before_start()
         values = self.values(o, t.configurations["tuned"])
         self.ran.append((label, values))
-        outcome = self.lab(values, o.profile.duration_s, t.swapped, race=o.race)
-        self.clock[0] += self.overhead_s + o.profile.ramp_up_s + self.lab.held_s
-        folder = self._folder(f"{label}-{len(self.ran)}", outcome)
-        if o.race is not None:      # what the tune reads of a raced run's record (command.ended_race)
+        folder = self._folder(f"{label}-{len(self.ran)}", self.timed(o, values, t.swapped))
+        if o.race is not None:      # what the tune reads of a raced run's record (race.ended)
             (folder / "run.json").write_text(json.dumps({"load": {"race": {"said": o.race.said(),
                                                                            "ended": self.lab.ended}}}))
         return 0, folder
@@ -274,7 +272,7 @@ class Runs:
         return 0, self._folder(f"{o.label}-series", combined(runs), got=self.combined([(r, r.swapped) for r in runs]))
 
     def timed(self, o, values: dict, swapped: bool, aa: bool = False) -> Outcome:
-        """One run of a series (raced where its options say), the clock advanced by its length."""
+        """One run (raced where its options say), the clock advanced by its length."""
         outcome = self.lab(values, o.profile.duration_s, swapped, aa=aa, race=o.race)
         self.clock[0] += self.overhead_s + o.profile.ramp_up_s + self.lab.held_s
         return outcome
