@@ -29,13 +29,17 @@ def tau_of(verdict: runfolder_verdict.Verdict, objective: str = "tps") -> float 
     return float(tau) if isinstance(tau, (int, float)) and math.isfinite(tau) else None
 
 
-def block(opts, control: str, hold_s: int, label: str, runs: int = RUNS):
+def block(opts, control: str, hold_s: int, label: str, runs: int = RUNS, race=None):
     """The run options of an A/A block: the control on both machines (with the tune's own values for it), at the
-    tune's load and hold, whole (no race), without JMeter's dashboards."""
+    tune's load and hold, without JMeter's dashboards. race: where the tune races, each run ends once its own error is
+    far below what matters (race.measuring, never on its value: it has none to judge), as the search's runs it
+    calibrates do; the reports' τ takes each A/A run's own error out (report/stats/between.py), so a shorter one only
+    widens what is taken out. Held whole, the block cost two whole holds (14 of a 2-hour tune's minutes on the
+    stand-in, where a search run took 3)."""
     given = {c.base: dict(c.values) for c in (opts.configurations or {}).values()}
     same = Configuration(control, given.get(control) or {})
     return dataclasses.replace(opts, aa=control, configurations={side: same for side in design.CONFIGS},
-                               repeat=runs, label=label, dashboards=False, race=None,
+                               repeat=runs, label=label, dashboards=False, race=race,
                                profile=dataclasses.replace(opts.profile, duration_s=hold_s))
 
 

@@ -154,7 +154,7 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
             "far of the runs and blocks after it, and starts a run only where it fits at its cap")
     if capped:
         plan = dataclasses.replace(plan, ran_s=_median(data.get("runs_s")),
-                                   measuring_s=_median(data.get("measuring_s")))
+                                   measuring_s=_measuring(plan, ramp, data))
     began, spent, code = clock(), data.get("spent_s", 0), 0     # a resumed tune has spent part of its budget
     expected = plan.expected_trials(ramp)
     # a run starts only when it fits whole with the confirmations after it; while no candidate is worth confirming
@@ -186,11 +186,13 @@ def execute(opts: Options, s, plan: Plan, lab: Lab = MACHINES, proves: bool = Tr
             before = clock()
             run_dir = runs.step()
             if capped:
-                took, ended = round(clock() - before), race.ended(read_json(run_dir / "run.json") or {})
+                took, record = round(clock() - before), read_json(run_dir / "run.json") or {}
                 data["runs_s"] = [*data.get("runs_s", []), took]
-                data["measuring_s"] = [*data.get("measuring_s", []), plan.cap_s(ramp) if race.on_value(ended) else took]
+                if race.raced(record):      # a run whose load never ran says nothing of how long one measures
+                    said = "cut_s" if race.on_value(race.ended(record)) else "measuring_s"
+                    data[said] = [*data.get(said, []), took]
                 plan = dataclasses.replace(plan, ran_s=_median(data["runs_s"]),
-                                           measuring_s=_median(data["measuring_s"]))
+                                           measuring_s=_measuring(plan, ramp, data))
                 # "run 3 of about 1" said the estimate made on the cap: the runs the budget holds as they now last
                 expected = k + max(0, int((left() - plan.reserve_s(ramp)) // plan.trial_s(ramp)))
             if plan.aa_runs and not spread.tried and not spread.is_measured:
@@ -227,7 +229,7 @@ def measure_spread(opts, s, plan: Plan, lab: Lab, folder: Path, data: dict, spre
                    log=print) -> None:
     """No A/A runs of the load calibrated the first run that measured a ratio: an A/A block of the control (aa.py),
     so that every later run's report is calibrated, where the budget has room for it beside the next run."""
-    cost = plan.aa_runs * plan.cap_s(opts.profile.ramp_up_s) + confirm.SERIES_S
+    cost = plan.aa_runs * plan.confirm_s(opts.profile.ramp_up_s) + confirm.SERIES_S     # raced as a confirmation
     spread.tried = True
     if room_s < cost:
         log(f"tune: no A/A runs of this load calibrate its runs, and no room for an A/A block (~{cost / 60:.0f} min): "
@@ -236,7 +238,7 @@ def measure_spread(opts, s, plan: Plan, lab: Lab, folder: Path, data: dict, spre
     log(f"\n==== tune: no A/A runs of this load calibrate its runs: an A/A block of {plan.aa_runs} runs of "
         f"{plan.control} on both machines first (~{cost / 60:.0f} min), which every later run's report reads")
     _, series = lab.run_series(aa.block(opts, plan.control, plan.hold_s, f"{folder.name.split('-', 1)[-1]}-aa",
-                                        plan.aa_runs), s)
+                                        plan.aa_runs, race.measuring(spread.tau, plan.floor) if plan.race else None), s)
     spread.block = series.name
     data["spread"] = spread.record()
     tune_folder.save(folder, data)
@@ -248,6 +250,13 @@ def waits_for_pending(found: bool, left_s: float, cap_s: int, reserve_s: int) ->
     that outcome may make the first finalist, whose confirmations then take the reserve. Once one exists, the
     reserve is kept whatever that outcome, and the overlap goes on to the budget's end."""
     return not found and left_s < cap_s + reserve_s
+
+
+def _measuring(plan: Plan, ramp_up_s: int, data: dict) -> int | None:
+    """A confirmation's run as the budget keeps it (race.budgeted_s): from the search's runs' lengths, all its
+    confirmations' first looks within their reserve 95 % of the time."""
+    return race.budgeted_s(data.get("measuring_s"), data.get("cut_s"), plan.cap_s(ramp_up_s),
+                           confirm.REPEAT * len(confirm.against(plan.control)))
 
 
 def _median(runs_s: list[int] | None) -> int | None:

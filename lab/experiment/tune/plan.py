@@ -44,10 +44,11 @@ class Plan:
     ran_s: int | None = None
     # the search's runs race (race.py): a run's hold ends once its paired windows have said what they can; its hold
     # is then a cap, and the budget expects the median search run so far; a confirmation's runs race on their
-    # precision alone (race.measuring), expected to last as the median search run measuring its own would
+    # precision alone (race.measuring), budgeted from how long the search's runs took to measure their own
     race: bool = True
-    # that median: the search's runs so far as long as they ran, those ended on their value at their cap (a worse
-    # candidate stopped early says nothing of how long a run takes to measure); None until one has run
+    # such a run as the budget keeps it (race.budgeted_s): the confirmations' total at its 95th percentile, from the
+    # search's runs that measured their precision or held whole, those ended on their value censored (a worse
+    # candidate stopped early would have measured later); None until one has measured
     measuring_s: int | None = None
     aa_runs: int = aa.RUNS                  # the A/A block run where no A/A runs of the load calibrate the first run
     seed: int | None = None                 # the sampler's (bench/tuner.py: the same proposals each time it runs)
