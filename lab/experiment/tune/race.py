@@ -26,10 +26,10 @@ WINDOW_S = 10            # a paired window: the report's bin (report/stats/stead
 MIN_WINDOWS = 6          # a minute of steady state at least before either rule is looked at
 PRECISE = 3.0            # within-run error under max(τ, floor) / PRECISE: the hold has said what it can
 Z99 = 2.326348           # one-sided 99 %: a candidate is stopped as worse only when clearly so
-BUDGET_LEVEL = 0.95     # the confirmations' runs fit their reserve this often (budgeted_s)
-DRAWS = 2000            # draws of their total (budgeted_s): its 95th percentile within ~1 %
-CANNOT = "cannot beat"   # how a hold ended on its value begins (tune/command.py: such a run says nothing of how long
-                         # a run measuring its own precision takes)
+BUDGET_LEVEL = 0.95      # the confirmations' runs fit their reserve this often (budgeted_s)
+DRAWS = 2000             # draws of their total (budgeted_s): its 95th percentile within ~1 %
+CANNOT = "cannot beat"   # how a hold ended on its value begins (tune/command.py: such a run would have measured its
+                         # own precision later than it ended: censored, `lengths`)
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,8 @@ def budgeted_s(measured_s: list[float] | None, cut_s: list[float] | None, cap_s:
     """What a confirmation's run is budgeted at: `runs` runs' total at its `level` quantile, ÷ runs, each run drawn
     from `lengths` (what it leaves out at the cap), at most the cap; None before any run measured.
 
-    A median run (the first way) put 5 of 166 stand-in tunes 1–3 % over their 2-hour budget: eight runs at their
-    median are exceeded about half the time, and the last block has no room for it."""
+    Budgeted at the median run, 5 of 166 stand-in tunes went 1–3 % over their 2-hour budget: eight runs' total
+    exceeds eight medians about half the time, and the last block has no room for it."""
     dist = lengths(measured_s, cut_s)
     if not dist:
         return None
