@@ -239,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True)
     plan = {"stand_in": args.preset, "sampler": args.sampler, "kind": kind, "optimum": args.optimum,
             "relevant": relevant_k, "first_seed": args.first_seed, "budget_s": args.budget, "gain": GAIN,
-            "between_sd": between,
-            "between_df": between_df, "hold_s": HOLD_S, "machine_bias": MACHINE_BIAS, "floor": FLOOR,
+            "between_sd": between, "between_df": between_df, "hold_s": HOLD_S, "machine_bias": MACHINE_BIAS,
+            "floor": FLOOR,
             "nulls_kinds": {k: {"gain": g, "floor": f} for k, (g, f) in NULLS.items()}, "tune": extra}
     (folder / "tuner.json").write_text(json.dumps({**plan, "found": found, "nulls": nulls}, indent=1))
     print(f"results: {folder}")

@@ -228,6 +228,7 @@ def test_a_last_candidate_clearly_ahead_of_the_counted_best_is_the_finalist():
     counted = candidate(16, 1.19, 1.23, 1.27)
     for last, expected in ((candidate(19, 1.32, 1.38, 1.44), (19, False)), (candidate(19, 1.20, 1.30, 1.40),
                                                                                (16, True))):
-        tuner = SimpleNamespace(best=lambda counted=counted: counted, candidates=lambda last=last: [counted, last])
+        tuner = SimpleNamespace(best=lambda candidates, counted=counted: counted,
+                                candidates=lambda last=last: [counted, last])
         final, was_counted = confirm.finalist(tuner)
         assert (final.number, was_counted) == expected

@@ -314,7 +314,7 @@ def test_an_unproven_finalist_is_a_settled_candidate_only_where_it_beats_the_con
         run = evidence.Result(number, {"k": number}, Outcome(ratio, ratio * 0.8, ratio * 1.2, settled=settled), 120,
                             "complete")
         return evidence.Candidate(number, {"k": number}, (run,), 0.05)
-    tuner = type("T", (), {"best": lambda self: None,
+    tuner = type("T", (), {"best": lambda self, candidates=None: None,
                            "candidates": lambda self: [candidate(0, 1.97, False), candidate(1, 0.96, True)]})()
     assert confirm.finalist(tuner)[0].number == 0
     tuner.candidates = lambda: [candidate(0, 1.97, False), candidate(1, 1.02, True)]
@@ -358,7 +358,7 @@ def test_a_candidate_shown_worse_than_the_control_is_never_confirmed(tmp_path):
     def candidate(number, ratio, low, high):
         run = evidence.Result(number, {"k": number}, Outcome(ratio, low, high, settled=True), 120, "complete")
         return evidence.Candidate(number, {"k": number}, (run,), 0.05)
-    tuner = type("T", (), {"best": lambda self: None,
+    tuner = type("T", (), {"best": lambda self, candidates=None: None,
                            "candidates": lambda self: [candidate(0, 0.33, 0.27, 0.39), candidate(1, 0.6, 0.5, 0.7)]})()
     assert confirm.finalist(tuner) == (None, False)
     assert "shown worse than the default set (the best, trial 1: 0.60x, 95 % CI " in \

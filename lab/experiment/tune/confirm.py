@@ -88,18 +88,19 @@ def nothing_to_confirm(tuner: search.Tuner, control: str) -> str:
 def finalist(tuner: search.Tuner) -> tuple[evidence.Candidate | None, bool]:
     """(the candidate to confirm, whether its gain counted in the search); (None, False) when none ran feasibly, or
     every one that did was shown worse than the control."""
-    best = tuner.best()
+    candidates = tuner.candidates()         # read once: best() and the checks below would each read the study
+    best = tuner.best(candidates)
     if best is not None:
         # a candidate the budget left one run (its replicate never fitted) whose lower bound, with a run's own draw,
         # lies above the counted best's upper bound: the better bet; its confirmation is its proof (the stand-in's
         # seed 2 confirmed a 1.23× counted over a 1.38× (1.32 … 1.44) run last, truly the optimum)
         high = best.combined()[2]
-        ahead = [c for c in tuner.candidates() if c.feasible and c.settled and c.combined() is not None
+        ahead = [c for c in candidates if c.feasible and c.settled and c.combined() is not None
                  and c.combined()[1] > high]
         if ahead:
             return max(ahead, key=lambda c: c.combined()[1]), False
         return best, True
-    ran = [c for c in tuner.candidates() if c.feasible and c.combined() is not None and not shown_worse(c)]
+    ran = [c for c in candidates if c.feasible and c.combined() is not None and not shown_worse(c)]
     # a settled candidate no better than the control is not worth a proof before an unsettled one that ran ahead
     # (the petclinic tune of 20261201T053203Z confirmed article-2018's 0.96, settled, over tuned's 1.97, whose
     # control was still compiling at 2 minutes)
