@@ -1,0 +1,278 @@
+"""The zoo (issue 87; a benchmark on the machines, not a CI stage): one design run on every member of services/zoo.yml
+that is built, each knob set against default, and the verdicts tabled side by side.
+
+    .venv/bin/python -m bench.zoo [--sets tuned[,SET…]] [--members NAME,…] [--trials 2] [--aa 0] [--label L]
+                                  [--zoo services/zoo.yml] [--plan]
+    .venv/bin/python -m bench.zoo --table results/<stamp>-bench-zoo/zoo.json      # the table again
+
+Per member, in the zoo's order: where --aa N, an A/A series of N runs of the member's load first (both machines on
+default: the series after it take their between-run spread from it, as every verdict of a matching load does), then
+per set a crossover series of --trials runs (`./start.sh --service … --repeat N --knob-set tuned=SET`: the machines
+swap roles every second run, so the twins' bias cancels), each an ordinary series folder with its own report. The
+load is the member's (closed model, its users, ramp-up, `--until-settled` steady state under a cap). A member whose
+descriptor the lab refuses (a third-party jar not built: services/README.md, Examples) is listed with why and
+skipped; a series that fails is listed with its exit code and the next one runs. zoo.json is written after every
+series (an interrupted zoo keeps what it measured); zoo.md holds the table: per member and set, successful TPS set ÷
+default with its 95 % interval, errors (points), p99 and the JVM's CPU per request, how the interval was made, and
+the series folder; under it, per set, whether its lower bound is ≥ 0.95 on every member and ≥ 1.05 on how many.
+Results: results/<stamp>-bench-zoo[-label]/.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+import runfolder.verdict as verdict_file
+from lab import paths
+from lab.errors import LabError
+from lab.experiment import service as services
+from lab.experiment.options import LABEL_RE, seconds
+from lab.provision import knob_sets
+
+ZOO = paths.ROOT / "services" / "zoo.yml"
+START = str(paths.ROOT / "start.sh")
+LOAD_KEYS = ("users", "ramp_up", "steady", "cap")
+FIGURES = (("tps", "successful TPS"), ("error_pct", "errors"), ("p99", "p99"), ("cpu", "JVM CPU per request"))
+HOLDS = 0.95                   # a set that loses nowhere: its lower bound against default at least this on every member
+GAINS = 1.05                   # and it earns its name where its lower bound is at least this
+
+
+class ZooError(LabError):
+    """The zoo file or the options are wrong; the message names what."""
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    service: str               # as --service takes it
+    stands_for: str
+    users: int
+    ramp_up_s: int
+    steady_s: int
+    cap_s: int
+
+    def load_argv(self) -> list[str]:
+        return ["--service", self.service, "--users", str(self.users), "--ramp-up", f"{self.ramp_up_s}s",
+                "--until-settled", f"{self.steady_s}s", "--duration", f"{self.cap_s}s"]
+
+    def load_said(self) -> str:
+        return (f"closed, {self.users} users, {self.ramp_up_s} s ramp-up, {self.steady_s} s steady "
+                f"(hold ≤ {self.cap_s} s)")
+
+
+def _duration(raw, where: str) -> int:
+    try:
+        return seconds(str(raw))
+    except argparse.ArgumentTypeError as e:
+        raise ZooError(f"{where}: {e}") from None
+
+
+def read_zoo(path: Path = ZOO) -> list[Member]:
+    """The zoo's members in its order; ZooError naming the member and field where the file is wrong."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ZooError(f"{path}: cannot read the zoo ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        raise ZooError(f"{path}: not valid YAML ({e})") from None
+    members = raw.get("members") if isinstance(raw, dict) else None
+    if not isinstance(members, dict) or not members:
+        raise ZooError(f"{path}: members: a mapping of member name → {{service, stands_for, load}}")
+    out = []
+    for name, m in members.items():
+        where = f"{path}: members.{name}"
+        if not isinstance(m, dict) or set(m) != {"service", "stands_for", "load"}:
+            raise ZooError(f"{where}: needs exactly service, stands_for and load")
+        load = m["load"]
+        if not isinstance(load, dict) or set(load) != set(LOAD_KEYS):
+            raise ZooError(f"{where}.load: needs exactly {', '.join(LOAD_KEYS)}")
+        if not isinstance(load["users"], int) or not 1 <= load["users"] <= 2000:
+            raise ZooError(f"{where}.load.users: a whole number of users per machine, 1–2000")
+        steady, cap = _duration(load["steady"], f"{where}.load.steady"), _duration(load["cap"], f"{where}.load.cap")
+        if steady < 60 or cap < steady:
+            raise ZooError(f"{where}.load: steady at least 60 s (the report's steady rule) and cap at least steady")
+        out.append(Member(str(name), str(m["service"]), str(m["stands_for"]), load["users"],
+                          _duration(load["ramp_up"], f"{where}.load.ramp_up"), steady, cap))
+    return out
+
+
+def built(member: Member) -> str | None:
+    """Why the lab cannot run the member's service as it stands (a jar not built, a descriptor refused), None where
+    it can."""
+    try:
+        services.load(member.service)
+    except LabError as e:
+        return str(e)
+    return None
+
+
+def label_of(member: str, what: str, label: str = "") -> str:
+    """A series' --label: zoo-<member>-<set or aa>[-label], cut to what --label takes."""
+    return "-".join(x for x in ("zoo", member, what, label) if x)[:40].rstrip("-._")
+
+
+def series_argv(member: Member, knob_set: str | None, trials: int, label: str) -> list[str]:
+    """start.sh's argv for one series: the set against default, or an A/A series where knob_set is None."""
+    given = ["--aa"] if knob_set is None else ["--knob-set", f"tuned={knob_set}"]
+    return [START, *member.load_argv(), *given, "--repeat", str(trials), "--label", label]
+
+
+def row_of(member: Member, knob_set: str, folder: Path | None, exit_code: int) -> dict:
+    """A table row: the series' effects as its verdict.json says, or why there is none."""
+    row = {"member": member.name, "stands_for": member.stands_for, "load": member.load_said(), "set": knob_set,
+           "series": folder.name if folder else None, "exit": exit_code}
+    verdict = verdict_file.read(folder) if folder else None
+    if verdict is None:
+        return {**row, "effects": None}
+    row["effects"] = {name: {k: (verdict.effects.get(name) or {}).get(k) for k in ("estimate", "low", "high")}
+                      for name, _ in FIGURES if verdict.effect(name)}
+    row["intervals"] = (verdict.effects.get("tps") or {}).get("intervals")
+    row["design"] = verdict.written.get("design")
+    return row
+
+
+def _series_made(before: set[str], label: str) -> Path | None:
+    made = sorted(p for p in paths.RESULTS.glob(f"*-{label}-series") if p.name not in before)
+    return made[-1] if made else None
+
+
+def run_series(argv: list[str], label: str, log: Path) -> tuple[Path | None, int]:
+    """One series by ./start.sh, its output into log; (its series folder, start.sh's exit code)."""
+    before = {p.name for p in paths.RESULTS.glob("*")} if paths.RESULTS.exists() else set()
+    with log.open("a", encoding="utf-8") as out:
+        out.write("$ " + " ".join(argv) + "\n")
+        out.flush()
+        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=paths.ROOT).returncode
+    return _series_made(before, label), code
+
+
+def _fmt_effect(name: str, e: dict | None) -> str:
+    if not e or e.get("estimate") is None:
+        return "–"
+    if name == "error_pct":
+        low, high = e.get("low"), e.get("high")
+        text = f"{e['estimate']:+.2f} pt" + (f" ({low:+.2f} … {high:+.2f})" if low is not None else "")
+    else:
+        pct = lambda r: f"{(r - 1) * 100:+.1f} %"          # noqa: E731
+        text = pct(e["estimate"]) + (f" ({pct(e['low'])} … {pct(e['high'])})" if e.get("low") is not None else "")
+    return text.replace("-", "−")          # the report's minus
+
+
+def table(rows: list[dict], skipped: dict[str, str] | None = None) -> str:
+    """zoo.md: a row per member and set, then per set whether it holds everywhere and where it gains."""
+    head = ["member", "stands for", "load", "set", *(label for _, label in FIGURES), "interval", "series"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        effects = r.get("effects")
+        cells = ([_fmt_effect(n, (effects or {}).get(n)) for n, _ in FIGURES] if effects is not None
+                 else [f"no verdict (start.sh exit {r['exit']})"] + ["–"] * (len(FIGURES) - 1))
+        lines.append("| " + " | ".join([r["member"], r["stands_for"], r["load"], r["set"], *cells,
+                                        r.get("intervals") or "–", r.get("series") or "–"]) + " |")
+    for knob_set in dict.fromkeys(r["set"] for r in rows):
+        lows = {r["member"]: r["effects"]["tps"]["low"] for r in rows if r["set"] == knob_set and r.get("effects")
+                and (r["effects"].get("tps") or {}).get("low") is not None}
+        missing = sorted({r["member"] for r in rows if r["set"] == knob_set} - set(lows))
+        losing = sorted(m for m, low in lows.items() if low < HOLDS)
+        gaining = sorted(m for m, low in lows.items() if low >= GAINS)
+        lines.append("")
+        lines.append(f"**{knob_set}** against default on {len(lows)} members"
+                     + (f" ({', '.join(missing)}: no verdict)" if missing else "") + ": lower bound of successful "
+                     f"TPS ≥ {HOLDS:g} on " + ("every one" if not losing else
+                                                 f"all but {', '.join(losing)}")
+                     + f"; ≥ {GAINS:g} on {len(gaining)} of {len(lows)}" + (f" ({', '.join(gaining)})" if gaining
+                                                                             else "") + ".")
+    for name, why in (skipped or {}).items():
+        lines.append(f"\nNot run: **{name}**: {why}")
+    return "\n".join(lines) + "\n"
+
+
+def _write(folder: Path, record: dict) -> None:
+    (folder / "zoo.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / "zoo.md").write_text(table(record["rows"], record["skipped"]), encoding="utf-8")
+
+
+def _choose(members: list[Member], names: str | None) -> list[Member]:
+    if not names:
+        return members
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in {m.name for m in members}]
+    if unknown:
+        raise ZooError(f"--members: {', '.join(unknown)} not in the zoo (its members: "
+                       f"{', '.join(m.name for m in members)})")
+    return [m for m in members if m.name in wanted]
+
+
+def _sets(raw: str) -> list[str]:
+    sets = [s.strip() for s in raw.split(",") if s.strip()]
+    have = set(knob_sets.names())
+    unknown = [s for s in sets if s not in have]
+    if not sets or unknown:
+        raise ZooError(f"--sets: {', '.join(unknown) or 'none given'}: not a knob set (the lab's: "
+                       f"{', '.join(sorted(have))})")
+    return sets
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.zoo", description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", default="tuned", help="knob sets to run against default, comma-separated")
+    ap.add_argument("--members", help="members to run (default: every member that is built)")
+    ap.add_argument("--trials", type=int, default=2, help="runs per series (crossover: 2 or more, even)")
+    ap.add_argument("--aa", type=int, default=0, help="A/A runs of each member's load first (0: none)")
+    ap.add_argument("--label", default="", help="a label for the zoo's folder and its series")
+    ap.add_argument("--zoo", type=Path, default=ZOO, help="the zoo file")
+    ap.add_argument("--plan", action="store_true", help="print what would run, run nothing")
+    ap.add_argument("--table", type=Path, help="print the table of a zoo.json again")
+    args = ap.parse_args(argv)
+    try:
+        if args.table:
+            record = json.loads(args.table.read_text(encoding="utf-8"))
+            print(table(record["rows"], record.get("skipped")), end="")
+            return 0
+        if args.trials < 2 or args.trials % 2 or args.aa < 0 or args.aa == 1:
+            raise ZooError(f"--trials {args.trials} --aa {args.aa}: trials an even number ≥ 2 (a crossover), "
+                           "A/A runs 0 or at least 2")
+        if args.label and not LABEL_RE.fullmatch(args.label):
+            raise ZooError(f"--label {args.label!r}: letters, digits, '.', '_' or '-', at most 40")
+        members, sets = _choose(read_zoo(args.zoo), args.members), _sets(args.sets)
+    except (ZooError, OSError, json.JSONDecodeError, KeyError) as e:
+        print(f"bench.zoo: {e}", file=sys.stderr)
+        return 2
+    skipped = {m.name: why for m in members if (why := built(m))}
+    plan = [(m, s) for m in members if m.name not in skipped for s in ([None] if args.aa else []) + sets]
+    for m, s in plan:
+        print(f"{m.name}: {'A/A' if s is None else s + ' vs default'}, {args.aa if s is None else args.trials} runs, "
+              f"{m.load_said()}")
+    for name, why in skipped.items():
+        print(f"{name}: not run: {why}")
+    if args.plan or not plan:
+        return 0 if plan or args.plan else 1
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = paths.RESULTS / "-".join(x for x in (stamp, "bench-zoo", args.label) if x)
+    folder.mkdir(parents=True)
+    record = {"zoo": str(args.zoo), "sets": sets, "trials": args.trials, "aa": args.aa, "rows": [], "aa_series": {},
+              "skipped": skipped}
+    _write(folder, record)
+    for m, s in plan:
+        label = label_of(m.name, s or "aa", args.label)
+        series, code = run_series(series_argv(m, s, args.aa if s is None else args.trials, label), label,
+                                  folder / f"{m.name}.log")
+        if s is None:
+            record["aa_series"][m.name] = {"series": series.name if series else None, "exit": code}
+        else:
+            record["rows"].append(row_of(m, s, series, code))
+        _write(folder, record)
+        print(f"{m.name} {s or 'A/A'}: exit {code}, {series.name if series else 'no series folder'}")
+    print(table(record["rows"], skipped), end="")
+    print(f"results: {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
