@@ -51,7 +51,7 @@ def test_the_lab_zoo_names_descriptors_the_lab_has():
 
 def test_series_are_crossovers_of_a_set_against_default_or_aa_runs():
     m = zoo.read_zoo()[0]
-    argv = zoo.series_argv(m, "tuned", 2, "zoo-sample-tuned")
+    argv = zoo.series_argv(m, zoo.Variant("tuned", "tuned"), 2, "zoo-sample-tuned")
     assert argv[argv.index("--knob-set") + 1] == "tuned=tuned" and argv[argv.index("--repeat") + 1] == "2"
     aa = zoo.series_argv(m, None, 4, "zoo-sample-aa")
     assert "--aa" in aa and "--knob-set" not in aa and aa[aa.index("--repeat") + 1] == "4"
@@ -125,7 +125,9 @@ def test_a_series_without_a_verdict_is_listed_as_such(lab, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--sets", "nope"], "--sets: nope: not a knob set"),
+    (["--sets", "nope"], "--sets/--ablate: nope: not a knob set"),
+    (["--ablate", "nope"], "--sets/--ablate: nope: not a knob set"),
+    (["--ablate", "default"], "--ablate: ablate: knob set default changes nothing"),
     (["--members", "zz"], "--members: zz not in the zoo"),
     (["--trials", "3"], "--trials 3"),
     (["--aa", "1"], "A/A runs 0 or at least 2"),
@@ -135,3 +137,17 @@ def test_bad_options_change_nothing(lab, capsys, argv, says):
     assert zoo.main(["--zoo", str(zoo_file), *argv]) == 2
     assert says in capsys.readouterr().err
     assert not calls and not paths.RESULTS.exists()
+
+
+def test_an_ablation_runs_the_set_then_each_tier_back_at_the_catalog_values(lab):
+    zoo_file, calls = lab
+    assert zoo.main(["--zoo", str(zoo_file), "--ablate", "tuned", "--members", "a"]) == 0
+    labels = [c[c.index("--label") + 1] for c in calls]
+    assert labels[0] == "zoo-a-tuned" and "zoo-a-tuned-no-jvm" in labels and "zoo-a-tuned-no-httpd" in labels
+    jvm = calls[labels.index("zoo-a-tuned-no-jvm")]
+    sets = {jvm[i + 1] for i, x in enumerate(jvm) if x == "--set"}
+    assert "tuned:jvm_tiered_stop_at_level=null" in sets and "tuned:jvm_gc=null" in sets, sets
+    assert not any(x.startswith("tuned:httpd_") for x in sets), "only the tier reverted"
+    assert jvm[jvm.index("--knob-set") + 1] == "tuned=tuned"
+    record = json.loads(next(paths.RESULTS.glob("*-bench-zoo/zoo.json")).read_text())
+    assert [r["set"] for r in record["rows"]][:2] == ["tuned", "tuned without httpd"]

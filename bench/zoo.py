@@ -1,8 +1,8 @@
 """The zoo (issue 87; a benchmark on the machines, not a CI stage): one design run on every member of services/zoo.yml
 that is built, each knob set against default, and the verdicts tabled side by side.
 
-    .venv/bin/python -m bench.zoo [--sets tuned[,SET…]] [--members NAME,…] [--trials 2] [--aa 0] [--label L]
-                                  [--zoo services/zoo.yml] [--plan]
+    .venv/bin/python -m bench.zoo [--sets tuned[,SET…]] [--ablate SET] [--members NAME,…] [--trials 2] [--aa 0]
+                                  [--label L] [--zoo services/zoo.yml] [--plan]
     .venv/bin/python -m bench.zoo --table results/<stamp>-bench-zoo/zoo.json      # the table again
 
 Per member, in the zoo's order: where --aa N, an A/A series of N runs of the member's load first (both machines on
@@ -15,11 +15,14 @@ skipped; a series that fails is listed with its exit code and the next one runs.
 series (an interrupted zoo keeps what it measured); zoo.md holds the table: per member and set, successful TPS set ÷
 default with its 95 % interval, errors (points), p99 and the JVM's CPU per request, how the interval was made, and
 the series folder; under it, per set, whether its lower bound is ≥ 0.95 on every member and ≥ 1.05 on how many.
-Results: results/<stamp>-bench-zoo[-label]/.
+--ablate SET adds the set's ablation (issue 87, item 3): the set, then the set with one tier's changes back at the
+catalog's values at a time (`./start.sh ablate`'s tiers, lab/experiment/sweep.py), each a series against default, so
+that each tier's share of the set's effect is read member by member. Results: results/<stamp>-bench-zoo[-label]/.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import subprocess
@@ -34,6 +37,7 @@ from lab import paths
 from lab.errors import LabError
 from lab.experiment import service as services
 from lab.experiment.options import LABEL_RE, seconds
+from lab.experiment.sweep import ablation_plan
 from lab.provision import knob_sets
 
 ZOO = paths.ROOT / "services" / "zoo.yml"
@@ -103,6 +107,30 @@ def read_zoo(path: Path = ZOO) -> list[Member]:
     return out
 
 
+@dataclass(frozen=True)
+class Variant:
+    """What the tuned side runs in a series: a knob set, with some of its knobs set back (an ablation's)."""
+    name: str                  # as the table shows it: the set, or "SET without TIER"
+    knob_set: str
+    reverted: tuple = ()       # ((knob, the catalog's value), …)
+    short: str = ""            # in the series' label: the set, or SET-no-TIER
+
+    def argv(self) -> list[str]:
+        return ["--knob-set", f"tuned={self.knob_set}",
+                *(x for k, v in self.reverted for x in ("--set", f"tuned:{k}={json.dumps(v)}"))]
+
+
+def ablation(knob_set: str) -> list[Variant]:
+    """The set in full, then with each tier it changes back at the catalog's values (`./start.sh ablate`'s)."""
+    try:
+        points = ablation_plan(knob_set).points
+    except ValueError as e:
+        raise ZooError(f"--ablate: {e}") from None
+    return [Variant(knob_set if p.tier is None else f"{knob_set} without {p.tier}", knob_set,
+                    tuple(sorted(p.values.items())), knob_set if p.tier is None else f"{knob_set}-no-{p.tier}")
+            for p in points]
+
+
 def built(member: Member) -> str | None:
     """Why the lab cannot run the member's service as it stands (a jar not built, a descriptor refused), None where
     it can."""
@@ -118,9 +146,9 @@ def label_of(member: str, what: str, label: str = "") -> str:
     return "-".join(x for x in ("zoo", member, what, label) if x)[:40].rstrip("-._")
 
 
-def series_argv(member: Member, knob_set: str | None, trials: int, label: str) -> list[str]:
-    """start.sh's argv for one series: the set against default, or an A/A series where knob_set is None."""
-    given = ["--aa"] if knob_set is None else ["--knob-set", f"tuned={knob_set}"]
+def series_argv(member: Member, variant: Variant | None, trials: int, label: str) -> list[str]:
+    """start.sh's argv for one series: the variant against default, or an A/A series where variant is None."""
+    given = ["--aa"] if variant is None else variant.argv()
     return [START, *member.load_argv(), *given, "--repeat", str(trials), "--label", label]
 
 
@@ -209,19 +237,22 @@ def _choose(members: list[Member], names: str | None) -> list[Member]:
     return [m for m in members if m.name in wanted]
 
 
-def _sets(raw: str) -> list[str]:
+def _variants(raw: str, ablate: str | None) -> list[Variant]:
     sets = [s.strip() for s in raw.split(",") if s.strip()]
     have = set(knob_sets.names())
-    unknown = [s for s in sets if s not in have]
-    if not sets or unknown:
-        raise ZooError(f"--sets: {', '.join(unknown) or 'none given'}: not a knob set (the lab's: "
+    unknown = [s for s in [*sets, *([ablate] if ablate else [])] if s not in have]
+    if (not sets and not ablate) or unknown:
+        raise ZooError(f"--sets/--ablate: {', '.join(unknown) or 'none given'}: not a knob set (the lab's: "
                        f"{', '.join(sorted(have))})")
-    return sets
+    out = [Variant(s, s, short=s) for s in sets]
+    return out + [v for v in (ablation(ablate) if ablate else []) if v.name not in {o.name for o in out}]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.zoo", description=__doc__.split("\n")[0])
-    ap.add_argument("--sets", default="tuned", help="knob sets to run against default, comma-separated")
+    ap.add_argument("--sets", help="knob sets to run against default, comma-separated (default: tuned, unless "
+                    "--ablate)")
+    ap.add_argument("--ablate", help="a knob set run in full and with each tier it changes reverted at a time")
     ap.add_argument("--members", help="members to run (default: every member that is built)")
     ap.add_argument("--trials", type=int, default=2, help="runs per series (crossover: 2 or more, even)")
     ap.add_argument("--aa", type=int, default=0, help="A/A runs of each member's load first (0: none)")
@@ -240,15 +271,17 @@ def main(argv: list[str] | None = None) -> int:
                            "A/A runs 0 or at least 2")
         if args.label and not LABEL_RE.fullmatch(args.label):
             raise ZooError(f"--label {args.label!r}: letters, digits, '.', '_' or '-', at most 40")
-        members, sets = _choose(read_zoo(args.zoo), args.members), _sets(args.sets)
+        members = _choose(read_zoo(args.zoo), args.members)
+        variants = _variants(args.sets if args.sets is not None else ("" if args.ablate else "tuned"), args.ablate)
     except (ZooError, OSError, json.JSONDecodeError, KeyError) as e:
         print(f"bench.zoo: {e}", file=sys.stderr)
         return 2
     skipped = {m.name: why for m in members if (why := built(m))}
-    plan = [(m, s) for m in members if m.name not in skipped for s in ([None] if args.aa else []) + sets]
-    for m, s in plan:
-        print(f"{m.name}: {'A/A' if s is None else s + ' vs default'}, {args.aa if s is None else args.trials} runs, "
-              f"{m.load_said()}")
+    plan = [(m, v) for m in members if m.name not in skipped for v in ([None] if args.aa else []) + variants]
+    for m, v in plan:
+        print(f"{m.name}: {'A/A' if v is None else v.name + ' vs default'}, {args.aa if v is None else args.trials} "
+              f"runs, {m.load_said()}" + (f"; reverted: {', '.join(k for k, _ in v.reverted)}" if v and v.reverted
+                                          else ""))
     for name, why in skipped.items():
         print(f"{name}: not run: {why}")
     if args.plan or not plan:
@@ -256,19 +289,20 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = paths.RESULTS / "-".join(x for x in (stamp, "bench-zoo", args.label) if x)
     folder.mkdir(parents=True)
-    record = {"zoo": str(args.zoo), "sets": sets, "trials": args.trials, "aa": args.aa, "rows": [], "aa_series": {},
+    record = {"zoo": str(args.zoo), "sets": [dataclasses.asdict(v) for v in variants], "trials": args.trials,
+              "aa": args.aa, "rows": [], "aa_series": {},
               "skipped": skipped}
     _write(folder, record)
-    for m, s in plan:
-        label = label_of(m.name, s or "aa", args.label)
-        series, code = run_series(series_argv(m, s, args.aa if s is None else args.trials, label), label,
+    for m, v in plan:
+        label = label_of(m.name, v.short if v else "aa", args.label)
+        series, code = run_series(series_argv(m, v, args.aa if v is None else args.trials, label), label,
                                   folder / f"{m.name}.log")
-        if s is None:
+        if v is None:
             record["aa_series"][m.name] = {"series": series.name if series else None, "exit": code}
         else:
-            record["rows"].append(row_of(m, s, series, code))
+            record["rows"].append(row_of(m, v.name, series, code))
         _write(folder, record)
-        print(f"{m.name} {s or 'A/A'}: exit {code}, {series.name if series else 'no series folder'}")
+        print(f"{m.name} {v.name if v else 'A/A'}: exit {code}, {series.name if series else 'no series folder'}")
     print(table(record["rows"], skipped), end="")
     print(f"results: {folder}")
     return 0
