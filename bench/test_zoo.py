@@ -128,6 +128,8 @@ def test_a_series_without_a_verdict_is_listed_as_such(lab, monkeypatch):
     (["--sets", "nope"], "--sets/--ablate: nope: not a knob set"),
     (["--ablate", "nope"], "--sets/--ablate: nope: not a knob set"),
     (["--ablate", "default"], "--ablate: ablate: knob set default changes nothing"),
+    (["--ablate", "tuned", "--tiers", "jvm,gpu"], "--tiers: gpu: not a tier tuned changes"),
+    (["--tiers", "jvm"], "--tiers: the tiers of an ablation"),
     (["--members", "zz"], "--members: zz not in the zoo"),
     (["--trials", "3"], "--trials 3"),
     (["--aa", "1"], "A/A runs 0 or at least 2"),
@@ -151,3 +153,9 @@ def test_an_ablation_runs_the_set_then_each_tier_back_at_the_catalog_values(lab)
     assert jvm[jvm.index("--knob-set") + 1] == "tuned=tuned"
     record = json.loads(next(paths.RESULTS.glob("*-bench-zoo/zoo.json")).read_text())
     assert [r["set"] for r in record["rows"]][:2] == ["tuned", "tuned without httpd"]
+
+
+def test_an_ablation_runs_only_the_tiers_asked(lab):
+    zoo_file, calls = lab
+    assert zoo.main(["--zoo", str(zoo_file), "--ablate", "tuned", "--tiers", "jvm,full", "--members", "a"]) == 0
+    assert [c[c.index("--label") + 1] for c in calls] == ["zoo-a-tuned", "zoo-a-tuned-no-jvm"]

@@ -1,8 +1,8 @@
 """The zoo (issue 87; a benchmark on the machines, not a CI stage): one design run on every member of services/zoo.yml
 that is built, each knob set against default, and the verdicts tabled side by side.
 
-    .venv/bin/python -m bench.zoo [--sets tuned[,SET…]] [--ablate SET] [--members NAME,…] [--trials 2] [--aa 0]
-                                  [--label L] [--zoo services/zoo.yml] [--plan]
+    .venv/bin/python -m bench.zoo [--sets tuned[,SET…]] [--ablate SET [--tiers full,jvm,…]] [--members NAME,…]
+                                  [--trials 2] [--aa 0] [--label L] [--zoo services/zoo.yml] [--plan]
     .venv/bin/python -m bench.zoo --table results/<stamp>-bench-zoo/zoo.json      # the table again
 
 Per member, in the zoo's order: where --aa N, an A/A series of N runs of the member's load first (both machines on
@@ -17,7 +17,8 @@ default with its 95 % interval, errors (points), p99 and the JVM's CPU per reque
 the series folder; under it, per set, whether its lower bound is ≥ 0.95 on every member and ≥ 1.05 on how many.
 --ablate SET adds the set's ablation (issue 87, item 3): the set, then the set with one tier's changes back at the
 catalog's values at a time (`./start.sh ablate`'s tiers, lab/experiment/sweep.py), each a series against default, so
-that each tier's share of the set's effect is read member by member. Results: results/<stamp>-bench-zoo[-label]/.
+that each tier's share of the set's effect is read member by member (--tiers: only those, `full` the set as it is).
+Results: results/<stamp>-bench-zoo[-label]/.
 """
 from __future__ import annotations
 
@@ -120,15 +121,22 @@ class Variant:
                 *(x for k, v in self.reverted for x in ("--set", f"tuned:{k}={json.dumps(v)}"))]
 
 
-def ablation(knob_set: str) -> list[Variant]:
-    """The set in full, then with each tier it changes back at the catalog's values (`./start.sh ablate`'s)."""
+def ablation(knob_set: str, tiers: str | None = None) -> list[Variant]:
+    """The set in full, then with each tier it changes back at the catalog's values (`./start.sh ablate`'s); tiers:
+    only those ("full": the set as it is)."""
     try:
         points = ablation_plan(knob_set).points
     except ValueError as e:
         raise ZooError(f"--ablate: {e}") from None
-    return [Variant(knob_set if p.tier is None else f"{knob_set} without {p.tier}", knob_set,
-                    tuple(sorted(p.values.items())), knob_set if p.tier is None else f"{knob_set}-no-{p.tier}")
-            for p in points]
+    have = {p.tier or "full": p for p in points}
+    wanted = [t.strip() for t in tiers.split(",") if t.strip()] if tiers is not None else list(have)
+    unknown = [t for t in wanted if t not in have]
+    if not wanted or unknown:
+        raise ZooError(f"--tiers: {', '.join(unknown) or 'none given'}: not a tier {knob_set} changes (its: "
+                       f"{', '.join(have)})")
+    return [Variant(knob_set if t == "full" else f"{knob_set} without {t}", knob_set,
+                    tuple(sorted(have[t].values.items())), knob_set if t == "full" else f"{knob_set}-no-{t}")
+            for t in have if t in wanted]
 
 
 def built(member: Member) -> str | None:
@@ -237,7 +245,7 @@ def _choose(members: list[Member], names: str | None) -> list[Member]:
     return [m for m in members if m.name in wanted]
 
 
-def _variants(raw: str, ablate: str | None) -> list[Variant]:
+def _variants(raw: str, ablate: str | None, tiers: str | None = None) -> list[Variant]:
     sets = [s.strip() for s in raw.split(",") if s.strip()]
     have = set(knob_sets.names())
     unknown = [s for s in [*sets, *([ablate] if ablate else [])] if s not in have]
@@ -245,7 +253,9 @@ def _variants(raw: str, ablate: str | None) -> list[Variant]:
         raise ZooError(f"--sets/--ablate: {', '.join(unknown) or 'none given'}: not a knob set (the lab's: "
                        f"{', '.join(sorted(have))})")
     out = [Variant(s, s, short=s) for s in sets]
-    return out + [v for v in (ablation(ablate) if ablate else []) if v.name not in {o.name for o in out}]
+    if tiers is not None and not ablate:
+        raise ZooError("--tiers: the tiers of an ablation: give --ablate SET")
+    return out + [v for v in (ablation(ablate, tiers) if ablate else []) if v.name not in {o.name for o in out}]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", help="knob sets to run against default, comma-separated (default: tuned, unless "
                     "--ablate)")
     ap.add_argument("--ablate", help="a knob set run in full and with each tier it changes reverted at a time")
+    ap.add_argument("--tiers", help="the ablation's variants to run: full and/or tiers, comma-separated (default: all)")
     ap.add_argument("--members", help="members to run (default: every member that is built)")
     ap.add_argument("--trials", type=int, default=2, help="runs per series (crossover: 2 or more, even)")
     ap.add_argument("--aa", type=int, default=0, help="A/A runs of each member's load first (0: none)")
@@ -272,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.label and not LABEL_RE.fullmatch(args.label):
             raise ZooError(f"--label {args.label!r}: letters, digits, '.', '_' or '-', at most 40")
         members = _choose(read_zoo(args.zoo), args.members)
-        variants = _variants(args.sets if args.sets is not None else ("" if args.ablate else "tuned"), args.ablate)
+        variants = _variants(args.sets if args.sets is not None else ("" if args.ablate else "tuned"), args.ablate,
+                             args.tiers)
     except (ZooError, OSError, json.JSONDecodeError, KeyError) as e:
         print(f"bench.zoo: {e}", file=sys.stderr)
         return 2
