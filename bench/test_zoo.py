@@ -44,7 +44,7 @@ def test_a_wrong_zoo_file_is_refused_naming_the_field(tmp_path, bad, named):
 
 def test_the_lab_zoo_names_descriptors_the_lab_has():
     members = zoo.read_zoo()
-    assert {"sample", "testapp", "petclinic-rest", "tripbooking"} <= {m.name for m in members}
+    assert {"sample", "testapp", "petclinic-rest", "tripbooking", "rest-jpa"} <= {m.name for m in members}
     for m in members:
         assert service.find(m.service).is_file(), m.service
 
