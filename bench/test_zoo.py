@@ -75,7 +75,7 @@ def lab(monkeypatch, tmp_path):
     monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(zoo, "built", lambda m: "jar: no such file" if m.name == "c" else None)
     calls = []
-    outcomes = {"zoo-a-aa": None, "zoo-a-tuned": (0.97, 0.95, 0.99), "zoo-b-tuned": (0.54, 0.48, 0.61)}
+    outcomes = {"zoo-a-aa": None, "zoo-a-tuned": (0.97, 0.95, 0.99), "zoo-b-tuned": (0.54, 0.48, 0.61, 0.3)}
 
     def start(argv, label, log):
         calls.append(argv)
@@ -108,7 +108,7 @@ def test_the_zoo_runs_every_built_member_keeps_going_and_tables_the_verdicts(lab
     assert ("| a | the sample | closed, 150 users, 30 s ramp-up, 120 s steady (hold ≤ 300 s) | tuned | "
             "−3.0 % (−5.0 % … −1.0 %)") in md
     assert "−46.0 %" in md and "+58.0 %" in md and "+0.00 pt (−0.10 … +0.10)" in md
-    assert "lower bound of successful TPS ≥ 0.95 on all but b; ≥ 1.05 on 0 of 2." in md
+    assert "lower bound of successful TPS ≥ 0.95 on all but b; ≥ 1.05 on 0 of 2; errors clearly more on b." in md
     assert "Not run: **c**: jar: no such file" in md
     assert zoo.main(["--table", str(folder / "zoo.json")]) == 0
     assert "all but b" in capsys.readouterr().out
@@ -122,6 +122,14 @@ def test_a_series_without_a_verdict_is_listed_as_such(lab, monkeypatch):
     assert row["effects"] is None
     assert "no verdict (start.sh exit 3)" in zoo.table([row])
     assert "on 0 members (a: no verdict)" in zoo.table([row])
+
+
+def test_a_set_that_gains_everywhere_without_more_errors_is_said_so():
+    rows = [{"member": m, "set": "s", "effects": {"tps": {"estimate": 1.2, "low": low, "high": 1.3},
+                                                  "error_pct": {"estimate": 0.0, "low": -0.1, "high": 0.1}}}
+            for m, low in (("a", 1.1), ("b", 0.96))]
+    assert zoo.summary("s", rows) == ("**s** against default on 2 members: lower bound of successful TPS ≥ 0.95 on "
+                                      "every one; ≥ 1.05 on 1 of 2 (a); errors clearly more nowhere.")
 
 
 @pytest.mark.parametrize("argv, says", [

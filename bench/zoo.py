@@ -201,6 +201,25 @@ def _fmt_effect(name: str, e: dict | None) -> str:
     return text.replace("-", "−")          # the report's minus
 
 
+def _bound(row: dict, figure: str, bound: str) -> float | None:
+    return ((row.get("effects") or {}).get(figure) or {}).get(bound)
+
+
+def summary(knob_set: str, rows: list[dict]) -> str:
+    """Whether the set loses nowhere (its TPS lower bound ≥ HOLDS, its errors not clearly more) and where it gains."""
+    lows = {r["member"]: low for r in rows if (low := _bound(r, "tps", "low")) is not None}
+    missing = sorted({r["member"] for r in rows} - set(lows))
+    losing = sorted(m for m, low in lows.items() if low < HOLDS)
+    gaining = sorted(m for m, low in lows.items() if low >= GAINS)
+    erring = sorted(r["member"] for r in rows if (_bound(r, "error_pct", "low") or 0) > 0)
+    return (f"**{knob_set}** against default on {len(lows)} members"
+            + (f" ({', '.join(missing)}: no verdict)" if missing else "")
+            + f": lower bound of successful TPS ≥ {HOLDS:g} on "
+            + ("every one" if not losing else f"all but {', '.join(losing)}")
+            + f"; ≥ {GAINS:g} on {len(gaining)} of {len(lows)}" + (f" ({', '.join(gaining)})" if gaining else "")
+            + "; errors " + (f"clearly more on {', '.join(erring)}" if erring else "clearly more nowhere") + ".")
+
+
 def table(rows: list[dict], skipped: dict[str, str] | None = None) -> str:
     """zoo.md: a row per member and set, then per set whether it holds everywhere and where it gains."""
     head = ["member", "stands for", "load", "set", *(label for _, label in FIGURES), "interval", "series"]
@@ -212,18 +231,7 @@ def table(rows: list[dict], skipped: dict[str, str] | None = None) -> str:
         lines.append("| " + " | ".join([r["member"], r["stands_for"], r["load"], r["set"], *cells,
                                         r.get("intervals") or "–", r.get("series") or "–"]) + " |")
     for knob_set in dict.fromkeys(r["set"] for r in rows):
-        lows = {r["member"]: r["effects"]["tps"]["low"] for r in rows if r["set"] == knob_set and r.get("effects")
-                and (r["effects"].get("tps") or {}).get("low") is not None}
-        missing = sorted({r["member"] for r in rows if r["set"] == knob_set} - set(lows))
-        losing = sorted(m for m, low in lows.items() if low < HOLDS)
-        gaining = sorted(m for m, low in lows.items() if low >= GAINS)
-        lines.append("")
-        lines.append(f"**{knob_set}** against default on {len(lows)} members"
-                     + (f" ({', '.join(missing)}: no verdict)" if missing else "") + ": lower bound of successful "
-                     f"TPS ≥ {HOLDS:g} on " + ("every one" if not losing else
-                                                 f"all but {', '.join(losing)}")
-                     + f"; ≥ {GAINS:g} on {len(gaining)} of {len(lows)}" + (f" ({', '.join(gaining)})" if gaining
-                                                                             else "") + ".")
+        lines += ["", summary(knob_set, [r for r in rows if r["set"] == knob_set])]
     for name, why in (skipped or {}).items():
         lines.append(f"\nNot run: **{name}**: {why}")
     return "\n".join(lines) + "\n"
