@@ -112,6 +112,11 @@ def test_the_zoo_runs_every_built_member_keeps_going_and_tables_the_verdicts(lab
     assert "Not run: **c**: jar: no such file" in md
     assert zoo.main(["--table", str(folder / "zoo.json")]) == 0
     assert "all but b" in capsys.readouterr().out
+    later = paths.RESULTS / "later.json"       # another zoo that ran c, which the first skipped
+    later.write_text(json.dumps({"rows": [{**a, "member": "c"}], "skipped": {}}))
+    assert zoo.main(["--table", str(folder / "zoo.json"), str(later)]) == 0
+    out = capsys.readouterr().out
+    assert "on 3 members" in out and "Not run" not in out
 
 
 def test_a_series_without_a_verdict_is_listed_as_such(lab, monkeypatch):

@@ -3,7 +3,7 @@ that is built, each knob set against default, and the verdicts tabled side by si
 
     .venv/bin/python -m bench.zoo [--sets tuned[,SET…]] [--ablate SET [--tiers full,jvm,…]] [--members NAME,…]
                                   [--trials 2] [--aa 0] [--label L] [--zoo services/zoo.yml] [--plan]
-    .venv/bin/python -m bench.zoo --table results/<stamp>-bench-zoo/zoo.json      # the table again
+    .venv/bin/python -m bench.zoo --table results/<stamp>-bench-zoo/zoo.json [MORE…]   # the table again
 
 Per member, in the zoo's order: where --aa N, an A/A series of N runs of the member's load first (both machines on
 default: the series after it take their between-run spread from it, as every verdict of a matching load does), then
@@ -237,6 +237,17 @@ def table(rows: list[dict], skipped: dict[str, str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merged(files: list[Path]) -> tuple[list[dict], dict[str, str]]:
+    """The rows of several zoos' zoo.json in the order given, and what they skipped that none of them ran."""
+    rows, skipped = [], {}
+    for f in files:
+        record = json.loads(f.read_text(encoding="utf-8"))
+        rows += record["rows"]
+        skipped.update(record.get("skipped") or {})
+    ran = {r["member"] for r in rows}
+    return rows, {m: why for m, why in skipped.items() if m not in ran}
+
+
 def _write(folder: Path, record: dict) -> None:
     (folder / "zoo.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (folder / "zoo.md").write_text(table(record["rows"], record["skipped"]), encoding="utf-8")
@@ -278,12 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="", help="a label for the zoo's folder and its series")
     ap.add_argument("--zoo", type=Path, default=ZOO, help="the zoo file")
     ap.add_argument("--plan", action="store_true", help="print what would run, run nothing")
-    ap.add_argument("--table", type=Path, help="print the table of a zoo.json again")
+    ap.add_argument("--table", type=Path, nargs="+", metavar="ZOO_JSON",
+                    help="print the table of zoo.json files again, their rows together in the order given")
     args = ap.parse_args(argv)
     try:
         if args.table:
-            record = json.loads(args.table.read_text(encoding="utf-8"))
-            print(table(record["rows"], record.get("skipped")), end="")
+            print(table(*merged(args.table)), end="")
             return 0
         if args.trials < 2 or args.trials % 2 or args.aa < 0 or args.aa == 1:
             raise ZooError(f"--trials {args.trials} --aa {args.aa}: trials an even number ≥ 2 (a crossover), "
