@@ -285,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiers", help="the ablation's variants to run: full and/or tiers, comma-separated (default: all)")
     ap.add_argument("--members", help="members to run (default: every member that is built)")
     ap.add_argument("--trials", type=int, default=2, help="runs per series (crossover: 2 or more, even)")
-    ap.add_argument("--aa", type=int, default=0, help="A/A runs of each member's load first (0: none)")
+    ap.add_argument("--aa", type=int, default=0, help="A/A runs of each member's load first (0: none; 4 where "
+                    "none exist: two leave the interval Hartung–Knapp's t at 1 df, 12.7)")
     ap.add_argument("--label", default="", help="a label for the zoo's folder and its series")
     ap.add_argument("--zoo", type=Path, default=ZOO, help="the zoo file")
     ap.add_argument("--plan", action="store_true", help="print what would run, run nothing")
