@@ -172,3 +172,30 @@ def test_an_ablation_runs_only_the_tiers_asked(lab):
     zoo_file, calls = lab
     assert zoo.main(["--zoo", str(zoo_file), "--ablate", "tuned", "--tiers", "jvm,full", "--members", "a"]) == 0
     assert [c[c.index("--label") + 1] for c in calls] == ["zoo-a-tuned", "zoo-a-tuned-no-jvm"]
+
+
+def test_an_aa_zoo_alone_then_a_refreshed_table_pools_its_runs(lab, monkeypatch, capsys):
+    zoo_file, calls = lab
+    assert zoo.main(["--zoo", str(zoo_file), "--members", "a"]) == 0      # tuned against default
+    first = next(paths.RESULTS.glob("*-bench-zoo/zoo.json"))
+    assert zoo.main(["--zoo", str(zoo_file), "--members", "a", "--sets", "", "--aa", "2", "--label", "aa"]) == 0
+    assert [c[c.index("--label") + 1] for c in calls] == ["zoo-a-tuned", "zoo-a-aa-aa"]
+    series = paths.RESULTS / "20261207T000000Z-zoo-a-tuned-series"
+    record = json.loads((series / "verdict.json").read_text())
+    record["trials"] = ["t1", "t2"]
+    (series / "verdict.json").write_text(json.dumps(record))
+    for t in ("t1", "t2"):
+        (paths.RESULTS / t).mkdir()
+    combined = []
+
+    def combine(command, folder, *trials, **_):          # the report, pooling the A/A runs: a narrower interval
+        combined.append((command, folder.name, [t.name for t in trials]))
+        verdict(paths.RESULTS / "again", 0.97, 0.96, 0.98)
+        (folder / "verdict.json").write_text((paths.RESULTS / "again" / "verdict.json").read_text())
+        return 0
+    monkeypatch.setattr(zoo.reporting, "report_command", combine)
+    assert zoo.main(["--table", str(first)]) == 0
+    assert "−3.0 % (−5.0 % … −1.0 %)" in capsys.readouterr().out and not combined
+    assert zoo.main(["--table", str(first), "--refresh"]) == 0
+    assert combined == [("combine", series.name, ["t1", "t2"])]
+    assert "−3.0 % (−4.0 % … −2.0 %)" in capsys.readouterr().out

@@ -3,7 +3,7 @@ that is built, each knob set against default, and the verdicts tabled side by si
 
     .venv/bin/python -m bench.zoo [--sets tuned[,SET…]] [--ablate SET [--tiers full,jvm,…]] [--members NAME,…]
                                   [--trials 2] [--aa 0] [--label L] [--zoo services/zoo.yml] [--plan]
-    .venv/bin/python -m bench.zoo --table results/<stamp>-bench-zoo/zoo.json [MORE…]   # the table again
+    .venv/bin/python -m bench.zoo --table results/<stamp>-bench-zoo/zoo.json [MORE…] [--refresh]  # the table again
 
 Per member, in the zoo's order: where --aa N, an A/A series of N runs of the member's load first (both machines on
 default: the series after it take their between-run spread from it, as every verdict of a matching load does), then
@@ -11,10 +11,12 @@ per set a crossover series of --trials runs (`./start.sh --service … --repeat 
 swap roles every second run, so the twins' bias cancels), each an ordinary series folder with its own report. The
 load is the member's (closed model, its users, ramp-up, `--until-settled` steady state under a cap). A member whose
 descriptor the lab refuses (a third-party jar not built: services/README.md, Examples) is listed with why and
-skipped; a series that fails is listed with its exit code and the next one runs. zoo.json is written after every
-series (an interrupted zoo keeps what it measured); zoo.md holds the table: per member and set, successful TPS set ÷
-default with its 95 % interval, errors (points), p99 and the JVM's CPU per request, how the interval was made, and
-the series folder; under it, per set, whether its lower bound is ≥ 0.95 on every member and ≥ 1.05 on how many.
+skipped; a series that fails is listed with its exit code and the next one runs. `--sets ''` with --aa: the A/A
+runs alone; `--table … --refresh` then combines each series of the earlier zoos again, pooling them. zoo.json is
+written after every series (an interrupted zoo keeps what it measured); zoo.md holds the table: per member and set,
+successful TPS set ÷ default with its 95 % interval, errors (points), p99 and the JVM's CPU per request, how the
+interval was made, and the series folder; under it, per set, whether its lower bound is ≥ 0.95 on every member and
+≥ 1.05 on how many.
 --ablate SET adds the set's ablation (issue 87, item 3): the set, then the set with one tier's changes back at the
 catalog's values at a time (`./start.sh ablate`'s tiers, lab/experiment/sweep.py), each a series against default, so
 that each tier's share of the set's effect is read member by member (--tiers: only those, `full` the set as it is).
@@ -36,6 +38,7 @@ import yaml
 import runfolder.verdict as verdict_file
 from lab import paths
 from lab.errors import LabError
+from lab.experiment import reporting
 from lab.experiment import service as services
 from lab.experiment.options import LABEL_RE, seconds
 from lab.experiment.sweep import ablation_plan
@@ -164,6 +167,12 @@ def row_of(member: Member, knob_set: str, folder: Path | None, exit_code: int) -
     """A table row: the series' effects as its verdict.json says, or why there is none."""
     row = {"member": member.name, "stands_for": member.stands_for, "load": member.load_said(), "set": knob_set,
            "series": folder.name if folder else None, "exit": exit_code}
+    return read_effects(row, folder)
+
+
+def read_effects(row: dict, folder: Path | None) -> dict:
+    """The row with its series' effects as the folder's verdict.json says now (None where it has none)."""
+    row = dict(row)
     verdict = verdict_file.read(folder) if folder else None
     if verdict is None:
         return {**row, "effects": None}
@@ -237,12 +246,27 @@ def table(rows: list[dict], skipped: dict[str, str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def merged(files: list[Path]) -> tuple[list[dict], dict[str, str]]:
-    """The rows of several zoos' zoo.json in the order given, and what they skipped that none of them ran."""
+def refreshed(row: dict) -> dict:
+    """The row with its series combined again over its trials, so that its verdict pools every A/A run of its load
+    made since (an A/A zoo after it); as it was where its folder or trials are gone."""
+    folder = paths.RESULTS / row["series"] if row.get("series") else None
+    verdict = verdict_file.read(folder) if folder else None
+    trials = [paths.RESULTS / t for t in (verdict.written.get("trials") or [])] if verdict else []
+    if not trials or not all(t.is_dir() for t in trials):
+        return row
+    if reporting.report_command("combine", folder, *trials, log=print, what=f"combined report of {folder.name}"):
+        return row
+    return read_effects(row, folder)
+
+
+def merged(files: list[Path], refresh: bool = False) -> tuple[list[dict], dict[str, str]]:
+    """The rows of several zoos' zoo.json in the order given (each series' verdict as its folder holds it now,
+    combined again first where refresh), and what they skipped that none of them ran."""
     rows, skipped = [], {}
     for f in files:
         record = json.loads(f.read_text(encoding="utf-8"))
-        rows += record["rows"]
+        rows += [refreshed(r) if refresh else read_effects(r, paths.RESULTS / r["series"]) if r.get("series")
+                 and (paths.RESULTS / r["series"]).is_dir() else r for r in record["rows"]]
         skipped.update(record.get("skipped") or {})
     ran = {r["member"] for r in rows}
     return rows, {m: why for m, why in skipped.items() if m not in ran}
@@ -264,11 +288,12 @@ def _choose(members: list[Member], names: str | None) -> list[Member]:
     return [m for m in members if m.name in wanted]
 
 
-def _variants(raw: str, ablate: str | None, tiers: str | None = None) -> list[Variant]:
+def _variants(raw: str, ablate: str | None, tiers: str | None = None, aa_only: bool = False) -> list[Variant]:
+    """The sets and ablation asked for; none (aa_only: --sets '' with --aa, A/A runs of each load alone)."""
     sets = [s.strip() for s in raw.split(",") if s.strip()]
     have = set(knob_sets.names())
     unknown = [s for s in [*sets, *([ablate] if ablate else [])] if s not in have]
-    if (not sets and not ablate) or unknown:
+    if unknown or (not sets and not ablate and not aa_only):
         raise ZooError(f"--sets/--ablate: {', '.join(unknown) or 'none given'}: not a knob set (the lab's: "
                        f"{', '.join(sorted(have))})")
     out = [Variant(s, s, short=s) for s in sets]
@@ -289,13 +314,15 @@ def main(argv: list[str] | None = None) -> int:
                     "none exist: two leave the interval Hartung–Knapp's t at 1 df, 12.7)")
     ap.add_argument("--label", default="", help="a label for the zoo's folder and its series")
     ap.add_argument("--zoo", type=Path, default=ZOO, help="the zoo file")
+    ap.add_argument("--refresh", action="store_true", help="with --table: each series combined again first (its "
+                    "verdict then pools the A/A runs of its load made since)")
     ap.add_argument("--plan", action="store_true", help="print what would run, run nothing")
     ap.add_argument("--table", type=Path, nargs="+", metavar="ZOO_JSON",
                     help="print the table of zoo.json files again, their rows together in the order given")
     args = ap.parse_args(argv)
     try:
         if args.table:
-            print(table(*merged(args.table)), end="")
+            print(table(*merged(args.table, args.refresh)), end="")
             return 0
         if args.trials < 2 or args.trials % 2 or args.aa < 0 or args.aa == 1:
             raise ZooError(f"--trials {args.trials} --aa {args.aa}: trials an even number ≥ 2 (a crossover), "
@@ -304,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ZooError(f"--label {args.label!r}: letters, digits, '.', '_' or '-', at most 40")
         members = _choose(read_zoo(args.zoo), args.members)
         variants = _variants(args.sets if args.sets is not None else ("" if args.ablate else "tuned"), args.ablate,
-                             args.tiers)
+                             args.tiers, aa_only=args.aa > 0)
     except (ZooError, OSError, json.JSONDecodeError, KeyError) as e:
         print(f"bench.zoo: {e}", file=sys.stderr)
         return 2
