@@ -108,10 +108,11 @@ def test_the_zoo_runs_every_built_member_keeps_going_and_tables_the_verdicts(lab
     assert ("| a | the sample | closed, 150 users, 30 s ramp-up, 120 s steady (hold ≤ 300 s) | tuned | "
             "−3.0 % (−5.0 % … −1.0 %)") in md
     assert "−46.0 %" in md and "+58.0 %" in md and "+0.00 pt (−0.10 … +0.10)" in md
-    assert "lower bound of successful TPS ≥ 0.95 on all but b; ≥ 1.05 on 0 of 2; errors clearly more on b." in md
+    assert ("lower bound of successful TPS ≥ 0.95 on 1 of 2; clearly under 0.95 on b; clearly less than default on "
+            "a, b; ≥ 1.05 on 0 of 2; errors clearly more on b.") in md
     assert "Not run: **c**: jar: no such file" in md
     assert zoo.main(["--table", str(folder / "zoo.json")]) == 0
-    assert "all but b" in capsys.readouterr().out
+    assert "clearly under 0.95 on b" in capsys.readouterr().out
     later = paths.RESULTS / "later.json"       # another zoo that ran c, which the first skipped
     later.write_text(json.dumps({"rows": [{**a, "member": "c"}], "skipped": {}}))
     assert zoo.main(["--table", str(folder / "zoo.json"), str(later)]) == 0
@@ -133,6 +134,8 @@ def test_a_set_that_gains_everywhere_without_more_errors_is_said_so():
     rows = [{"member": m, "set": "s", "effects": {"tps": {"estimate": 1.2, "low": low, "high": 1.3},
                                                   "error_pct": {"estimate": 0.0, "low": -0.1, "high": 0.1}}}
             for m, low in (("a", 1.1), ("b", 0.96))]
+    wide = {"member": "c", "set": "s", "effects": {"tps": {"estimate": 0.9, "low": 0.5, "high": 1.4}}}
+    assert "on 2 of 3; not shown either way on c (the interval spans 0.95);" in zoo.summary("s", [*rows, wide])
     assert zoo.summary("s", rows) == ("**s** against default on 2 members: lower bound of successful TPS ≥ 0.95 on "
                                       "every one; ≥ 1.05 on 1 of 2 (a); errors clearly more nowhere.")
 

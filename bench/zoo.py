@@ -217,14 +217,21 @@ def _bound(row: dict, figure: str, bound: str) -> float | None:
 def summary(knob_set: str, rows: list[dict]) -> str:
     """Whether the set loses nowhere (its TPS lower bound ≥ HOLDS, its errors not clearly more) and where it gains."""
     lows = {r["member"]: low for r in rows if (low := _bound(r, "tps", "low")) is not None}
+    highs = {r["member"]: _bound(r, "tps", "high") for r in rows if r["member"] in lows}
     missing = sorted({r["member"] for r in rows} - set(lows))
-    losing = sorted(m for m, low in lows.items() if low < HOLDS)
+    holds = sorted(m for m, low in lows.items() if low >= HOLDS)
+    under = sorted(m for m, high in highs.items() if high is not None and high < HOLDS)
+    unshown = sorted(set(lows) - set(holds) - set(under))
+    less = sorted(m for m, high in highs.items() if high is not None and high < 1)
     gaining = sorted(m for m, low in lows.items() if low >= GAINS)
     erring = sorted(r["member"] for r in rows if (_bound(r, "error_pct", "low") or 0) > 0)
     return (f"**{knob_set}** against default on {len(lows)} members"
             + (f" ({', '.join(missing)}: no verdict)" if missing else "")
-            + f": lower bound of successful TPS ≥ {HOLDS:g} on "
-            + ("every one" if not losing else f"all but {', '.join(losing)}")
+            + f": lower bound of successful TPS ≥ {HOLDS:g} on " + ("every one" if len(holds) == len(lows) else
+                                                                    f"{len(holds)} of {len(lows)}")
+            + (f"; clearly under {HOLDS:g} on {', '.join(under)}" if under else "")
+            + (f"; not shown either way on {', '.join(unshown)} (the interval spans {HOLDS:g})" if unshown else "")
+            + (f"; clearly less than default on {', '.join(less)}" if less else "")
             + f"; ≥ {GAINS:g} on {len(gaining)} of {len(lows)}" + (f" ({', '.join(gaining)})" if gaining else "")
             + "; errors " + (f"clearly more on {', '.join(erring)}" if erring else "clearly more nowhere") + ".")
 
