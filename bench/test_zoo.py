@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bench import zoo
+from bench import zoo, zoo_table
 from lab import paths
 from lab.experiment import service
 from lab.experiment.options import LABEL_RE
@@ -126,8 +126,8 @@ def test_a_series_without_a_verdict_is_listed_as_such(lab, monkeypatch):
     folder.mkdir(parents=True)
     row = zoo.row_of(zoo.read_zoo(zoo_file)[0], "tuned", folder, 3)
     assert row["effects"] is None
-    assert "no verdict (start.sh exit 3)" in zoo.table([row])
-    assert "on 0 members (a: no verdict)" in zoo.table([row])
+    assert "no verdict (start.sh exit 3)" in zoo_table.table([row])
+    assert "on 0 members (a: no verdict)" in zoo_table.table([row])
 
 
 def test_a_set_that_gains_everywhere_without_more_errors_is_said_so():
@@ -135,9 +135,9 @@ def test_a_set_that_gains_everywhere_without_more_errors_is_said_so():
                                                   "error_pct": {"estimate": 0.0, "low": -0.1, "high": 0.1}}}
             for m, low in (("a", 1.1), ("b", 0.96))]
     wide = {"member": "c", "set": "s", "effects": {"tps": {"estimate": 0.9, "low": 0.5, "high": 1.4}}}
-    assert "on 2 of 3; not shown either way on c (the interval spans 0.95);" in zoo.summary("s", [*rows, wide])
-    assert zoo.summary("s", rows) == ("**s** against default on 2 members: lower bound of successful TPS ≥ 0.95 on "
-                                      "every one; ≥ 1.05 on 1 of 2 (a); errors clearly more nowhere.")
+    assert "on 2 of 3; not shown either way on c (the interval spans 0.95);" in zoo_table.summary("s", [*rows, wide])
+    assert zoo_table.summary("s", rows) == ("**s** against default on 2 members: lower bound of successful TPS ≥ "
+                                            "0.95 on every one; ≥ 1.05 on 1 of 2 (a); errors clearly more nowhere.")
 
 
 @pytest.mark.parametrize("argv, says", [
