@@ -23,7 +23,6 @@ Results: results/<stamp>-bench-coverage/coverage.json.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import multiprocessing
@@ -31,6 +30,7 @@ import statistics
 import sys
 
 from lab import paths
+from lab.experiment import record as run_record
 from report.read.calibrations import AALookup
 from report.stats import between
 from report.stats.between import Calibration
@@ -304,9 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"level {row}: the interval covers the truth {100 * found['covered']:.1f} % (median half-width "
                   + (f"±{100 * found['half_width']:.1f} %" if halves else "none")
                   + f"); a gate at the truth passes on the bound {100 * found['passes_at_truth']:.1f} %", flush=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    folder = paths.RESULTS / f"{stamp}-bench-coverage{'-' + args.label if args.label else ''}"
-    folder.mkdir(parents=True)
+    folder = run_record.make_run_dir(f"bench-coverage{'-' + args.label if args.label else ''}", paths.RESULTS)
     (folder / "coverage.json").write_text(json.dumps({"runs": args.runs, "first_seed": args.first_seed,
                                                       "seconds": args.seconds,
                                                       "resamples": RESAMPLES, "rows": summary}, indent=1))

@@ -27,7 +27,6 @@ and floor-0 (nothing beats the control, floor 0). Results: results/<stamp>-bench
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import multiprocessing
@@ -36,6 +35,7 @@ from pathlib import Path
 
 from lab import paths
 from lab.experiment import options
+from lab.experiment import record as run_record
 from lab.experiment.load import Profile
 from lab.experiment.options import seconds
 from lab.experiment.tune import command, confirm, search, space, standin, standin_shape, trials
@@ -234,9 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     spent = sorted(r["spent_s"] or 0 for r in every)
     print(f"time spent (the budget {args.budget / 60:.0f} min): median {spent[len(spent) // 2] / 60:.0f} min, most "
           f"{spent[-1] / 60:.0f} min" + ("" if spent[-1] <= args.budget else "  ← OVER THE BUDGET"))
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    folder = paths.ROOT / "results" / f"{stamp}-bench-tuner{'-' + args.label if args.label else ''}"
-    folder.mkdir(parents=True)
+    folder = run_record.make_run_dir(f"bench-tuner{'-' + args.label if args.label else ''}", paths.ROOT / "results")
     plan = {"stand_in": args.preset, "sampler": args.sampler, "kind": kind, "optimum": args.optimum,
             "relevant": relevant_k, "first_seed": args.first_seed, "budget_s": args.budget, "gain": GAIN,
             "between_sd": between, "between_df": between_df, "hold_s": HOLD_S, "machine_bias": MACHINE_BIAS,

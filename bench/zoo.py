@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import subprocess
 import sys
@@ -39,6 +38,7 @@ import runfolder.verdict as verdict_file
 from bench.zoo_table import FIGURES, table
 from lab import paths
 from lab.errors import LabError
+from lab.experiment import record as run_record
 from lab.experiment import reporting
 from lab.experiment import service as services
 from lab.experiment.options import LABEL_RE, seconds
@@ -196,27 +196,33 @@ def run_series(argv: list[str], label: str, log: Path) -> tuple[Path | None, int
     return _series_made(before, label), code
 
 
-def refreshed(row: dict) -> dict:
-    """The row with its series combined again over its trials, so that its verdict pools every A/A run of its load
-    made since (an A/A zoo after it); as it was where its folder or trials are gone."""
-    folder = paths.RESULTS / row["series"] if row.get("series") else None
-    verdict = verdict_file.read(folder) if folder else None
+def recombined(folder: Path) -> bool:
+    """The series combined again over its trials, so that its verdict pools every A/A run of its load made since (an
+    A/A zoo after it); False where its trials are gone or the report failed."""
+    verdict = verdict_file.read(folder)
     trials = [paths.RESULTS / t for t in (verdict.written.get("trials") or [])] if verdict else []
     if not trials or not all(t.is_dir() for t in trials):
-        return row
-    if reporting.report_command("combine", folder, *trials, log=print, what=f"combined report of {folder.name}"):
+        return False
+    return not reporting.report_command("combine", folder, *trials, log=print,
+                                        what=f"combined report of {folder.name}")
+
+
+def current(row: dict, refresh: bool = False) -> dict:
+    """The row with its series' verdict as its folder holds it now (combined again first where refresh); as it was
+    written where the folder is gone, or the combination failed."""
+    folder = paths.RESULTS / row["series"] if row.get("series") else None
+    if folder is None or not folder.is_dir() or (refresh and not recombined(folder)):
         return row
     return read_effects(row, folder)
 
 
 def merged(files: list[Path], refresh: bool = False) -> tuple[list[dict], dict[str, str]]:
-    """The rows of several zoos' zoo.json in the order given (each series' verdict as its folder holds it now,
-    combined again first where refresh), and what they skipped that none of them ran."""
+    """The rows of several zoos' zoo.json in the order given (`current`), and what they skipped that none of them
+    ran."""
     rows, skipped = [], {}
     for f in files:
         record = json.loads(f.read_text(encoding="utf-8"))
-        rows += [refreshed(r) if refresh else read_effects(r, paths.RESULTS / r["series"]) if r.get("series")
-                 and (paths.RESULTS / r["series"]).is_dir() else r for r in record["rows"]]
+        rows += [current(r, refresh) for r in record["rows"]]
         skipped.update(record.get("skipped") or {})
     ran = {r["member"] for r in rows}
     return rows, {m: why for m, why in skipped.items() if m not in ran}
@@ -295,9 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: not run: {why}")
     if args.plan or not plan:
         return 0 if plan or args.plan else 1
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    folder = paths.RESULTS / "-".join(x for x in (stamp, "bench-zoo", args.label) if x)
-    folder.mkdir(parents=True)
+    folder = run_record.make_run_dir("-".join(x for x in ("bench-zoo", args.label) if x), paths.RESULTS)
     record = {"zoo": str(args.zoo), "sets": [dataclasses.asdict(v) for v in variants], "trials": args.trials,
               "aa": args.aa, "rows": [], "aa_series": {},
               "skipped": skipped}
