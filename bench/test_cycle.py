@@ -74,8 +74,8 @@ def test_each_knob_step_changes_one_knob_and_a_run_after_down_is_fresh(stand_ins
 
 
 def test_a_knob_step_listed_twice_changes_its_knob_each_time(stand_ins):
-    """Not a warm run in disguise: the second jvm step of one repetition flips jvm_exit_on_oom back (a bench of
-    stop 28 chose the value by repetition, and its second jvm step provisioned nothing)."""
+    """Not a warm run in disguise: the second jvm step of one repetition flips jvm_exit_on_oom back (an earlier
+    bench chose the value by repetition, and its second jvm step provisioned nothing)."""
     cycle.execute(1, ["jvm", "warm", "jvm"], log=lambda *a: None)
     assert [o.get("jvm_exit_on_oom") for _, o in stand_ins] == [True, True, False]
 

@@ -202,7 +202,7 @@ def machine_images(suites: set[str], s: settings.Settings, registered: bool = Tr
 
 
 # Now and then a guest under TCG hangs in its first minute of boot (soft lockups in virtio's notify, no IP
-# after 15 min: tuned, the first up of stop 27) while its twin comes up; a boot from scratch came up.
+# after 15 min: tuned, on a first up) while its twin comes up; a boot from scratch came up.
 BOOT_ATTEMPTS = 2
 
 

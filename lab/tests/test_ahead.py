@@ -33,7 +33,7 @@ def stand_in(script: str):
 
 def child_of(build: ahead.Build) -> int:
     """The PID the stand-in's child wrote in the root folder (waited for: the build starts it; the shell's `>`
-    makes the file before it writes the PID, and ci85 read it empty in between)."""
+    makes the file before it writes the PID, and a CI run read it empty in between)."""
     written, deadline = build.work / "root" / "child", time.monotonic() + 10
     while not (written.exists() and written.read_text().endswith("\n")) and time.monotonic() < deadline:
         time.sleep(0.05)

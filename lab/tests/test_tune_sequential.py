@@ -231,7 +231,7 @@ class PerControl(Scripted):
 
 
 def test_a_later_look_never_takes_another_controls_first():
-    """Review of stop 71: with two controls, the first look against the control left a block in the budget and a
+    """A review found: with two controls, the first look against the control left a block in the budget and a
     second look against it took the block reserved for tuned's first (every null stand-in tune overran 2 h by
     25 %). First looks come first; later ones go round while the budget holds a block."""
     import tempfile

@@ -238,7 +238,7 @@ def test_a_level_gate_is_judged_on_the_levels_interval_bound():
 
 
 def test_a_level_gate_reads_its_level_with_its_unit_and_three_figures():
-    """A tune's runs table quoted `tuned's p99 457 (95 % CI 218.206 … 957.12)` (stop 78): a level reads as a
+    """A tune's runs table quoted `tuned's p99 457 (95 % CI 218.206 … 957.12)`: a level reads as a
     level, rounded to what the interval can tell, with its unit."""
     effects = {"p99": {"kind": "ratio", "tuned": 457.113, "tuned_ci": {"low": 218.206, "high": 1505.98}},
                "error_pct": {"kind": "difference", "tuned": 0.0833, "tuned_ci": {"low": 0.01234, "high": 0.19}}}

@@ -5,7 +5,7 @@
 # class path in CLASS_PATH_ARGS (a java argument file: -cp, and the main class, which a dump ignores) and
 # dumps them into ARCHIVE, a static archive (written beside it first: a half-made archive never takes the
 # real one's place). Dumping at the app's exit instead (-XX:ArchiveClassesAtExit) needs the app's memory and
-# the dump's at once: on a guest it reclaimed pages for 15 minutes until the kernel killed it (stop 26).
+# the dump's at once: on a guest it reclaimed pages for 15 minutes until the kernel killed it.
 # The JVMs' own output goes to ARCHIVE.log; its last lines are shown when the training fails.
 #
 #   cds_train.sh ARCHIVE HEALTH_URL TIMEOUT_S CLASS_PATH_ARGS JAVA_ARGS...   exit 1 with the reason when no archive came
