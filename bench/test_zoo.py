@@ -7,6 +7,7 @@ from bench import zoo, zoo_table
 from lab import paths
 from lab.experiment import service
 from lab.experiment.options import LABEL_RE
+from lab.provision import catalog, knob_sets
 
 GOOD = """members:
   a: {service: sample, stands_for: "the sample", load: {users: 150, ramp_up: 30s, steady: 2m, cap: 5m}}
@@ -164,7 +165,8 @@ def test_an_ablation_runs_the_set_then_each_tier_back_at_the_catalog_values(lab)
     assert labels[0] == "zoo-a-tuned" and "zoo-a-tuned-no-jvm" in labels and "zoo-a-tuned-no-httpd" in labels
     jvm = calls[labels.index("zoo-a-tuned-no-jvm")]
     sets = {jvm[i + 1] for i, x in enumerate(jvm) if x == "--set"}
-    assert "tuned:jvm_tiered_stop_at_level=null" in sets and "tuned:jvm_gc=null" in sets, sets
+    defaults = catalog.defaults()
+    assert sets == {f"tuned:{k}={json.dumps(defaults[k])}" for k in knob_sets.values("tuned") if k.startswith("jvm_")}
     assert not any(x.startswith("tuned:httpd_") for x in sets), "only the tier reverted"
     assert jvm[jvm.index("--knob-set") + 1] == "tuned=tuned"
     record = json.loads(next(paths.RESULTS.glob("*-bench-zoo/zoo.json")).read_text())
@@ -202,3 +204,25 @@ def test_an_aa_zoo_alone_then_a_refreshed_table_pools_its_runs(lab, monkeypatch,
     assert zoo.main(["--table", str(first), "--refresh"]) == 0
     assert combined == [("combine", series.name, ["t1", "t2"])]
     assert "−3.0 % (−4.0 % … −2.0 %)" in capsys.readouterr().out
+
+
+def test_a_row_names_the_set_that_holds_the_values_its_runs_had(lab, capsys):
+    """A set's file changes after its runs (tuned re-derived): the table names what ran, not today's file."""
+    def series(name, values):
+        verdict(paths.RESULTS / f"{name}-series", 0.6, 0.5, 0.7)
+        record = json.loads((paths.RESULTS / f"{name}-series" / "verdict.json").read_text())
+        (paths.RESULTS / f"{name}-series" / "verdict.json").write_text(json.dumps({**record, "trials": [f"{name}-t1"]}))
+        (paths.RESULTS / f"{name}-t1").mkdir()
+        (paths.RESULTS / f"{name}-t1" / "run.json").write_text(json.dumps(
+            {"git_commit": "abc1234def", "machine_overrides": {"tuned": values}}))
+    emulated = knob_sets.values("tuned-emulated")
+    series("old", {k: v for k, v in emulated.items() if k != "tomcat_ajp_connector"})   # the fit left APR out
+    series("now", knob_sets.values("tuned"))
+    series("lost", {**emulated, "jvm_gc": "zgc"})
+    row = {"member": "a", "stands_for": "s", "load": "l", "set": "tuned", "exit": 0}
+    rows = [{**row, "series": f"{n}-series"} for n in ("old", "now", "lost")]
+    (paths.RESULTS / "z.json").write_text(json.dumps({"rows": rows, "skipped": {}}))
+    assert zoo.main(["--table", str(paths.RESULTS / "z.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| tuned-emulated (run as tuned) | −40.0 %" in out
+    assert "| tuned | −40.0 %" in out and "| tuned as of abc1234 | −40.0 %" in out

@@ -12,7 +12,9 @@ swap roles every second run, so the twins' bias cancels), each an ordinary serie
 load is the member's (closed model, its users, ramp-up, `--until-settled` steady state under a cap). A member whose
 descriptor the lab refuses (a third-party jar not built: services/README.md, Examples) is listed with why and
 skipped; a series that fails is listed with its exit code and the next one runs. `--sets ''` with --aa: the A/A
-runs alone; `--table … --refresh` then combines each series of the earlier zoos again, pooling them. zoo.json is
+runs alone; `--table … --refresh` then combines each series of the earlier zoos again, pooling them. A table names
+each row's set by the values its runs had: where the set's file has changed since, by the set that holds them now
+("tuned-emulated (run as tuned)") or the commit they ran at. zoo.json is
 written after every series (an interrupted zoo keeps what it measured); zoo.md holds the table: per member and set,
 successful TPS set ÷ default with its 95 % interval, errors (points), p99 and the JVM's CPU per request, how the
 interval was made, and the series folder; under it, per set, whether its lower bound is ≥ 0.95 on every member and
@@ -207,13 +209,53 @@ def recombined(folder: Path) -> bool:
                                         what=f"combined report of {folder.name}")
 
 
+def ran(folder: Path) -> tuple[dict, str] | None:
+    """What the series' tuned side ran: its first trial's values for the machine tuned and its commit; None where
+    that trial is gone."""
+    verdict = verdict_file.read(folder)
+    trials = (verdict.written.get("trials") or []) if verdict else []
+    run_json = paths.RESULTS / trials[0] / "run.json" if trials else None
+    if run_json is None or not run_json.is_file():
+        return None
+    run = json.loads(run_json.read_text(encoding="utf-8"))
+    return (run.get("machine_overrides") or {}).get("tuned") or {}, str(run.get("git_commit") or "")[:7]
+
+
+def _values_of(name: str) -> dict | None:
+    """The values a row's variant names today: a set's, or an ablation's ("SET without TIER"); None where unknown."""
+    knob_set, _, tier = name.partition(" without ")
+    try:
+        return dict(knob_set_values(knob_set), **dict(ablation(knob_set, tier)[0].reverted if tier else ()))
+    except (ValueError, ZooError):
+        return None
+
+
+def knob_set_values(name: str) -> dict:
+    return {} if name == knob_sets.DEFAULT else knob_sets.values(name)
+
+
+def named_now(name: str, values: dict, commit: str) -> str:
+    """A row's set named as the sets are now: its own name while that set still holds the values its runs had (a knob
+    the service's fit left out may be missing from them), else the set that holds them now ("tuned-emulated (run as
+    tuned)"), else its name at the commit it ran ("tuned as of 4303f4e")."""
+    def holds(want: dict | None) -> bool:
+        return want is not None and all(k in want and want[k] == v for k, v in values.items())
+    if holds(_values_of(name)):
+        return name
+    now = [n for n in knob_sets.names() if n != name and holds(knob_set_values(n))]
+    best = min(now, key=lambda n: len(knob_set_values(n)), default=None)
+    return f"{best} (run as {name})" if best else f"{name} as of {commit}"
+
+
 def current(row: dict, refresh: bool = False) -> dict:
-    """The row with its series' verdict as its folder holds it now (combined again first where refresh); as it was
-    written where the folder is gone, or the combination failed."""
+    """The row with its series' verdict as its folder holds it now (combined again first where refresh), its set
+    named as the sets are now (`named_now`); as it was written where the folder is gone, or the combination
+    failed."""
     folder = paths.RESULTS / row["series"] if row.get("series") else None
     if folder is None or not folder.is_dir() or (refresh and not recombined(folder)):
         return row
-    return read_effects(row, folder)
+    had = ran(folder)
+    return read_effects({**row, "set": named_now(row["set"], *had) if had else row["set"]}, folder)
 
 
 def merged(files: list[Path], refresh: bool = False) -> tuple[list[dict], dict[str, str]]:

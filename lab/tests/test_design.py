@@ -118,7 +118,8 @@ def test_an_aa_run_of_a_named_set():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"chosen": {"tuned": "nosuch"}},
-     "sets default, article-2018, camel4, camel4-virtual, tuned, tuned-camel4, tuned-camel4-java17, tuned-nio"),
+     "sets default, article-2018, camel4, camel4-virtual, tuned, tuned-camel4, tuned-camel4-java17, tuned-emulated, "
+     "tuned-nio"),
     ({"chosen": {"middle": "tuned"}}, "sides are default, tuned"),
     ({"chosen": {"tuned": "default"}}, "both sides would run default: that is an A/A run"),
     ({"chosen": {"tuned": "article-2018"}, "aa": "default"}, "--aa and --knob-set"),
