@@ -36,19 +36,40 @@ def _restart(name: str) -> dict:
     return parse_show(done.stdout)
 
 
-def parse_show(text: str) -> dict:
-    """`systemctl show -p Id -p ActiveEnterTimestamp -p ActiveState a b` → {unit: {state, since}}."""
+def _units(text: str) -> dict[str, dict]:
+    """`systemctl show -p Id -p … a b` → {unit: {property: value}}."""
     units, current = {}, {}
     for line in text.splitlines() + [""]:
         if not line.strip():
             if current.get("Id"):
-                units[current["Id"].removesuffix(".service")] = {
-                    "state": current.get("ActiveState"), "since": current.get("ActiveEnterTimestamp")}
+                units[current["Id"].removesuffix(".service")] = current
             current = {}
             continue
         key, _, value = line.partition("=")
         current[key] = value
     return units
+
+
+def parse_show(text: str) -> dict:
+    """`systemctl show -p Id -p ActiveEnterTimestamp -p ActiveState a b` → {unit: {state, since}}."""
+    return {unit: {"state": p.get("ActiveState"), "since": p.get("ActiveEnterTimestamp")}
+            for unit, p in _units(text).items()}
+
+
+CRASH_LOOP = 3              # systemd's restarts of a unit since the equal start that say waiting will not help
+
+
+def crash_looping(name: str) -> str | None:
+    """The machine's units systemd has restarted CRASH_LOOP times or more since the equal start (Restart=on-failure:
+    a JVM that dies at every start; a manual restart sets the count back to 0), as "camel-app: restarted 5 times since
+    the equal start"; None where none is, or SSH does not answer."""
+    try:
+        found = reach.ssh(name, f"{UNITS} && systemctl show -p Id -p NRestarts $units", timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    said = [f"{unit}: restarted {n} times since the equal start" for unit, p in _units(found.stdout).items()
+            if (n := int(p.get("NRestarts") or 0)) >= CRASH_LOOP]
+    return "; ".join(said) or None
 
 
 def restart_together(names=machines.NAMES) -> dict:

@@ -148,7 +148,8 @@ class TrialRun:
             svc = self.opts.service
             ready = check.check_answers(self.targets(), svc.check_path, svc.check_status, self.log,
                                         diagnose=lambda side: (f"(machine {t.machines[side]})\n"
-                                                               + services.diagnose(t.machines[side])))
+                                                               + services.diagnose(t.machines[side])),
+                                        looping=lambda side: services.crash_looping(t.machines[side]))
             starts = self.record.data["service_starts"]
             for side in t.machines:
                 starts[side]["ready_after_s"] = ready[side]

@@ -26,6 +26,7 @@ from lab.experiment import (
     record,
     reporting,
     run,
+    services,
     trial,
 )
 from lab.machines import lifecycle, netns
@@ -626,10 +627,48 @@ def test_a_machine_that_does_not_answer_is_diagnosed(monkeypatch):
     said = []
     with pytest.raises(check.RunError) as failed:
         check.check_answers({"default": "http://192.168.56.11", "tuned": "http://192.168.56.12"},
-                            "/api/customers/1", log=said.append,
+                            "/api/customers/1", log=said.append, timeout_s=0, looping=lambda name: None,
                             diagnose=lambda name: f"{name}: camel-app: failed\nError: Could not find main class")
     assert "tuned does not answer http://192.168.56.12/api/customers/1" in str(failed.value)
     assert "tuned: camel-app: failed\n  Error: Could not find main class" in str(failed.value)
+
+
+def test_a_machine_whose_app_keeps_dying_fails_the_check_at_once_and_a_slow_one_is_waited_for(monkeypatch):
+    """A JVM that died at every start (its log root's: Permission denied) held the check for its whole 10 minutes;
+    between the probe's slices the units' restarts are read, and a crash loop ends the wait."""
+    probes = {"default": 0, "tuned": 0}
+
+    def probe(cmd, what, error, **kw):
+        name = "tuned" if "192.168.56.12" in " ".join(cmd) else "default"
+        probes[name] += 1
+        if name == "tuned" or probes[name] < 3:            # default answers in its third slice
+            raise error(f"{what}: python exited 1\n  connection refused")
+        return subprocess.CompletedProcess(cmd, 0, "200 3.5\n", "")
+    monkeypatch.setattr(check.shell, "run", probe)
+    asked = []
+
+    def looping(name):
+        asked.append(name)
+        return "camel-app: restarted 3 times since the equal start" if name == "tuned" and probes["tuned"] >= 2 \
+            else None
+    with pytest.raises(check.RunError) as failed:
+        check.check_answers({"default": "http://192.168.56.11", "tuned": "http://192.168.56.12"}, "/x",
+                            log=lambda line: None, looping=looping, diagnose=lambda name: f"{name}: camel-app: failed")
+    said = str(failed.value)
+    assert "tuned does not answer" in said and "camel-app: restarted 3 times since the equal start" in said
+    assert probes == {"default": 3, "tuned": 2}, "failed at the second slice, not at the timeout"
+    assert check.check_answers({"default": "http://192.168.56.11"}, "/x", log=lambda line: None,
+                               looping=lambda name: None)["default"] >= 0
+
+
+def test_a_units_restarts_are_read_from_systemctl_show(monkeypatch):
+    shown = "Id=camel-app.service\nNRestarts=81\n\nId=apache2.service\nNRestarts=0\n"
+    monkeypatch.setattr(services.reach, "ssh", lambda name, command, timeout: subprocess.CompletedProcess(
+        command, 0, shown, ""))
+    assert services.crash_looping("tuned") == "camel-app: restarted 81 times since the equal start"
+    monkeypatch.setattr(services.reach, "ssh", lambda name, command, timeout: subprocess.CompletedProcess(
+        command, 0, shown.replace("81", "2"), ""))
+    assert services.crash_looping("tuned") is None
 
 
 def test_a_process_pcp_named_before_it_execd_is_named_as_it_runs(tmp_path):
