@@ -456,7 +456,7 @@ def test_the_tune_command_keeps_its_study_and_trials_and_resumes(tmp_path, sets)
     assert code == 130 and data["status"] == "interrupted" and len(data["trials"]) == 4 and not runs.series
     assert "tune: 2 knobs on the tuned side, from the default set, against the default set" in said[0]
     assert "then ~" in said[0] and any("run 1 of about" in line for line in said)
-    assert "first: tuned (2 of 2 knobs); article-2018 (2 of 2 knobs)" in said[0]
+    assert "first: tuned (1 of 2 knobs); article-2018 (2 of 2 knobs)" in said[0], "tuned: the JVM's collector"
     for _, values in runs.ran:          # the candidate is the catalog and its values: nothing of the tuned set
         config = options.checked(overrides=[f"tuned:{k}={json.dumps(v)}" for k, v in values.items()])
         assert set(values) == set(tune_space.knobs) and config.configurations["tuned"].values == values
