@@ -198,11 +198,16 @@ def run_series(argv: list[str], label: str, log: Path) -> tuple[Path | None, int
     return _series_made(before, label), code
 
 
+def _trials(folder: Path) -> list[Path]:
+    """The series' trial folders as its verdict.json names them (none where it has no verdict)."""
+    verdict = verdict_file.read(folder)
+    return [paths.RESULTS / t for t in (verdict.written.get("trials") or [])] if verdict else []
+
+
 def recombined(folder: Path) -> bool:
     """The series combined again over its trials, so that its verdict pools every A/A run of its load made since (an
     A/A zoo after it); False where its trials are gone or the report failed."""
-    verdict = verdict_file.read(folder)
-    trials = [paths.RESULTS / t for t in (verdict.written.get("trials") or [])] if verdict else []
+    trials = _trials(folder)
     if not trials or not all(t.is_dir() for t in trials):
         return False
     return not reporting.report_command("combine", folder, *trials, log=print,
@@ -212,9 +217,8 @@ def recombined(folder: Path) -> bool:
 def ran(folder: Path) -> tuple[dict, str] | None:
     """What the series' tuned side ran: its first trial's values for the machine tuned and its commit; None where
     that trial is gone."""
-    verdict = verdict_file.read(folder)
-    trials = (verdict.written.get("trials") or []) if verdict else []
-    run_json = paths.RESULTS / trials[0] / "run.json" if trials else None
+    trials = _trials(folder)
+    run_json = trials[0] / "run.json" if trials else None
     if run_json is None or not run_json.is_file():
         return None
     run = json.loads(run_json.read_text(encoding="utf-8"))
@@ -225,13 +229,9 @@ def _values_of(name: str) -> dict | None:
     """The values a row's variant names today: a set's, or an ablation's ("SET without TIER"); None where unknown."""
     knob_set, _, tier = name.partition(" without ")
     try:
-        return dict(knob_set_values(knob_set), **dict(ablation(knob_set, tier)[0].reverted if tier else ()))
+        return dict(knob_sets.values(knob_set), **dict(ablation(knob_set, tier)[0].reverted if tier else ()))
     except (ValueError, ZooError):
         return None
-
-
-def knob_set_values(name: str) -> dict:
-    return {} if name == knob_sets.DEFAULT else knob_sets.values(name)
 
 
 def named_now(name: str, values: dict, commit: str) -> str:
@@ -242,8 +242,8 @@ def named_now(name: str, values: dict, commit: str) -> str:
         return want is not None and all(k in want and want[k] == v for k, v in values.items())
     if holds(_values_of(name)):
         return name
-    now = [n for n in knob_sets.names() if n != name and holds(knob_set_values(n))]
-    best = min(now, key=lambda n: len(knob_set_values(n)), default=None)
+    now = [n for n in knob_sets.names() if n != name and holds(knob_sets.values(n))]
+    best = min(now, key=lambda n: len(knob_sets.values(n)), default=None)
     return f"{best} (run as {name})" if best else f"{name} as of {commit}"
 
 
